@@ -1,0 +1,176 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockd/lockd/internal/server"
+	"github.com/lockd/lockd/lease"
+)
+
+// serveFlags holds the flags of "lockd serve".
+type serveFlags struct {
+	id, httpAddr, peerAddr, dataDir string
+	advertiseHTTP, advertisePeer    string
+	initialCluster, join, election  string
+	heartbeat, electionTO, leaderTO time.Duration
+	drift                           float64
+	margin                          time.Duration
+	logLevel, raftLogLevel, logFmt  string
+	unsafeFaults                    bool
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	d := lease.DefaultConfig()
+	fs.StringVar(&f.id, "id", "n1", "this node's unique, stable id")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:7400", "HTTP API listen address")
+	fs.StringVar(&f.peerAddr, "peer", "127.0.0.1:7401", "peer (Raft) listen address")
+	fs.StringVar(&f.dataDir, "data", "./lockd-data", "data directory (Raft log, snapshots)")
+	fs.StringVar(&f.advertiseHTTP, "advertise-http", "", "HTTP URL other nodes forward to (default http://<--http>)")
+	fs.StringVar(&f.advertisePeer, "advertise-peer", "", "peer address other nodes dial (default --peer)")
+	fs.StringVar(&f.initialCluster, "initial-cluster", "", "all voters of a new cluster: n1=127.0.0.1:7401,n2=...")
+	fs.StringVar(&f.join, "join", "", "HTTP address of any member of an existing cluster to join")
+	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft")
+	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", d.HeartbeatTimeout, "Raft follower timeout; also the master lease unit")
+	fs.DurationVar(&f.electionTO, "election-timeout", d.ElectionTimeout, "Raft candidate timeout")
+	fs.DurationVar(&f.leaderTO, "leader-lease-timeout", d.LeaderLeaseTimeout, "Raft leader steps down after this long without a quorum")
+	fs.Float64Var(&f.drift, "max-clock-drift", d.MaxClockDrift, "largest relative clock-rate difference the master lease tolerates")
+	fs.DurationVar(&f.margin, "lease-margin", d.LeaseMargin, "safety margin subtracted from the master lease")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&f.raftLogLevel, "raft-log-level", "warn", "log level of Raft's own messages")
+	fs.StringVar(&f.logFmt, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
+		"UNSAFE, tests only: expose /v1/debug/faults, which lets any HTTP client partition this node")
+}
+
+func serve(args []string) int {
+	fs := flag.NewFlagSet("lockd serve", flag.ContinueOnError)
+	var f serveFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "lockd serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if err := applyEnv(fs); err != nil {
+		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
+		return exitUsage
+	}
+	logger, err := f.logger()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
+		return exitUsage
+	}
+	cfg, err := f.config(logger)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
+		return exitUsage
+	}
+	srv, err := server.Start(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
+		return exitError
+	}
+	logger.Info("lockd serving", "id", cfg.Node.ID, "http", srv.HTTPURL(), "peer", srv.PeerAddr(),
+		"data", cfg.Node.DataDir, "version", version)
+	if cfg.UnsafeFaults {
+		logger.Warn("fault injection is enabled (--unsafe-fault-injection): never use this in production")
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	signal.Stop(sig)
+	if err := srv.Close(); err != nil {
+		logger.Warn("shutdown", "err", err)
+	}
+	return exitOK
+}
+
+func (f *serveFlags) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch f.logFmt {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", f.logFmt)
+}
+
+func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
+	if f.election != "raft" {
+		return server.Config{}, fmt.Errorf("--election %q is not supported by this build (supported: raft)", f.election)
+	}
+	var raftLvl slog.Level
+	if err := raftLvl.UnmarshalText([]byte(f.raftLogLevel)); err != nil {
+		return server.Config{}, fmt.Errorf("--raft-log-level %q: use debug, info, warn or error", f.raftLogLevel)
+	}
+	for name, addr := range map[string]string{"--http": f.httpAddr, "--peer": f.peerAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return server.Config{}, fmt.Errorf("%s %q: want host:port", name, addr)
+		}
+	}
+	nc := lease.DefaultConfig()
+	nc.ID = f.id
+	nc.DataDir = f.dataDir
+	nc.PeerAddr = f.advertisePeer
+	if nc.PeerAddr == "" {
+		nc.PeerAddr = f.peerAddr
+	}
+	nc.HTTPAddr = f.advertiseHTTP
+	if nc.HTTPAddr == "" {
+		nc.HTTPAddr = "http://" + f.httpAddr
+	}
+	nc.Join = f.join
+	nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = f.heartbeat, f.electionTO, f.leaderTO
+	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
+	nc.RaftLogLevel = raftLvl
+	nc.Logger = logger
+	peers, err := parseInitialCluster(f.initialCluster)
+	if err != nil {
+		return server.Config{}, err
+	}
+	nc.InitialCluster = peers
+	if err := nc.Validate(); err != nil {
+		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
+	}
+	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
+		UnsafeFaults: f.unsafeFaults, Logger: logger}, nil
+}
+
+// parseInitialCluster parses "n1=127.0.0.1:7401,n2=127.0.0.1:7411".
+func parseInitialCluster(s string) ([]lease.Peer, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []lease.Peer
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("--initial-cluster: %q is not id=host:port", part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("--initial-cluster: %q: want host:port after %s=", addr, id)
+		}
+		out = append(out, lease.Peer{ID: id, Addr: addr})
+	}
+	return out, nil
+}

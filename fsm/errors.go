@@ -1,0 +1,42 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned in Result.Err. They are deterministic outcomes of a
+// command, not failures of the state machine: the state is unchanged when
+// one is returned.
+var (
+	// ErrBadCommand: the entry could not be decoded or is missing a field.
+	ErrBadCommand = errors.New("fsm: bad command")
+	// ErrSessionNotFound: the session does not exist (never did, destroyed or expired).
+	ErrSessionNotFound = errors.New("fsm: session not found")
+	// ErrSessionExists: a create-session named an id already in use.
+	ErrSessionExists = errors.New("fsm: session already exists")
+	// ErrLockHeld: the lock is held in a conflicting mode, or others are queued ahead.
+	ErrLockHeld = errors.New("fsm: lock held")
+	// ErrNotHolder: release, proclaim or resign by a session that does not hold it.
+	ErrNotHolder = errors.New("fsm: not the holder")
+	// ErrLockDelay: the lock is free but inside the lock-delay of an expired holder.
+	// The returned error is a *DelayError that wraps it.
+	ErrLockDelay = errors.New("fsm: lock-delay in force")
+	// ErrModeConflict: the session already holds the lock, or is queued for
+	// it, in the other mode.
+	ErrModeConflict = errors.New("fsm: lock held by this session in another mode")
+	// ErrBadSnapshot: Restore was given bytes that are not a snapshot this
+	// build can read (garbage, unknown version, or inconsistent state).
+	ErrBadSnapshot = errors.New("fsm: bad snapshot")
+)
+
+// DelayError wraps ErrLockDelay with the time the delay ends.
+type DelayError struct{ Until time.Time }
+
+func (e *DelayError) Error() string {
+	return fmt.Sprintf("%v until %s", ErrLockDelay, e.Until.UTC().Format(time.RFC3339Nano))
+}
+
+// Unwrap returns ErrLockDelay.
+func (e *DelayError) Unwrap() error { return ErrLockDelay }

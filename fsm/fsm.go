@@ -1,0 +1,178 @@
+package fsm
+
+import (
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// maxNow bounds Command.Now. Any time.Duration added to a Now before it still
+// lies before year 10000, so every time the FSM stores can be encoded in a
+// snapshot (encoding/json refuses years past 9999).
+var maxNow = time.Date(9700, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// FSM is lockd's replicated state machine.
+//
+// One goroutine at a time may change it (Apply, ApplyCommand, Restore); any
+// number may read it concurrently. Reads return copies that the caller may
+// keep and modify. The FSM never reads a clock: Command.Now is the current
+// time for every decision.
+type FSM struct {
+	mu      sync.RWMutex
+	st      *state
+	changed chan struct{}
+}
+
+// state is everything a snapshot holds. Restore swaps it as a whole, so
+// nothing of an old state can survive a restore.
+type state struct {
+	applied   uint64
+	sessions  map[string]Session
+	locks     *space
+	elections *space
+	members   map[string]Member
+}
+
+// op is the context of the entry being applied: its index (the token of
+// anything it grants) and its time.
+type op struct {
+	index uint64
+	now   time.Time
+}
+
+// New returns an empty FSM with applied index 0.
+func New() *FSM {
+	return &FSM{st: newState(), changed: make(chan struct{})}
+}
+
+func newState() *state {
+	return &state{
+		sessions:  make(map[string]Session),
+		locks:     newSpace(false),
+		elections: newSpace(true),
+		members:   make(map[string]Member),
+	}
+}
+
+// Apply decodes one log entry and applies it at index. An entry that does
+// not decode yields a Result whose Err wraps ErrBadCommand and changes
+// nothing but the applied index. Apply never panics, whatever data holds.
+func (f *FSM) Apply(index uint64, data []byte) Result {
+	c, err := Decode(data)
+	return f.apply(index, c, err)
+}
+
+// ApplyCommand applies c as the entry at index. Index must be greater than
+// AppliedIndex (Raft guarantees it); an entry with a stale index is refused
+// with ErrBadCommand and changes nothing, because replaying it could hand out
+// a token lower than one already granted.
+func (f *FSM) ApplyCommand(index uint64, c Command) Result {
+	return f.apply(index, c, nil)
+}
+
+func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.notify()
+	if index <= f.st.applied {
+		err := fmt.Errorf("%w: index %d is not after applied index %d", ErrBadCommand, index, f.st.applied)
+		return Result{Index: index, Err: err}
+	}
+	f.st.applied = index
+	var res Result
+	if decodeErr != nil {
+		res = Result{Err: decodeErr}
+	} else {
+		res = f.st.apply(c, index)
+	}
+	res.Index = index
+	return res
+}
+
+// notify wakes everyone waiting on Changed. The caller holds f.mu for writing.
+func (f *FSM) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Changed returns a channel that is closed by the next Apply, ApplyCommand
+// or Restore, refused commands included. Blocking queries grab it, check
+// the state, then wait on it, so that no change can slip in between.
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changed
+}
+
+// AppliedIndex returns the index of the last entry applied or restored.
+func (f *FSM) AppliedIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.applied
+}
+
+// apply dispatches c. Every handler checks everything before it changes
+// anything, so a refusal leaves the state as it was.
+func (st *state) apply(c Command, index uint64) Result {
+	// UTC strips the monotonic reading and the location: times compare and
+	// encode the same on every replica, however the command reached it.
+	o := op{index: index, now: c.Now.UTC()}
+	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
+		return refuse("%v: now %s out of range", c.Op, c.Now)
+	}
+	if !validUTF8(c) {
+		// A snapshot would store such a string altered (encoding/json
+		// replaces invalid bytes), so the restored state would differ.
+		return refuse("%v: invalid UTF-8", c.Op)
+	}
+	switch c.Op {
+	case OpCreateSession:
+		return st.createSession(o, c)
+	case OpDestroySession:
+		return st.endSession(o, c.Session, false)
+	case OpExpireSession:
+		return st.endSession(o, c.Session, true)
+	case OpAcquire:
+		return st.acquire(st.locks, o, c)
+	case OpRelease:
+		return st.release(st.locks, o, c)
+	case OpCancelWait:
+		return st.cancelWait(st.locks, o, c)
+	case OpTick:
+		st.locks.tick(o)
+		st.elections.tick(o)
+		return Result{}
+	case OpCampaign:
+		return st.acquire(st.elections, o, c)
+	case OpProclaim:
+		return st.proclaim(o, c)
+	case OpResign:
+		return st.resign(o, c)
+	case OpCancelCampaign:
+		return st.cancelWait(st.elections, o, c)
+	case OpSetMember:
+		return st.setMember(c)
+	case OpRemoveMember:
+		return st.removeMember(c)
+	}
+	return refuse("unknown op %d", uint8(c.Op))
+}
+
+func validUTF8(c Command) bool {
+	strs := []string{c.Session, c.Name, string(c.Mode), c.Value}
+	if c.Member != nil {
+		strs = append(strs, c.Member.ID, c.Member.Peer, c.Member.HTTP)
+	}
+	for _, s := range strs {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// refuse returns a Result whose Err wraps ErrBadCommand.
+func refuse(format string, args ...any) Result {
+	return Result{Err: fmt.Errorf("%w: "+format, append([]any{ErrBadCommand}, args...)...)}
+}

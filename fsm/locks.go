@@ -1,0 +1,157 @@
+package fsm
+
+import "fmt"
+
+// checkObject validates what every lock and election command shares: the
+// session exists and a name is given.
+func (st *state) checkObject(c Command) error {
+	if _, ok := st.sessions[c.Session]; !ok {
+		return fmt.Errorf("%w: %q", ErrSessionNotFound, c.Session)
+	}
+	if c.Name == "" {
+		return fmt.Errorf("%w: %v: empty name", ErrBadCommand, c.Op)
+	}
+	return nil
+}
+
+// requestMode returns the mode c asks for: exclusive unless it says shared,
+// and always exclusive for a campaign.
+func requestMode(s *space, c Command) (Mode, error) {
+	switch {
+	case c.Mode == "" || c.Mode == Exclusive:
+		return Exclusive, nil
+	case c.Mode == Shared && !s.election:
+		return Shared, nil
+	}
+	return "", fmt.Errorf("%w: %v: mode %q", ErrBadCommand, c.Op, c.Mode)
+}
+
+// acquire runs OpAcquire on locks and OpCampaign on elections.
+func (st *state) acquire(s *space, o op, c Command) Result {
+	if err := st.checkObject(c); err != nil {
+		return Result{Err: err}
+	}
+	mode, err := requestMode(s, c)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if c.Wait < 0 {
+		return refuse("%v: negative wait %v", c.Op, c.Wait)
+	}
+	value := ""
+	if s.election {
+		value = c.Value
+	}
+	l := s.lookup(c.Name)
+	if i := l.holder(c.Session); i >= 0 {
+		// A retry of an acquire that already succeeded: same token, no change.
+		if l.Mode != mode {
+			return Result{Err: fmt.Errorf("%w: %s is held as %s", ErrModeConflict, c.Name, l.Mode)}
+		}
+		return Result{Granted: true, Token: l.Holders[i].Token}
+	}
+	if i := l.waiter(c.Session); i >= 0 {
+		return s.requeue(l, i, mode, o, c)
+	}
+	// Queueing behind waiters even when the mode is compatible keeps an
+	// exclusive waiter from being starved by a stream of shared requests.
+	if len(l.Waiters) == 0 && !l.delayed(o.now) && l.admits(mode) {
+		s.grant(l, c.Session, mode, value, o)
+		s.settle(l, o)
+		return Result{Granted: true, Token: o.index}
+	}
+	if c.Wait == 0 {
+		if len(l.Holders) == 0 && l.delayed(o.now) {
+			return Result{Err: &DelayError{Until: l.DelayUntil}}
+		}
+		return Result{Err: fmt.Errorf("%w: %s", ErrLockHeld, c.Name)}
+	}
+	s.enqueue(l, Waiter{Session: c.Session, Mode: mode, Deadline: o.now.Add(c.Wait), Value: value})
+	s.settle(l, o)
+	return Result{}
+}
+
+// requeue handles an acquire by a session already queued for l, which is
+// a client retrying after a lost answer: it keeps its place, and its
+// deadline only ever moves later. A campaign's value stays as first queued,
+// as a leader's does on a repeated campaign.
+func (s *space) requeue(l *Lock, i int, mode Mode, o op, c Command) Result {
+	w := &l.Waiters[i]
+	if w.Mode != mode {
+		return Result{Err: fmt.Errorf("%w: %s is queued for as %s", ErrModeConflict, c.Name, w.Mode)}
+	}
+	if c.Wait == 0 {
+		return Result{Err: fmt.Errorf("%w: %s (still queued)", ErrLockHeld, c.Name)}
+	}
+	if d := o.now.Add(c.Wait); d.After(w.Deadline) {
+		w.Deadline = d
+		s.settle(l, o)
+	}
+	return Result{}
+}
+
+// release runs OpRelease: the holder lets go and the queue moves up.
+func (st *state) release(s *space, o op, c Command) Result {
+	if err := st.checkObject(c); err != nil {
+		return Result{Err: err}
+	}
+	l := s.lookup(c.Name)
+	i := l.holder(c.Session)
+	if i < 0 {
+		return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
+	}
+	s.dropHolder(l, i)
+	s.handoff(l, o)
+	s.settle(l, o)
+	return Result{}
+}
+
+// cancelWait runs OpCancelWait and OpCancelCampaign. A waiter that was
+// granted before its cancel arrived learns its token instead, so that the
+// client can release what it did not know it had.
+func (st *state) cancelWait(s *space, o op, c Command) Result {
+	if err := st.checkObject(c); err != nil {
+		return Result{Err: err}
+	}
+	l := s.lookup(c.Name)
+	if i := l.holder(c.Session); i >= 0 {
+		return Result{Granted: true, Token: l.Holders[i].Token}
+	}
+	if i := l.waiter(c.Session); i >= 0 {
+		// Removing the head can unblock the waiters behind it.
+		s.dropWaiter(l, i)
+		s.handoff(l, o)
+		s.settle(l, o)
+	}
+	return Result{}
+}
+
+// proclaim runs OpProclaim: the leader sets a new value.
+func (st *state) proclaim(o op, c Command) Result {
+	if err := st.checkObject(c); err != nil {
+		return Result{Err: err}
+	}
+	l := st.elections.lookup(c.Name)
+	if l.holder(c.Session) < 0 {
+		return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
+	}
+	l.Value = c.Value
+	st.elections.settle(l, o)
+	return Result{}
+}
+
+// resign runs OpResign: the leader steps down, or a candidate leaves the
+// queue.
+func (st *state) resign(o op, c Command) Result {
+	if err := st.checkObject(c); err != nil {
+		return Result{Err: err}
+	}
+	l := st.elections.lookup(c.Name)
+	if l.holder(c.Session) >= 0 {
+		return st.release(st.elections, o, c)
+	}
+	if l.waiter(c.Session) >= 0 {
+		return st.cancelWait(st.elections, o, c)
+	}
+	return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
+}

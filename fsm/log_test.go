@@ -1,0 +1,279 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// randomLog returns n encoded entries drawn from a fixed seed: sessions
+// coming and going, acquires of every kind, releases, ticks with the clock
+// moving on, expiries, elections and undecodable entries.
+func randomLog(t *testing.T, seed uint64, n int) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	// live tracks which sessions exist, so most commands name one that
+	// does and get past the first check.
+	live := map[string]bool{}
+	session := func() string {
+		if ids := slices.Sorted(maps.Keys(live)); len(ids) > 0 && rng.IntN(10) > 0 {
+			return ids[rng.IntN(len(ids))]
+		}
+		return fmt.Sprint("s", rng.IntN(7))
+	}
+	lock := func() string { return pick("l0", "l1", "l2") }
+	election := func() string { return pick("e0", "e1") }
+	wait := func() time.Duration {
+		return []time.Duration{0, 0, 2 * time.Second, 5 * time.Second, 20 * time.Second, -1}[rng.IntN(6)]
+	}
+	mode := func() Mode { return Mode(pick("", "exclusive", "shared", "shared", "bogus")) }
+	now := t0
+	var log [][]byte
+	for len(log) < n {
+		now = now.Add(time.Duration(rng.IntN(600)) * time.Millisecond)
+		c := Command{Now: now, Session: session()}
+		switch r := rng.IntN(100); {
+		case r < 8:
+			c.Op, c.Session, c.TTL = OpCreateSession, fmt.Sprint("s", rng.IntN(7)), time.Duration(rng.IntN(4))*time.Second
+			c.LockDelay = []time.Duration{0, 2 * time.Second, 5 * time.Second}[rng.IntN(3)]
+			if c.TTL > 0 {
+				live[c.Session] = true
+			}
+		case r < 38:
+			c.Op, c.Name, c.Mode, c.Wait = OpAcquire, lock(), mode(), wait()
+		case r < 53:
+			c.Op, c.Name = OpRelease, lock()
+		case r < 56:
+			c.Op, c.Name = OpCancelWait, lock()
+		case r < 64:
+			c.Op = OpTick
+		case r < 67:
+			c.Op = OpExpireSession
+			delete(live, c.Session)
+		case r < 69:
+			c.Op = OpDestroySession
+			delete(live, c.Session)
+		case r < 78:
+			c.Op, c.Name, c.Value, c.Wait = OpCampaign, election(), fmt.Sprint("v", rng.IntN(9)), wait()
+		case r < 81:
+			c.Op, c.Name, c.Value = OpProclaim, election(), fmt.Sprint("p", rng.IntN(9))
+		case r < 85:
+			c.Op, c.Name = OpResign, election()
+		case r < 87:
+			c.Op, c.Name = OpCancelCampaign, election()
+		case r < 90:
+			c.Op, c.Member = OpSetMember, &Member{ID: pick("n1", "n2", ""), Peer: pick("p1", "p2")}
+		case r < 92:
+			c.Op, c.Member = OpRemoveMember, &Member{ID: pick("n1", "n2")}
+		case r < 96:
+			log = append(log, []byte{Version, byte(rng.IntN(256)), byte(rng.IntN(256))})
+			continue
+		default:
+			c.Op = Op(14 + rng.IntN(10))
+		}
+		b, err := Encode(c)
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+		log = append(log, b)
+	}
+	return log
+}
+
+// describe renders a Result completely, so two can be compared as strings.
+func describe(r Result) string {
+	var s any
+	if r.Session != nil {
+		s = *r.Session
+	}
+	return fmt.Sprintf("%d %v %d %v %v %v %+v", r.Index, r.Granted, r.Token, r.Err, r.Released, r.Resigned, s)
+}
+
+// outcomes counts what a log did, to prove the random test exercised
+// the interesting paths rather than refusing everything.
+type outcomes map[string]int
+
+func (o outcomes) add(f *FSM, index uint64, data []byte, r Result) {
+	var de *DelayError
+	switch {
+	case errors.As(r.Err, &de):
+		o["delay"]++
+	case errors.Is(r.Err, ErrLockHeld):
+		o["held"]++
+	case errors.Is(r.Err, ErrBadCommand):
+		o["bad"]++
+	case r.Err != nil:
+		o["other refusal"]++
+	case r.Granted && r.Token == index:
+		o["granted"]++
+	}
+	c, err := Decode(data)
+	if err != nil || c.Op == OpAcquire || c.Op == OpCampaign {
+		return
+	}
+	for _, l := range append(f.Locks(), f.Elections()...) {
+		for _, h := range l.Holders {
+			if h.Token == index {
+				o["hand-off by "+c.Op.String()]++
+			}
+		}
+	}
+}
+
+func TestApply_SameLogSameState(t *testing.T) {
+	const n = 4000 // a fraction of a second; shorter logs miss some hand-off paths
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			log := randomLog(t, seed, n)
+			a, b := New(), New()
+			seen := outcomes{}
+			var restored *FSM
+			for i, data := range log {
+				index := uint64(i + 1)
+				ra := a.Apply(index, data)
+				seen.add(a, index, data, ra)
+				checkInvariants(t, a)
+				if i == n/2 {
+					restored = mustRestore(t, mustSnapshot(t, b))
+					b = restored
+				}
+				if rb := b.Apply(index, data); describe(ra) != describe(rb) {
+					t.Fatalf("entry %d: results differ:\n%s\n%s", index, describe(ra), describe(rb))
+				}
+			}
+			checkInvariants(t, b)
+			if sa, sb := mustSnapshot(t, a), mustSnapshot(t, b); !bytes.Equal(sa, sb) {
+				t.Fatalf("snapshots differ:\n%s\n%s", sa, sb)
+			}
+			t.Logf("outcomes: %v", seen)
+			for _, k := range []string{"granted", "held", "delay", "bad", "hand-off by release", "hand-off by tick", "hand-off by expire-session"} {
+				if seen[k] == 0 {
+					t.Errorf("log never produced %q: %v", k, seen)
+				}
+			}
+		})
+	}
+}
+
+func TestApply_UndecodableEntry(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+	}{
+		{"nil", nil},
+		{"one byte", []byte{Version}},
+		{"garbage", []byte("garbage")},
+		{"unknown version", append([]byte{Version + 1, byte(OpTick)}, `{}`...)},
+		{"unknown op", append([]byte{Version, 99}, `{}`...)},
+		{"op zero", append([]byte{Version, 0}, `{}`...)},
+		{"bad json", append([]byte{Version, byte(OpAcquire)}, `{"session":`...)},
+		{"bad time", append([]byte{Version, byte(OpTick)}, `{"now":"yesterday"}`...)},
+		{"wrong type", append([]byte{Version, byte(OpAcquire)}, `{"wait":"1s"}`...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := refusalState(t)
+			before := mustStateJSON(t, h.f)
+			res := h.f.Apply(h.idx+1, tt.data)
+			if !errors.Is(res.Err, ErrBadCommand) || res.Index != h.idx+1 {
+				t.Fatalf("result %+v, want ErrBadCommand", res)
+			}
+			if !bytes.Equal(before, mustStateJSON(t, h.f)) || h.f.AppliedIndex() != h.idx+1 {
+				t.Fatal("undecodable entry changed more than the applied index")
+			}
+		})
+	}
+}
+
+func FuzzApply(f *testing.F) {
+	for _, c := range []Command{
+		acquire("a", "x", "", 0), acquire("c", "x", Shared, time.Minute), release("a", "x"),
+		expire("a"), tick(), campaign("b", "e", "v", time.Second), proclaim("c", "e", "v"),
+		{Op: OpSetMember, Member: &Member{ID: "n"}}, create("z", time.Second),
+	} {
+		c.Now = t0.Add(time.Minute)
+		b, err := Encode(c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte{Version, byte(OpAcquire), '{', '}'})
+	f.Add([]byte{Version, byte(OpAcquire), 'n', 'u', 'l', 'l'})
+	f.Add(append([]byte{Version, byte(OpTick)}, `{"now":"9999-12-31T23:59:59Z"}`...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h := refusalState(t)
+		before := mustStateJSON(t, h.f)
+		res := h.f.Apply(h.idx+1, data)
+		if res.Index != h.idx+1 || h.f.AppliedIndex() != h.idx+1 {
+			t.Fatalf("index %d applied %d, want %d", res.Index, h.f.AppliedIndex(), h.idx+1)
+		}
+		if res.Err != nil && !bytes.Equal(before, mustStateJSON(t, h.f)) {
+			t.Fatalf("refusal %v changed the state", res.Err)
+		}
+		checkInvariants(t, h.f)
+		snap := mustSnapshot(t, h.f)
+		if again := mustSnapshot(t, mustRestore(t, snap)); !bytes.Equal(snap, again) {
+			t.Fatal("state does not survive a snapshot round trip")
+		}
+	})
+}
+
+func TestChanged_FiresOnApply(t *testing.T) {
+	h := newHarness(t)
+	ch := h.f.Changed()
+	select {
+	case <-ch:
+		t.Fatal("closed before any change")
+	default:
+	}
+	h.mustApply(create("a", 0))
+	select {
+	case <-ch:
+	default:
+		t.Fatal("not closed by apply")
+	}
+	next := h.f.Changed()
+	h.apply(destroy("nobody")) // a refusal still moves the applied index
+	select {
+	case <-next:
+	default:
+		t.Fatal("not closed by a refused apply")
+	}
+}
+
+// TestChanged_BlockingReader runs a blocking-query reader against the
+// applier; under -race it also checks the locking.
+func TestChanged_BlockingReader(t *testing.T) {
+	h := newHarness(t)
+	h.mustApply(create("a", 0))
+	var wg sync.WaitGroup
+	seen := make(chan uint64, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			ch := h.f.Changed()
+			if l := h.f.Lock("x"); l.ModifyIndex >= 21 {
+				seen <- l.ModifyIndex
+				return
+			}
+			<-ch
+		}
+	}()
+	for range 10 {
+		h.mustApply(acquire("a", "x", "", 0))
+		h.mustApply(release("a", "x"))
+	}
+	wg.Wait()
+	if got := <-seen; got != 21 {
+		t.Fatalf("reader saw modify index %d, want 21", got)
+	}
+}

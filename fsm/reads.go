@@ -1,0 +1,163 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// Session returns the session with the given id.
+func (f *FSM) Session(id string) (Session, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, ok := f.st.sessions[id]
+	return s, ok
+}
+
+// Sessions returns every session, sorted by ID.
+func (f *FSM) Sessions() []Session {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sortedValues(f.st.sessions)
+}
+
+// SessionHolds returns the names of the locks and of the elections the
+// session holds, each sorted. Both are empty for an unknown session.
+func (f *FSM) SessionHolds(id string) (locks, elections []string) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return refs(f.st.locks.held, id), refs(f.st.elections.held, id)
+}
+
+// Lock returns the named lock. A lock that does not exist reads as free,
+// with the ModifyIndex of the last change to any lock, so that a blocking
+// query on it never sees the index go backwards.
+func (f *FSM) Lock(name string) Lock {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.locks.read(name)
+}
+
+// Locks returns every existing lock, sorted by name.
+func (f *FSM) Locks() []Lock {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.locks.list()
+}
+
+// Election returns the named election; a missing one reads as Lock does.
+func (f *FSM) Election(name string) Lock {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.elections.read(name)
+}
+
+// Elections returns every existing election, sorted by name.
+func (f *FSM) Elections() []Lock {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.elections.list()
+}
+
+// LocksIndex returns the index of the last change to any lock, deletions
+// included.
+func (f *FSM) LocksIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.locks.index
+}
+
+// ElectionsIndex returns the index of the last change to any election,
+// deletions included.
+func (f *FSM) ElectionsIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.elections.index
+}
+
+// Check reports whether token belongs to a current holder of the named lock
+// (Chubby's CheckSequencer). It is only as fresh as this replica's state.
+func (f *FSM) Check(name string, token uint64) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.locks.check(name, token)
+}
+
+// CheckElection reports whether token is the current leader's token of the
+// named election.
+func (f *FSM) CheckElection(name string, token uint64) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.elections.check(name, token)
+}
+
+// Members returns the member table, sorted by ID.
+func (f *FSM) Members() []Member {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return sortedValues(f.st.members)
+}
+
+// NextDeadline returns the earliest pending lock-delay end or waiter
+// deadline over all locks and elections, and false if there is none. The
+// leader proposes an OpTick at that time; the FSM itself never acts on
+// time alone. The time may already have passed.
+func (f *FSM) NextDeadline() (time.Time, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var next time.Time
+	found := false
+	consider := func(t time.Time) {
+		if !t.IsZero() && (!found || t.Before(next)) {
+			next, found = t, true
+		}
+	}
+	for _, s := range []*space{f.st.locks, f.st.elections} {
+		for name := range s.timed {
+			l := s.objs[name]
+			consider(l.DelayUntil)
+			for _, w := range l.Waiters {
+				consider(w.Deadline)
+			}
+		}
+	}
+	return next, found
+}
+
+func (s *space) read(name string) Lock {
+	if l, ok := s.objs[name]; ok {
+		return copyLock(l)
+	}
+	return Lock{Name: name, ModifyIndex: s.index}
+}
+
+func (s *space) list() []Lock {
+	out := make([]Lock, 0, len(s.objs))
+	for _, name := range slices.Sorted(maps.Keys(s.objs)) {
+		out = append(out, copyLock(s.objs[name]))
+	}
+	return out
+}
+
+func (s *space) check(name string, token uint64) bool {
+	l, ok := s.objs[name]
+	return ok && slices.ContainsFunc(l.Holders, func(h Holder) bool { return h.Token == token })
+}
+
+// copyLock returns l with slices of its own, so callers cannot reach into
+// the state.
+func copyLock(l *Lock) Lock {
+	c := *l
+	c.Holders = slices.Clone(l.Holders)
+	c.Waiters = slices.Clone(l.Waiters)
+	return c
+}
+
+// sortedValues returns m's values in key order.
+func sortedValues[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
+}

@@ -1,0 +1,63 @@
+package fsm
+
+import (
+	"fmt"
+	"time"
+)
+
+// createSession runs OpCreateSession.
+func (st *state) createSession(o op, c Command) Result {
+	switch {
+	case c.Session == "":
+		return refuse("%v: empty session id", c.Op)
+	case c.TTL <= 0:
+		return refuse("%v: ttl %v is not positive", c.Op, c.TTL)
+	case c.LockDelay < 0:
+		return refuse("%v: negative lock-delay %v", c.Op, c.LockDelay)
+	}
+	if _, ok := st.sessions[c.Session]; ok {
+		return Result{Err: fmt.Errorf("%w: %q", ErrSessionExists, c.Session)}
+	}
+	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index}
+	st.sessions[s.ID] = s
+	return Result{Session: &s}
+}
+
+// endSession runs OpDestroySession and, with expire set, OpExpireSession:
+// the session loses everything at once; on expiry what it held stays
+// ungrantable for its lock-delay.
+func (st *state) endSession(o op, id string, expire bool) Result {
+	sess, ok := st.sessions[id]
+	if !ok {
+		return Result{Err: fmt.Errorf("%w: %q", ErrSessionNotFound, id)}
+	}
+	var delay time.Duration
+	if expire {
+		delay = sess.LockDelay
+	}
+	res := Result{
+		Released: st.locks.evict(id, delay, o),
+		Resigned: st.elections.evict(id, delay, o),
+	}
+	delete(st.sessions, id)
+	return res
+}
+
+// setMember runs OpSetMember.
+func (st *state) setMember(c Command) Result {
+	if c.Member == nil || c.Member.ID == "" {
+		return refuse("%v: no member id", c.Op)
+	}
+	st.members[c.Member.ID] = *c.Member
+	return Result{}
+}
+
+// removeMember runs OpRemoveMember. Removing a missing member is not an
+// error, so a retried removal succeeds.
+func (st *state) removeMember(c Command) Result {
+	if c.Member == nil || c.Member.ID == "" {
+		return refuse("%v: no member id", c.Op)
+	}
+	delete(st.members, c.Member.ID)
+	return Result{}
+}

@@ -1,0 +1,232 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+	"time"
+)
+
+// space is one namespace of lock objects: the locks proper or the elections.
+// Both follow the same mechanics; elections are always exclusive and carry
+// a value.
+//
+// Every change to an object goes through the methods below, which keep the
+// reverse indexes and the timed set in step with the objects themselves.
+type space struct {
+	election bool
+	objs     map[string]*Lock
+	// index is the index of the last change to any object, deletions
+	// included, so a missing object reads with a ModifyIndex that never
+	// goes backwards and no tombstones are needed.
+	index uint64
+	// timed names the objects with waiters or a lock-delay: the only ones a
+	// tick can change and the only ones NextDeadline must look at.
+	timed map[string]struct{}
+	// held and waiting map a session to the names it holds or waits for,
+	// so that ending a session does not scan every object.
+	held    map[string]map[string]struct{}
+	waiting map[string]map[string]struct{}
+}
+
+func newSpace(election bool) *space {
+	return &space{
+		election: election,
+		objs:     make(map[string]*Lock),
+		timed:    make(map[string]struct{}),
+		held:     make(map[string]map[string]struct{}),
+		waiting:  make(map[string]map[string]struct{}),
+	}
+}
+
+// lookup returns the named object, or a new free one that is not stored
+// until settle decides it must exist.
+func (s *space) lookup(name string) *Lock {
+	if l, ok := s.objs[name]; ok {
+		return l
+	}
+	return &Lock{Name: name}
+}
+
+// settle records that l changed in entry o: it stamps the indexes, stores
+// l, or deletes it when it has no holders, no waiters and no pending delay.
+func (s *space) settle(l *Lock, o op) {
+	l.ModifyIndex = o.index
+	s.index = o.index
+	if len(l.Holders) == 0 && len(l.Waiters) == 0 && !l.delayed(o.now) {
+		delete(s.objs, l.Name)
+		delete(s.timed, l.Name)
+		return
+	}
+	s.objs[l.Name] = l
+	if len(l.Waiters) > 0 || !l.DelayUntil.IsZero() {
+		s.timed[l.Name] = struct{}{}
+	} else {
+		delete(s.timed, l.Name)
+	}
+}
+
+// grant makes session a holder with the entry's index as its token. It is
+// only called when nothing delays the grant, so a stale DelayUntil goes.
+func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
+	l.Holders = append(l.Holders, Holder{Session: session, Token: o.index, AcquiredAt: o.now})
+	l.Mode = mode
+	if s.election {
+		l.Value = value
+	}
+	l.DelayUntil = time.Time{}
+	addRef(s.held, session, l.Name)
+}
+
+// dropHolder removes the i-th holder. A lock nobody holds has no mode, and
+// an election without a leader has no value.
+func (s *space) dropHolder(l *Lock, i int) {
+	delRef(s.held, l.Holders[i].Session, l.Name)
+	l.Holders = without(l.Holders, i)
+	if len(l.Holders) == 0 {
+		l.Mode = ""
+		l.Value = ""
+	}
+}
+
+func (s *space) enqueue(l *Lock, w Waiter) {
+	l.Waiters = append(l.Waiters, w)
+	addRef(s.waiting, w.Session, l.Name)
+}
+
+func (s *space) dropWaiter(l *Lock, i int) {
+	delRef(s.waiting, l.Waiters[i].Session, l.Name)
+	l.Waiters = without(l.Waiters, i)
+}
+
+// dropExpired removes the waiters whose deadline is not after now and
+// reports whether there were any.
+func (s *space) dropExpired(l *Lock, now time.Time) bool {
+	dropped := false
+	for i := 0; i < len(l.Waiters); {
+		if l.Waiters[i].Deadline.After(now) {
+			i++
+			continue
+		}
+		s.dropWaiter(l, i)
+		dropped = true
+	}
+	return dropped
+}
+
+// handoff grants l to the head of its queue, and for a shared head to every
+// shared waiter right behind it, in the entry that freed it, so a hand-off
+// costs one commit. Nothing is granted inside a lock-delay. It reports
+// whether l changed.
+func (s *space) handoff(l *Lock, o op) bool {
+	if l.delayed(o.now) {
+		return false
+	}
+	changed := !l.DelayUntil.IsZero()
+	l.DelayUntil = time.Time{}
+	if s.dropExpired(l, o.now) {
+		changed = true
+	}
+	for len(l.Waiters) > 0 {
+		w := l.Waiters[0]
+		if !l.admits(w.Mode) {
+			break
+		}
+		s.dropWaiter(l, 0)
+		s.grant(l, w.Session, w.Mode, w.Value, o)
+		changed = true
+		if w.Mode != Shared {
+			break
+		}
+	}
+	return changed
+}
+
+// tick ends passed lock-delays and drops waiters whose deadline passed, then
+// hands off what that freed, object by object in name order.
+func (s *space) tick(o op) {
+	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
+		l := s.objs[name]
+		dropped := s.dropExpired(l, o.now)
+		if s.handoff(l, o) || dropped {
+			s.settle(l, o)
+		}
+	}
+}
+
+// evict takes from session everything it holds or waits for in s, hands
+// off each object in name order and returns the names it held, sorted. With
+// delay > 0 (expiry) the objects it held get a lock-delay first, so nobody,
+// not even a waiter, gets them before it ends.
+func (s *space) evict(session string, delay time.Duration, o op) []string {
+	held := refs(s.held, session)
+	names := slices.Concat(held, refs(s.waiting, session))
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		l := s.objs[name]
+		if i := l.holder(session); i >= 0 {
+			s.dropHolder(l, i)
+			if until := o.now.Add(delay); delay > 0 && until.After(l.DelayUntil) {
+				l.DelayUntil = until
+			}
+		}
+		if i := l.waiter(session); i >= 0 {
+			s.dropWaiter(l, i)
+		}
+		s.handoff(l, o)
+		s.settle(l, o)
+	}
+	return held
+}
+
+// holder returns the index of session among the holders, or -1.
+func (l *Lock) holder(session string) int {
+	return slices.IndexFunc(l.Holders, func(h Holder) bool { return h.Session == session })
+}
+
+// waiter returns the index of session in the queue, or -1.
+func (l *Lock) waiter(session string) int {
+	return slices.IndexFunc(l.Waiters, func(w Waiter) bool { return w.Session == session })
+}
+
+// delayed reports whether a lock-delay forbids granting l at now.
+func (l *Lock) delayed(now time.Time) bool {
+	return !l.DelayUntil.IsZero() && now.Before(l.DelayUntil)
+}
+
+// admits reports whether the current holders leave room for one in mode:
+// anyone may take a free lock, and shared holders admit more shared ones.
+func (l *Lock) admits(mode Mode) bool {
+	return len(l.Holders) == 0 || (mode == Shared && l.Mode == Shared)
+}
+
+// without removes element i, keeping empty slices nil so that equal states
+// compare and encode equal.
+func without[T any](s []T, i int) []T {
+	s = slices.Delete(s, i, i+1)
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func addRef(m map[string]map[string]struct{}, session, name string) {
+	if m[session] == nil {
+		m[session] = make(map[string]struct{})
+	}
+	m[session][name] = struct{}{}
+}
+
+func delRef(m map[string]map[string]struct{}, session, name string) {
+	delete(m[session], name)
+	if len(m[session]) == 0 {
+		delete(m, session)
+	}
+}
+
+// refs returns the names session has in m, sorted.
+func refs(m map[string]map[string]struct{}, session string) []string {
+	if len(m[session]) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m[session]))
+}

@@ -1,0 +1,69 @@
+package fsm
+
+import "time"
+
+// Session is a session as the replicated state knows it. Deadlines are not
+// part of it: the leader keeps those.
+type Session struct {
+	ID          string        `json:"id"`
+	Name        string        `json:"name,omitempty"`
+	TTL         time.Duration `json:"ttl"`
+	LockDelay   time.Duration `json:"lock_delay"`
+	CreateIndex uint64        `json:"create_index"`
+}
+
+// Holder is one holder of a lock. Token is the Raft index of the entry that
+// granted it.
+type Holder struct {
+	Session    string    `json:"session"`
+	Token      uint64    `json:"token"`
+	AcquiredAt time.Time `json:"acquired_at"`
+}
+
+// Waiter is one queued acquire or campaign.
+type Waiter struct {
+	Session  string    `json:"session"`
+	Mode     Mode      `json:"mode"`
+	Deadline time.Time `json:"deadline"`
+	Value    string    `json:"value,omitempty"`
+}
+
+// Lock is the state of one lock or election. Mode is the mode of the current
+// holders and empty while nobody holds it. For elections Mode is always
+// Exclusive and Value is the leader's value (empty while there is no leader).
+type Lock struct {
+	Name        string    `json:"name"`
+	Mode        Mode      `json:"mode,omitempty"`
+	Holders     []Holder  `json:"holders,omitempty"`
+	Waiters     []Waiter  `json:"waiters,omitempty"`
+	DelayUntil  time.Time `json:"delay_until,omitzero"`
+	Value       string    `json:"value,omitempty"`
+	ModifyIndex uint64    `json:"modify_index"`
+}
+
+// Member is one node in the replicated member table.
+type Member struct {
+	ID   string `json:"id"`
+	Peer string `json:"peer"`
+	HTTP string `json:"http"`
+}
+
+// Result is what Apply returns for one command.
+type Result struct {
+	// Index is the Raft index the command was applied at.
+	Index uint64
+	// Err is a deterministic refusal (see the package's errors); nil on success.
+	Err error
+	// Session is set by create-session.
+	Session *Session
+	// Granted and Token are set by acquire and campaign: Granted means the
+	// session holds the lock now, with Token. Granted false with a nil Err
+	// means the request was queued (Wait > 0).
+	Granted bool
+	Token   uint64
+	// Released lists, sorted, the locks a destroy or expire took from the
+	// session, and Resigned the elections it led. Hand-offs that followed
+	// are visible in the locks' states.
+	Released []string
+	Resigned []string
+}

@@ -1,0 +1,28 @@
+module github.com/lockd/lockd
+
+go 1.26.8
+
+// raft v1.8.0 requires go-metrics v0.7.0, which removed the compat package
+// that raft-boltdb/v2 v2.3.1 imports; v0.6.1 has it and satisfies raft.
+replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
+
+require (
+	github.com/gorilla/mux v1.8.1
+	github.com/hashicorp/go-hclog v1.6.3
+	github.com/hashicorp/raft v1.8.0
+	github.com/hashicorp/raft-boltdb/v2 v2.3.1
+	go.etcd.io/bbolt v1.5.0
+)
+
+require (
+	github.com/armon/go-metrics v0.4.1 // indirect
+	github.com/boltdb/bolt v1.3.1 // indirect
+	github.com/fatih/color v1.13.0 // indirect
+	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
+	github.com/hashicorp/go-metrics v0.7.0 // indirect
+	github.com/hashicorp/go-msgpack/v2 v2.1.5 // indirect
+	github.com/hashicorp/golang-lru v1.0.2 // indirect
+	github.com/mattn/go-colorable v0.1.12 // indirect
+	github.com/mattn/go-isatty v0.0.14 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)

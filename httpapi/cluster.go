@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// status is the body of /healthz and /readyz.
+type status struct {
+	Status string `json:"status"`
+}
+
+// cluster serves GET /v1/cluster, always from this node's own view.
+func (s *Server) cluster(r *http.Request) (any, error) {
+	return s.svc.Cluster(r.Context())
+}
+
+// addMember serves POST /v1/cluster/members.
+func (s *Server) addMember(r *http.Request) (any, error) {
+	var m wire.Member
+	if err := decodeBody(r, &m, false); err != nil {
+		return nil, err
+	}
+	if err := fillMember(&m); err != nil {
+		return nil, err
+	}
+	if err := s.svc.AddMember(r.Context(), m); err != nil {
+		return nil, err
+	}
+	s.log.Info("member added", "id", m.ID, "peer", m.Peer, "http", m.HTTP)
+	return struct{}{}, nil
+}
+
+// removeMember serves DELETE /v1/cluster/members/{id}.
+func (s *Server) removeMember(r *http.Request) (any, error) {
+	id := mux.Vars(r)["id"]
+	if err := s.svc.RemoveMember(r.Context(), id); err != nil {
+		return nil, err
+	}
+	s.log.Info("member removed", "id", id)
+	return struct{}{}, nil
+}
+
+// healthz serves GET /healthz: the process is up and serving HTTP.
+func (s *Server) healthz(*http.Request) (any, error) {
+	return status{Status: "ok"}, nil
+}
+
+// readyz serves GET /readyz: 200 when the node can serve a default read now,
+// 503 otherwise whatever the error's code, because probes look only at the
+// status. The body carries the reason as any error would.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	err := s.svc.Ready(r.Context())
+	if err == nil {
+		s.writeJSON(w, http.StatusOK, status{Status: "ready"})
+		return
+	}
+	s.writeErrorStatus(w, r, http.StatusServiceUnavailable, publicError(err), err)
+}
+
+// listFaults serves GET /v1/debug/faults.
+func (s *Server) listFaults(*http.Request) (any, error) {
+	return wire.FaultList{Faults: s.faults.Faults()}, nil
+}
+
+// setFault serves POST /v1/debug/faults. The injector validates direction
+// and rule; whatever it rejects is the client's mistake.
+func (s *Server) setFault(r *http.Request) (any, error) {
+	var req wire.FaultRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct{ name, value string }{{"peer", req.Peer}, {"direction", req.Direction}, {"rule", req.Rule}} {
+		if err := required(f.name, f.value); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.faults.SetFault(req.Peer, req.Direction, req.Rule); err != nil {
+		return nil, badRequest("%s", err.Error())
+	}
+	s.log.Warn("fault injected", "peer", req.Peer, "direction", req.Direction, "rule", req.Rule)
+	return wire.FaultList{Faults: s.faults.Faults()}, nil
+}
+
+// healAll serves DELETE /v1/debug/faults.
+func (s *Server) healAll(*http.Request) (any, error) {
+	s.faults.Heal("")
+	s.log.Info("faults healed", "peer", "all")
+	return wire.FaultList{Faults: s.faults.Faults()}, nil
+}
+
+// healPeer serves DELETE /v1/debug/faults/{peer}.
+func (s *Server) healPeer(r *http.Request) (any, error) {
+	peer := mux.Vars(r)["peer"]
+	s.faults.Heal(peer)
+	s.log.Info("faults healed", "peer", peer)
+	return wire.FaultList{Faults: s.faults.Faults()}, nil
+}

@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// maxDrain is how much of an oversized body the server reads before it
+// answers 413. A client that writes its whole body before it reads the
+// response would otherwise see a connection reset instead of the answer.
+const maxDrain = 4 << 20
+
+// readBody reads r's body, at most wire.MaxBody bytes. A longer body is read
+// on up to maxDrain bytes, discarded, and answered too_large.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBody+1))
+	if err != nil {
+		return nil, badRequest("cannot read the request body: %v", err)
+	}
+	if len(b) <= wire.MaxBody {
+		return b, nil
+	}
+	// Beyond maxDrain, net/http itself closes the connection after the
+	// answer (with "Connection: close").
+	_, _ = io.CopyN(io.Discard, r.Body, maxDrain-int64(len(b)))
+	return nil, wire.Errorf(wire.CodeTooLarge, "request body is larger than the limit of %d bytes", wire.MaxBody)
+}
+
+// decodeBody decodes r's JSON body into v, which must point to a struct.
+// Unknown fields, trailing data and wrong types are bad_request errors that
+// say what is wrong. An empty body leaves v alone when optional is true and
+// is an error otherwise.
+func decodeBody(r *http.Request, v any, optional bool) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		if optional {
+			return nil
+		}
+		return badRequest("request body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("%s", describeJSONError(err))
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return badRequest("unexpected data after the JSON object, at byte %d", dec.InputOffset())
+	}
+	return nil
+}
+
+// describeJSONError turns an encoding/json error into a sentence for the
+// client, naming the field where the decoder says which one it was.
+func describeJSONError(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return "malformed JSON at byte " + strconv.FormatInt(syntax.Offset, 10) + ": " + syntax.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: the body ends in the middle of a value"
+	case errors.As(err, &typ) && typ.Field == "":
+		return "request body must be a JSON object, not " + typ.Value
+	case errors.As(err, &typ):
+		return typ.Field + " must be " + jsonKind(typ.Type) + ", not " + typ.Value
+	}
+	// Unknown fields ("json: unknown field ...") and errors of the wire
+	// types' own decoders, which already name what they expected.
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+// readOptions parses the query parameters of a read: index, wait, stale and
+// consistent.
+func readOptions(q url.Values) (ReadOptions, error) {
+	var opt ReadOptions
+	var err error
+	if opt.Stale, err = queryFlag(q, "stale"); err != nil {
+		return opt, err
+	}
+	if opt.Consistent, err = queryFlag(q, "consistent"); err != nil {
+		return opt, err
+	}
+	if opt.Stale && opt.Consistent {
+		return opt, badRequest("stale and consistent cannot be used together")
+	}
+	if v := q.Get("index"); v != "" {
+		if opt.Index, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return opt, badRequest("bad index %q: must be a non-negative integer", v)
+		}
+	}
+	if v := q.Get("wait"); v != "" {
+		if opt.Wait, err = time.ParseDuration(v); err != nil {
+			return opt, badRequest("bad wait %q: use a duration such as \"30s\"", v)
+		}
+		if err := checkRange("wait", opt.Wait, 0, wire.MaxQueryWait); err != nil {
+			return opt, err
+		}
+	}
+	return opt, nil
+}
+
+// queryFlag parses a flag parameter: absent is false, present with no value
+// is true, and a value must be a boolean.
+func queryFlag(q url.Values, name string) (bool, error) {
+	vs, ok := q[name]
+	if !ok {
+		return false, nil
+	}
+	if vs[0] == "" {
+		return true, nil
+	}
+	b, err := strconv.ParseBool(vs[0])
+	if err != nil {
+		return false, badRequest("bad %s %q: use ?%s, ?%s=true or ?%s=false", name, vs[0], name, name, name)
+	}
+	return b, nil
+}
+
+// readsLocally reports whether a read can be answered by this node: it asks
+// for ?stale, or its query is malformed, which this node can report as well
+// as the leader.
+func readsLocally(r *http.Request) bool {
+	opt, err := readOptions(r.URL.Query())
+	return err != nil || opt.Stale
+}

@@ -1,0 +1,15 @@
+// Package httpapi serves lockd's JSON HTTP API v1 (sessions, locks,
+// elections, cluster membership, health) on top of a Service, the node that
+// owns the state.
+//
+// It parses and checks every request before the Service sees it: bodies are
+// limited to wire.MaxBody, unknown JSON fields and out-of-range values are
+// rejected with a message that names the problem, and omitted fields are
+// filled with the defaults in package wire. It maps errors to HTTP statuses
+// in one table (codeStatus), and a follower transparently proxies requests
+// that only the leader may answer, so clients never have to find the leader.
+//
+// It does not own a listener, TLS or timeouts (cmd/lockd does), and it holds
+// no state of its own: locks, sessions and leadership live behind Service.
+// The /v1/debug/faults routes exist only when a FaultInjector is configured.
+package httpapi

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// codeStatus is the one table from wire error code to HTTP status. retry
+// marks the codes that always carry a Retry-After header, one second unless
+// the error says otherwise. A code missing from the table is answered as
+// internal.
+var codeStatus = map[string]struct {
+	status int
+	retry  bool
+}{
+	wire.CodeBadRequest:     {http.StatusBadRequest, false},
+	wire.CodeUnauthorized:   {http.StatusUnauthorized, false},
+	wire.CodeForbidden:      {http.StatusForbidden, false},
+	wire.CodeNotFound:       {http.StatusNotFound, false},
+	wire.CodeLockHeld:       {http.StatusConflict, false},
+	wire.CodeNotHolder:      {http.StatusConflict, false},
+	wire.CodeLockDelay:      {http.StatusConflict, true},
+	wire.CodeSessionExpired: {http.StatusGone, false},
+	wire.CodeTooLarge:       {http.StatusRequestEntityTooLarge, false},
+	wire.CodeNoLeader:       {http.StatusServiceUnavailable, true},
+	wire.CodeTimeout:        {http.StatusGatewayTimeout, false},
+	wire.CodeInternal:       {http.StatusInternalServerError, false},
+}
+
+// internalMessage is all a client learns of an error that is not a
+// *wire.Error; the error itself goes to the log.
+const internalMessage = "internal server error; the details are in the server log"
+
+// badRequest returns a bad_request error with the given message.
+func badRequest(format string, args ...any) *wire.Error {
+	return wire.Errorf(wire.CodeBadRequest, format, args...)
+}
+
+// writeError answers r with err, its status taken from codeStatus.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := publicError(err)
+	s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
+}
+
+// publicError returns what the client may see of err: the *wire.Error it is
+// or wraps, or a generic internal error.
+func publicError(err error) *wire.Error {
+	var e *wire.Error
+	if errors.As(err, &e) {
+		if _, ok := codeStatus[e.Code]; ok {
+			return e
+		}
+	}
+	return &wire.Error{Code: wire.CodeInternal, Message: internalMessage}
+}
+
+// writeErrorStatus writes e with the given status and, when the code calls
+// for one, a Retry-After header. cause is the error as the Service returned
+// it (nil if it came from this package); 5xx answers are logged with it.
+func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, e *wire.Error, cause error) {
+	if secs := retryAfter(e); secs > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	if status >= 500 {
+		s.logFailure(r, status, e, cause)
+	}
+	s.writeJSON(w, status, e)
+}
+
+// logFailure logs a 5xx answer: internal errors at error level with the real
+// cause, the rest (no leader, timeouts) at warn. A request whose client went
+// away is only worth a debug line.
+func (s *Server) logFailure(r *http.Request, status int, e *wire.Error, cause error) {
+	level := slog.LevelWarn
+	if e.Code == wire.CodeInternal {
+		level = slog.LevelError
+	}
+	if r.Context().Err() != nil {
+		level = slog.LevelDebug
+	}
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", status, "code", e.Code, "detail", e.Message}
+	if cause != nil && cause != error(e) {
+		attrs = append(attrs, "err", cause)
+	}
+	s.log.Log(r.Context(), level, "request failed", attrs...)
+}
+
+// retryAfter returns the Retry-After seconds for e: its RetryAfter rounded
+// up to whole seconds, at least 1; 1 for codes that always carry the header;
+// 0 for none.
+func retryAfter(e *wire.Error) int {
+	if e.RetryAfter <= 0 {
+		if codeStatus[e.Code].retry {
+			return 1
+		}
+		return 0
+	}
+	return max(1, int((e.RetryAfter+time.Second-1)/time.Second))
+}
+
+// writeJSON writes v as the JSON body with the given status.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("cannot encode response", "err", err)
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(&wire.Error{Code: wire.CodeInternal, Message: internalMessage})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

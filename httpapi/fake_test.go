@@ -1,0 +1,268 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// call is one Service method call the fake saw, with its arguments (the
+// context left out).
+type call struct {
+	Method string
+	Args   []any
+}
+
+// fakeService is a programmable Service that records every call. Its
+// answers are computed from the arguments so that tests can see what
+// reached it; err, when set, is returned by every method instead.
+type fakeService struct {
+	mu         sync.Mutex
+	calls      []call
+	isLeader   bool
+	leaderHTTP string
+	err        error
+	// onCall, when set, runs inside every call with the request's context;
+	// a non-nil result is returned as the call's error.
+	onCall func(ctx context.Context) error
+}
+
+// newLeaderFake returns a fake that is the leader and answers successfully.
+func newLeaderFake() *fakeService { return &fakeService{isLeader: true} }
+
+var fakeTime = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func (f *fakeService) record(ctx context.Context, method string, args ...any) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, call{Method: method, Args: args})
+	err, hook := f.err, f.onCall
+	f.mu.Unlock()
+	if hook != nil {
+		if herr := hook(ctx); herr != nil {
+			return herr
+		}
+	}
+	return err
+}
+
+// Calls returns a copy of the calls recorded so far.
+func (f *fakeService) Calls() []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), f.calls...)
+}
+
+func (f *fakeService) Leader() (bool, string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.isLeader, f.leaderHTTP
+}
+
+func (f *fakeService) CreateSession(ctx context.Context, req wire.CreateSessionRequest) (wire.Session, error) {
+	s := wire.Session{ID: "s1", Name: req.Name, TTL: req.TTL}
+	if req.LockDelay != nil {
+		s.LockDelay = *req.LockDelay
+	}
+	return s, f.record(ctx, "CreateSession", req)
+}
+
+func (f *fakeService) KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse, error) {
+	return wire.KeepAliveResponse{ID: id, TTL: wire.Duration(15 * time.Second)}, f.record(ctx, "KeepAlive", id)
+}
+
+func (f *fakeService) DestroySession(ctx context.Context, id string) error {
+	return f.record(ctx, "DestroySession", id)
+}
+
+func fakeSession(id string) wire.Session {
+	return wire.Session{ID: id, TTL: wire.Duration(15 * time.Second), LockDelay: wire.Duration(5 * time.Second), Locks: []string{"a"}}
+}
+
+func (f *fakeService) Session(ctx context.Context, id string, opt ReadOptions) (wire.Session, error) {
+	return fakeSession(id), f.record(ctx, "Session", id, opt)
+}
+
+func (f *fakeService) Sessions(ctx context.Context, opt ReadOptions) (wire.SessionList, error) {
+	return wire.SessionList{Sessions: []wire.Session{fakeSession("s1")}, Index: 7}, f.record(ctx, "Sessions", opt)
+}
+
+func (f *fakeService) Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
+	return wire.AcquireResponse{Name: name, Mode: req.Mode, Token: 42, Session: req.Session}, f.record(ctx, "Acquire", name, req)
+}
+
+func (f *fakeService) Release(ctx context.Context, name, session string) error {
+	return f.record(ctx, "Release", name, session)
+}
+
+func fakeLock(name string) wire.Lock {
+	return wire.Lock{
+		Name: name, Mode: wire.ModeExclusive,
+		Holders:     []wire.Holder{{Session: "s1", Token: 42, AcquiredAt: fakeTime}},
+		Waiters:     []wire.Waiter{},
+		ModifyIndex: 42,
+	}
+}
+
+func (f *fakeService) Lock(ctx context.Context, name string, opt ReadOptions) (wire.Lock, error) {
+	return fakeLock(name), f.record(ctx, "Lock", name, opt)
+}
+
+func (f *fakeService) Locks(ctx context.Context, opt ReadOptions) (wire.LockList, error) {
+	return wire.LockList{Locks: []wire.Lock{fakeLock("a")}, Index: 42}, f.record(ctx, "Locks", opt)
+}
+
+func (f *fakeService) Check(ctx context.Context, name string, token uint64) (bool, error) {
+	return token == 42, f.record(ctx, "Check", name, token)
+}
+
+func (f *fakeService) Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error) {
+	return wire.Election{Name: name, Session: req.Session, Value: req.Value, Token: 43, ModifyIndex: 43}, f.record(ctx, "Campaign", name, req)
+}
+
+func (f *fakeService) Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error {
+	return f.record(ctx, "Proclaim", name, req)
+}
+
+func (f *fakeService) Resign(ctx context.Context, name, session string) error {
+	return f.record(ctx, "Resign", name, session)
+}
+
+func (f *fakeService) Election(ctx context.Context, name string, opt ReadOptions) (wire.Election, error) {
+	return wire.Election{Name: name, Session: "s1", Value: "v", Token: 43, ModifyIndex: 43}, f.record(ctx, "Election", name, opt)
+}
+
+func (f *fakeService) Cluster(ctx context.Context) (wire.Cluster, error) {
+	c := wire.Cluster{
+		Mode: "raft", NodeID: "n1", State: "leader",
+		Leader: &wire.LeaderInfo{ID: "n1", HTTP: "http://127.0.0.1:7400"},
+		Term:   2, CommitIndex: 10, AppliedIndex: 10,
+		Members: []wire.Member{{ID: "n1", Peer: "127.0.0.1:7401", HTTP: "http://127.0.0.1:7400", Voter: true, Leader: true}},
+	}
+	return c, f.record(ctx, "Cluster")
+}
+
+func (f *fakeService) AddMember(ctx context.Context, m wire.Member) error {
+	return f.record(ctx, "AddMember", m)
+}
+
+func (f *fakeService) RemoveMember(ctx context.Context, id string) error {
+	return f.record(ctx, "RemoveMember", id)
+}
+
+func (f *fakeService) Ready(ctx context.Context) error {
+	return f.record(ctx, "Ready")
+}
+
+// fakeFaults is a FaultInjector that records its calls.
+type fakeFaults struct {
+	mu    sync.Mutex
+	rules map[string]string
+	calls []call
+}
+
+func (f *fakeFaults) SetFault(peer, direction, rule string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call{"SetFault", []any{peer, direction, rule}})
+	if rule != "drop" && rule != "blackhole" {
+		return wire.Errorf(wire.CodeBadRequest, "unknown rule %q", rule)
+	}
+	if f.rules == nil {
+		f.rules = map[string]string{}
+	}
+	f.rules[peer] = direction + " " + rule
+	return nil
+}
+
+func (f *fakeFaults) Heal(peer string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call{"Heal", []any{peer}})
+	if peer == "" {
+		f.rules = nil
+	}
+	delete(f.rules, peer)
+}
+
+func (f *fakeFaults) Faults() any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range f.rules {
+		out[k] = v
+	}
+	return out
+}
+
+// testConfig returns a Config over svc whose log goes to the test's output,
+// shown for failing tests and under -v.
+func testConfig(t *testing.T, svc Service) Config {
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return Config{Service: svc, Logger: logger, NodeID: "test"}
+}
+
+// mustNewServer returns a Server over svc and, if not nil, faults.
+func mustNewServer(t *testing.T, svc Service, faults FaultInjector) *Server {
+	t.Helper()
+	cfg := testConfig(t, svc)
+	cfg.Faults = faults
+	return New(cfg)
+}
+
+// serve sends one request to h and returns the recorded response.
+func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// mustErrorBody decodes an error response and checks its shape: exactly
+// the "error" and "code" fields, JSON content type.
+func mustErrorBody(t *testing.T, rec *httptest.ResponseRecorder) wire.Error {
+	t.Helper()
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type = %q, want application/json", ct)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &fields); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", rec.Body.String(), err)
+	}
+	if len(fields) != 2 || fields["error"] == nil || fields["code"] == nil {
+		t.Fatalf("error body %s: want exactly {\"error\",\"code\"}", rec.Body.String())
+	}
+	var e wire.Error
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		t.Fatalf("error body: %v", err)
+	}
+	return e
+}
+
+// assertJSONEqual fails unless got and want hold the same JSON value.
+func assertJSONEqual(t *testing.T, got, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("body %q is not JSON: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad want %q: %v", want, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("body = %s\nwant   %s", strings.TrimSpace(got), want)
+	}
+}

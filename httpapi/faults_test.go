@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// TestFaults_OnlyWhenEnabled checks that the debug routes are unknown paths
+// unless a FaultInjector is configured.
+func TestFaults_OnlyWhenEnabled(t *testing.T) {
+	srv := mustNewServer(t, newLeaderFake(), nil)
+	for _, rq := range []struct{ method, path, body string }{
+		{"GET", "/v1/debug/faults", ""},
+		{"POST", "/v1/debug/faults", `{"peer":"n2","direction":"both","rule":"drop"}`},
+		{"DELETE", "/v1/debug/faults", ""},
+		{"DELETE", "/v1/debug/faults/n2", ""},
+	} {
+		rec := serve(srv, rq.method, rq.path, rq.body)
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%s %s: status = %d, want 404", rq.method, rq.path, rec.Code)
+		}
+		if e := mustErrorBody(t, rec); e.Code != wire.CodeNotFound {
+			t.Errorf("%s %s: code = %q, want not_found", rq.method, rq.path, e.Code)
+		}
+	}
+}
+
+// TestFaults_Routes checks each debug route's status, body and the call
+// that reached the injector. They are answered locally, also on a follower.
+func TestFaults_Routes(t *testing.T) {
+	tests := []struct {
+		name, method, path, body string
+		wantStatus               int
+		wantBody                 string // substring
+		wantCall                 *call
+	}{
+		{"list", "GET", "/v1/debug/faults", "", 200, `{"faults":{"n9":"in drop"}}`, nil},
+		{"set", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"both","rule":"blackhole"}`, 200,
+			`"n2":"both blackhole"`, &call{"SetFault", []any{"n2", "both", "blackhole"}}},
+		{"set, rejected by injector", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"slow"}`, 400,
+			`unknown rule \"slow\"`, &call{"SetFault", []any{"n2", "in", "slow"}}},
+		{"set, missing rule", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in"}`, 400, "rule is required", nil},
+		{"set, unknown field", "POST", "/v1/debug/faults", `{"peer":"n2","dir":"in"}`, 400, `unknown field \"dir\"`, nil},
+		{"heal all", "DELETE", "/v1/debug/faults", "", 200, `{"faults":{}}`, &call{"Heal", []any{""}}},
+		{"heal one", "DELETE", "/v1/debug/faults/n9", "", 200, `{"faults":{}}`, &call{"Heal", []any{"n9"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			faults := &fakeFaults{rules: map[string]string{"n9": "in drop"}}
+			svc := &fakeService{leaderHTTP: "127.0.0.1:1"} // a follower
+			rec := serve(mustNewServer(t, svc, faults), tt.method, tt.path, tt.body)
+			if rec.Code != tt.wantStatus || !strings.Contains(rec.Body.String(), tt.wantBody) {
+				t.Errorf("got %d %s, want %d and a body containing %s", rec.Code, rec.Body, tt.wantStatus, tt.wantBody)
+			}
+			var want []call
+			if tt.wantCall != nil {
+				want = []call{*tt.wantCall}
+			}
+			if !reflect.DeepEqual(faults.calls, want) {
+				t.Errorf("injector calls = %v, want %v", faults.calls, want)
+			}
+			if calls := svc.Calls(); len(calls) != 0 {
+				t.Errorf("Service calls = %v, want none", calls)
+			}
+		})
+	}
+}

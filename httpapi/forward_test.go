@@ -1,0 +1,242 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// pair is a leader and a follower, each an httptest server over a fake.
+// The follower's fake names the leader's URL. seen records the
+// X-Lockd-Forwarded header of every request that reached the leader.
+type pair struct {
+	leader, follower       *fakeService
+	leaderURL, followerURL string
+	mu                     sync.Mutex
+	seen                   []string
+}
+
+// mustNewPair starts a leader and a follower on 127.0.0.1.
+func mustNewPair(t *testing.T) *pair {
+	t.Helper()
+	p := &pair{leader: newLeaderFake(), follower: &fakeService{}}
+	lsrv := mustNewServer(t, p.leader, nil)
+	lts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.seen = append(p.seen, r.Header.Get(HeaderForwarded))
+		p.mu.Unlock()
+		lsrv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(lts.Close)
+	p.follower.leaderHTTP = lts.URL
+	cfg := testConfig(t, p.follower)
+	cfg.NodeID = "n2"
+	fts := httptest.NewServer(New(cfg))
+	t.Cleanup(fts.Close)
+	p.leaderURL, p.followerURL = lts.URL, fts.URL
+	return p
+}
+
+// forwardedBy returns the X-Lockd-Forwarded headers the leader has seen.
+func (p *pair) forwardedBy() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.seen...)
+}
+
+// do sends a request to url and returns the status, headers and body.
+func do(t *testing.T, method, url, body string, hdr http.Header) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestForward_ToLeader checks that a follower proxies leader-only requests
+// with their bodies intact and relays the leader's answer, and answers the
+// rest itself.
+func TestForward_ToLeader(t *testing.T) {
+	tests := []struct {
+		name, method, path, body string
+		wantStatus               int
+		wantLeaderCall           *call // nil: served by the follower
+	}{
+		{"acquire", "POST", "/v1/locks/a/b/acquire", `{"session":"s1","mode":"shared"}`, 200,
+			&call{"Acquire", []any{"a/b", wire.AcquireRequest{Session: "s1", Mode: wire.ModeShared}}}},
+		{"create session", "POST", "/v1/sessions", `{"name":"w"}`, 201,
+			&call{"CreateSession", []any{wire.CreateSessionRequest{Name: "w", TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
+		{"destroy session", "DELETE", "/v1/sessions/s1", "", 200, &call{"DestroySession", []any{"s1"}}},
+		{"default read", "GET", "/v1/locks/a?index=5&wait=1s", "", 200,
+			&call{"Lock", []any{"a", ReadOptions{Index: 5, Wait: time.Second}}}},
+		{"consistent read", "GET", "/v1/elections/e?consistent", "", 200,
+			&call{"Election", []any{"e", ReadOptions{Consistent: true}}}},
+		{"list sessions", "GET", "/v1/sessions", "", 200, &call{"Sessions", []any{ReadOptions{}}}},
+		{"add member", "POST", "/v1/cluster/members", `{"id":"n3","peer":"h:1","http":"h:2"}`, 200,
+			&call{"AddMember", []any{wire.Member{ID: "n3", Peer: "h:1", HTTP: "http://h:2"}}}},
+		{"stale read", "GET", "/v1/locks/a?stale", "", 200, nil},
+		{"stale list", "GET", "/v1/sessions?stale=true", "", 200, nil},
+		{"cluster", "GET", "/v1/cluster", "", 200, nil},
+		{"healthz", "GET", "/healthz", "", 200, nil},
+		{"bad query answered locally", "GET", "/v1/locks/a?index=x", "", 400, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustNewPair(t)
+			status, _, body := do(t, tt.method, p.followerURL+tt.path, tt.body, nil)
+			if status != tt.wantStatus {
+				t.Fatalf("status = %d, want %d; body %s", status, tt.wantStatus, body)
+			}
+			leaderCalls, followerCalls := p.leader.Calls(), p.follower.Calls()
+			if tt.wantLeaderCall == nil {
+				if len(leaderCalls) != 0 {
+					t.Errorf("leader got %v, want nothing", leaderCalls)
+				}
+				return
+			}
+			if len(followerCalls) != 0 {
+				t.Errorf("follower's Service got %v, want nothing", followerCalls)
+			}
+			if len(leaderCalls) != 1 || !reflect.DeepEqual(leaderCalls[0], *tt.wantLeaderCall) {
+				t.Errorf("leader calls = %#v\nwant [%#v]", leaderCalls, *tt.wantLeaderCall)
+			}
+			if seen := p.forwardedBy(); len(seen) != 1 || seen[0] != "n2" {
+				t.Errorf("X-Lockd-Forwarded at the leader = %q, want [n2]", seen)
+			}
+		})
+	}
+}
+
+// TestForward_RelaysLeaderAnswer checks that the leader's status, headers
+// and body reach the client unchanged, errors included.
+func TestForward_RelaysLeaderAnswer(t *testing.T) {
+	p := mustNewPair(t)
+	p.leader.err = &wire.Error{Code: wire.CodeLockDelay, Message: "lock a is in its lock-delay", RetryAfter: 3 * time.Second}
+	status, hdr, body := do(t, "POST", p.followerURL+"/v1/locks/a/acquire", `{"session":"s1"}`, nil)
+	if status != http.StatusConflict {
+		t.Errorf("status = %d, want 409", status)
+	}
+	if got := hdr.Get("Retry-After"); got != "3" {
+		t.Errorf("Retry-After = %q, want 3", got)
+	}
+	assertJSONEqual(t, body, `{"error":"lock a is in its lock-delay","code":"lock_delay"}`)
+}
+
+// TestForward_NoLeader checks the 503 answers: no leader known, a request
+// that was already forwarded (no loops), and a leader that cannot be reached.
+func TestForward_NoLeader(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	tests := []struct {
+		name       string
+		leaderHTTP string // "-" keeps the working leader
+		header     http.Header
+		wantMsg    string
+	}{
+		{"no leader known", "", nil, "no leader is known"},
+		{"already forwarded", "-", http.Header{HeaderForwarded: {"n3"}}, "forwarded by n3"},
+		{"leader unreachable", closed.URL, nil, "cannot reach the leader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mustNewPair(t)
+			if tt.leaderHTTP != "-" {
+				p.follower.leaderHTTP = tt.leaderHTTP
+			}
+			status, hdr, body := do(t, "POST", p.followerURL+"/v1/locks/a/release", `{"session":"s1"}`, tt.header)
+			if status != http.StatusServiceUnavailable {
+				t.Fatalf("status = %d, want 503; body %s", status, body)
+			}
+			if got := hdr.Get("Retry-After"); got != "1" {
+				t.Errorf("Retry-After = %q, want 1", got)
+			}
+			var e wire.Error
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != wire.CodeNoLeader || !strings.Contains(e.Message, tt.wantMsg) {
+				t.Errorf("body = %s, want code no_leader and a message containing %q", body, tt.wantMsg)
+			}
+			if calls := p.leader.Calls(); len(calls) != 0 {
+				t.Errorf("leader got %v", calls)
+			}
+			if calls := p.follower.Calls(); len(calls) != 0 {
+				t.Errorf("follower's Service got %v", calls)
+			}
+		})
+	}
+}
+
+// TestForward_LeaderServesForwarded checks that the leader serves a request
+// that carries X-Lockd-Forwarded: the header stops loops, not service.
+func TestForward_LeaderServesForwarded(t *testing.T) {
+	p := mustNewPair(t)
+	status, _, body := do(t, "POST", p.leaderURL+"/v1/locks/a/release", `{"session":"s1"}`, http.Header{HeaderForwarded: {"n2"}})
+	if status != http.StatusOK {
+		t.Fatalf("status = %d, want 200; body %s", status, body)
+	}
+	if len(p.leader.Calls()) != 1 {
+		t.Errorf("leader calls = %v, want one", p.leader.Calls())
+	}
+}
+
+// TestForward_ClientCancel checks that a blocking request forwarded to the
+// leader ends there when the client gives up.
+func TestForward_ClientCancel(t *testing.T) {
+	p := mustNewPair(t)
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	p.leader.onCall = func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "POST", p.followerURL+"/v1/locks/a/acquire", strings.NewReader(`{"session":"s1","wait":"5m"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	waitFor(t, started, "the acquire to reach the leader")
+	cancel()
+	waitFor(t, cancelled, "the leader's request context to be cancelled")
+	if err := <-errc; err == nil {
+		t.Errorf("client request succeeded after cancel")
+	}
+}
+
+// waitFor fails the test unless ch closes within 10 seconds.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}

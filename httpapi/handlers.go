@@ -1,0 +1,196 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// done turns the error of a call that returns nothing into a handler
+// result: the empty object on success.
+func done(err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
+
+// createSession serves POST /v1/sessions. Every field of the body, and the
+// body itself, is optional.
+func (s *Server) createSession(r *http.Request) (any, error) {
+	var req wire.CreateSessionRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		return nil, err
+	}
+	if err := fillSession(&req); err != nil {
+		return nil, err
+	}
+	return s.svc.CreateSession(r.Context(), req)
+}
+
+// keepAlive serves POST /v1/sessions/{id}/keepalive. A body is ignored.
+func (s *Server) keepAlive(r *http.Request) (any, error) {
+	return s.svc.KeepAlive(r.Context(), mux.Vars(r)["id"])
+}
+
+// destroySession serves DELETE /v1/sessions/{id}.
+func (s *Server) destroySession(r *http.Request) (any, error) {
+	return done(s.svc.DestroySession(r.Context(), mux.Vars(r)["id"]))
+}
+
+// getSession serves GET /v1/sessions/{id}.
+func (s *Server) getSession(r *http.Request) (any, error) {
+	opt, err := readOptions(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Session(r.Context(), mux.Vars(r)["id"], opt)
+}
+
+// listSessions serves GET /v1/sessions.
+func (s *Server) listSessions(r *http.Request) (any, error) {
+	opt, err := readOptions(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Sessions(r.Context(), opt)
+}
+
+// acquire serves POST /v1/locks/{name}/acquire.
+func (s *Server) acquire(r *http.Request) (any, error) {
+	name, err := pathName(r)
+	if err != nil {
+		return nil, err
+	}
+	var req wire.AcquireRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	if err := fillAcquire(&req); err != nil {
+		return nil, err
+	}
+	return s.svc.Acquire(r.Context(), name, req)
+}
+
+// release serves POST /v1/locks/{name}/release.
+func (s *Server) release(r *http.Request) (any, error) {
+	name, req, err := sessionCall(r)
+	if err != nil {
+		return nil, err
+	}
+	return done(s.svc.Release(r.Context(), name, req.Session))
+}
+
+// check serves POST /v1/locks/{name}/check.
+func (s *Server) check(r *http.Request) (any, error) {
+	name, err := pathName(r)
+	if err != nil {
+		return nil, err
+	}
+	var req wire.CheckRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	if req.Token == 0 {
+		return nil, badRequest("token is required")
+	}
+	valid, err := s.svc.Check(r.Context(), name, req.Token)
+	if err != nil {
+		return nil, err
+	}
+	return wire.CheckResponse{Valid: valid}, nil
+}
+
+// getLock serves GET /v1/locks/{name}.
+func (s *Server) getLock(r *http.Request) (any, error) {
+	name, opt, err := namedRead(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Lock(r.Context(), name, opt)
+}
+
+// listLocks serves GET /v1/locks.
+func (s *Server) listLocks(r *http.Request) (any, error) {
+	opt, err := readOptions(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Locks(r.Context(), opt)
+}
+
+// campaign serves POST /v1/elections/{name}/campaign.
+func (s *Server) campaign(r *http.Request) (any, error) {
+	name, err := pathName(r)
+	if err != nil {
+		return nil, err
+	}
+	var req wire.CampaignRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	if err := checkCampaign(&req); err != nil {
+		return nil, err
+	}
+	return s.svc.Campaign(r.Context(), name, req)
+}
+
+// proclaim serves POST /v1/elections/{name}/proclaim.
+func (s *Server) proclaim(r *http.Request) (any, error) {
+	name, err := pathName(r)
+	if err != nil {
+		return nil, err
+	}
+	var req wire.ProclaimRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	if err := checkProclaim(&req); err != nil {
+		return nil, err
+	}
+	return done(s.svc.Proclaim(r.Context(), name, req))
+}
+
+// resign serves POST /v1/elections/{name}/resign.
+func (s *Server) resign(r *http.Request) (any, error) {
+	name, req, err := sessionCall(r)
+	if err != nil {
+		return nil, err
+	}
+	return done(s.svc.Resign(r.Context(), name, req.Session))
+}
+
+// getElection serves GET /v1/elections/{name}.
+func (s *Server) getElection(r *http.Request) (any, error) {
+	name, opt, err := namedRead(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Election(r.Context(), name, opt)
+}
+
+// sessionCall parses the name and the {"session"} body of release and
+// resign.
+func sessionCall(r *http.Request) (string, wire.SessionRequest, error) {
+	var req wire.SessionRequest
+	name, err := pathName(r)
+	if err != nil {
+		return "", req, err
+	}
+	if err := decodeBody(r, &req, false); err != nil {
+		return "", req, err
+	}
+	return name, req, required("session", req.Session)
+}
+
+// namedRead parses the name and the read options of a GET of one object.
+func namedRead(r *http.Request) (string, ReadOptions, error) {
+	name, err := pathName(r)
+	if err != nil {
+		return "", ReadOptions{}, err
+	}
+	opt, err := readOptions(r.URL.Query())
+	return name, opt, err
+}

@@ -1,0 +1,239 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// HeaderForwarded marks a request that a follower proxied to the leader. Its
+// value names the forwarding node. A node that is not the leader answers such
+// a request 503 no_leader instead of forwarding it again, so that two nodes
+// with different ideas of who leads cannot bounce a request between them.
+const HeaderForwarded = "X-Lockd-Forwarded"
+
+// forwardDialTimeout bounds how long a follower waits for a TCP connection to
+// the leader. It is the only timeout of the default forwarding client: a
+// blocking acquire may legitimately take minutes to answer.
+const forwardDialTimeout = 5 * time.Second
+
+// FaultInjector breaks the node's peer connections on purpose, for the fault
+// harness. cmd/lockd implements it on top of internal/mux, and only when the
+// operator started the node with an explicit unsafe flag. Its methods may be
+// called concurrently.
+type FaultInjector interface {
+	// SetFault installs a rule for traffic with peer. Direction is "in",
+	// "out" or "both"; rule is "drop" or "blackhole". Every error is
+	// answered 400 bad_request with its message.
+	SetFault(peer, direction, rule string) error
+	// Heal removes the rules for peer, or every rule when peer is "".
+	Heal(peer string)
+	// Faults returns the rules in force. The value must be JSON-encodable.
+	Faults() any
+}
+
+// Config configures a Server.
+type Config struct {
+	// Service is the node the API serves. Required.
+	Service Service
+	// Faults enables the /v1/debug/faults routes. Leave it nil unless the
+	// operator asked for fault injection: the routes let anyone who can
+	// reach the HTTP port partition the node.
+	Faults FaultInjector
+	// Logger receives 5xx errors and state changes (fault rules, members).
+	// New adds component=httpapi. Nil means slog.Default().
+	Logger *slog.Logger
+	// ForwardClient supplies the Transport used to proxy requests to the
+	// leader; only its Transport is used (a nil Transport means
+	// http.DefaultTransport). Nil means a transport with a dial timeout
+	// and no overall timeout, because blocking requests may wait minutes;
+	// the client's cancellation is what ends a forwarded request.
+	ForwardClient *http.Client
+	// NodeID names this node in the X-Lockd-Forwarded header. Empty means
+	// the Host the request was addressed to.
+	NodeID string
+}
+
+// Server is the HTTP API of one node. It is an http.Handler; the caller owns
+// the http.Server and its listener. The http.Server's WriteTimeout, if any,
+// must exceed wire.MaxWait, or blocking requests are cut off.
+type Server struct {
+	svc       Service
+	faults    FaultInjector
+	log       *slog.Logger
+	transport http.RoundTripper
+	nodeID    string
+	router    *mux.Router
+}
+
+// New returns a Server for cfg. It does no I/O. It panics if cfg.Service is
+// nil, which is a programming error.
+func New(cfg Config) *Server {
+	if cfg.Service == nil {
+		panic("httpapi: Config.Service is nil")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{
+		svc:       cfg.Service,
+		faults:    cfg.Faults,
+		log:       logger.With("component", "httpapi"),
+		transport: forwardTransport(cfg.ForwardClient),
+		nodeID:    cfg.NodeID,
+	}
+	s.router = s.newRouter()
+	return s
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.router.ServeHTTP(w, r)
+}
+
+// forwardTransport picks the RoundTripper used to reach the leader.
+func forwardTransport(c *http.Client) http.RoundTripper {
+	if c != nil {
+		if c.Transport != nil {
+			return c.Transport
+		}
+		return http.DefaultTransport
+	}
+	return &http.Transport{
+		// No Proxy: node-to-node traffic must not detour through one.
+		DialContext:           (&net.Dialer{Timeout: forwardDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// policy says which node answers a route.
+type policy int
+
+const (
+	// local routes are always answered by the node that received them.
+	local policy = iota
+	// leaderOnly routes are answered by the leader; followers forward them.
+	leaderOnly
+	// leaderUnlessStale routes are forwarded unless the query has ?stale.
+	leaderUnlessStale
+)
+
+// route is one entry of the routing table. handle returns the success body,
+// written with status, or an error written through the status table.
+type route struct {
+	method string
+	path   string
+	policy policy
+	status int
+	handle func(*http.Request) (any, error)
+}
+
+// routes is the routing table. Names may contain '/', so they are matched
+// with ".*" and checked by wire.ValidateName, which also rejects the empty
+// name a "//" would otherwise smuggle in.
+func (s *Server) routes() []route {
+	const get, post, del, ok = http.MethodGet, http.MethodPost, http.MethodDelete, http.StatusOK
+	rs := []route{
+		{post, "/v1/sessions", leaderOnly, http.StatusCreated, s.createSession},
+		{get, "/v1/sessions", leaderUnlessStale, ok, s.listSessions},
+		{get, "/v1/sessions/{id}", leaderUnlessStale, ok, s.getSession},
+		{del, "/v1/sessions/{id}", leaderOnly, ok, s.destroySession},
+		{post, "/v1/sessions/{id}/keepalive", leaderOnly, ok, s.keepAlive},
+
+		{get, "/v1/locks", leaderUnlessStale, ok, s.listLocks},
+		{get, "/v1/locks/{name:.*}", leaderUnlessStale, ok, s.getLock},
+		{post, "/v1/locks/{name:.*}/acquire", leaderOnly, ok, s.acquire},
+		{post, "/v1/locks/{name:.*}/release", leaderOnly, ok, s.release},
+		{post, "/v1/locks/{name:.*}/check", leaderOnly, ok, s.check},
+
+		{get, "/v1/elections/{name:.*}", leaderUnlessStale, ok, s.getElection},
+		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, ok, s.campaign},
+		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, ok, s.proclaim},
+		{post, "/v1/elections/{name:.*}/resign", leaderOnly, ok, s.resign},
+
+		{get, "/v1/cluster", local, ok, s.cluster},
+		{post, "/v1/cluster/members", leaderOnly, ok, s.addMember},
+		{del, "/v1/cluster/members/{id}", leaderOnly, ok, s.removeMember},
+
+		{get, "/healthz", local, ok, s.healthz},
+	}
+	if s.faults != nil {
+		rs = append(rs,
+			route{get, "/v1/debug/faults", local, ok, s.listFaults},
+			route{post, "/v1/debug/faults", local, ok, s.setFault},
+			route{del, "/v1/debug/faults", local, ok, s.healAll},
+			route{del, "/v1/debug/faults/{peer}", local, ok, s.healPeer},
+		)
+	}
+	return rs
+}
+
+// newRouter builds the gorilla/mux router from the routing table.
+func (s *Server) newRouter() *mux.Router {
+	r := mux.NewRouter()
+	// Cleaning would turn "a/../b" into "b" with a redirect; names must
+	// reach wire.ValidateName as the client wrote them.
+	r.SkipClean(true)
+	for _, rt := range s.routes() {
+		r.Handle(rt.path, s.handler(rt)).Methods(rt.method)
+	}
+	// /readyz needs a status of its own when the node is not ready.
+	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	r.NotFoundHandler = http.HandlerFunc(s.notFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)
+	return r
+}
+
+// handler adapts a route to http.Handler: forward if need be, then serve.
+func (s *Server) handler(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.forward(w, r, rt.policy) {
+			return
+		}
+		body, err := rt.handle(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeJSON(w, rt.status, body)
+	})
+}
+
+// notFound answers a path no route matches.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+}
+
+// methodNotAllowed answers a known path with the wrong method, listing the
+// methods the path accepts in the Allow header.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	allow := s.allowed(r)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeErrorStatus(w, r, http.StatusMethodNotAllowed,
+		wire.Errorf(wire.CodeBadRequest, "method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), nil)
+}
+
+// allowed lists the methods some route accepts for r's path, by asking the
+// router to match r with each method in turn.
+func (s *Server) allowed(r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := r.WithContext(r.Context())
+		probe.Method = m
+		var match mux.RouteMatch
+		if s.router.Match(probe, &match) && match.MatchErr == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}

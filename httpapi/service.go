@@ -1,0 +1,51 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// ReadOptions are the query parameters every GET of state understands. It
+// is declared in wire so that a Service implementation need not import
+// httpapi.
+type ReadOptions = wire.ReadOptions
+
+// Service is what the HTTP layer needs from a node. lease.Node implements it
+// for Raft mode. Errors that should reach the client with a specific status
+// are *wire.Error values (see wire.Code*); anything else is answered 500.
+//
+// Methods may block: Acquire and Campaign for up to the request's Wait, reads
+// for up to ReadOptions.Wait. They honour ctx: when it is cancelled they
+// return promptly, and a queued acquire leaves the queue.
+type Service interface {
+	// Leader reports whether this node should serve leader-only requests
+	// itself (it is the leader), and otherwise the HTTP address of the
+	// leader to forward them to ("" when no leader is known).
+	Leader() (isLeader bool, leaderHTTP string)
+
+	CreateSession(ctx context.Context, req wire.CreateSessionRequest) (wire.Session, error)
+	KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse, error)
+	DestroySession(ctx context.Context, id string) error
+	Session(ctx context.Context, id string, opt ReadOptions) (wire.Session, error)
+	Sessions(ctx context.Context, opt ReadOptions) (wire.SessionList, error)
+
+	Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error)
+	Release(ctx context.Context, name, session string) error
+	Lock(ctx context.Context, name string, opt ReadOptions) (wire.Lock, error)
+	Locks(ctx context.Context, opt ReadOptions) (wire.LockList, error)
+	Check(ctx context.Context, name string, token uint64) (bool, error)
+
+	Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error)
+	Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error
+	Resign(ctx context.Context, name, session string) error
+	Election(ctx context.Context, name string, opt ReadOptions) (wire.Election, error)
+
+	Cluster(ctx context.Context) (wire.Cluster, error)
+	AddMember(ctx context.Context, m wire.Member) error
+	RemoveMember(ctx context.Context, id string) error
+
+	// Ready returns nil when the node can serve a default read right now,
+	// itself or by forwarding.
+	Ready(ctx context.Context) error
+}

@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// pathName returns the lock or election name in r's path, checked with
+// wire.ValidateName.
+func pathName(r *http.Request) (string, error) {
+	name := mux.Vars(r)["name"]
+	if err := wire.ValidateName(name); err != nil {
+		return "", badRequest("%s", err.Error())
+	}
+	return name, nil
+}
+
+// required returns an error naming field when value is empty.
+func required(field, value string) error {
+	if value == "" {
+		return badRequest("%s is required", field)
+	}
+	return nil
+}
+
+// checkRange returns an error naming field when d is outside [lo, hi].
+func checkRange(field string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return badRequest("%s %s is out of range: it must be between %s and %s", field, d, lo, hi)
+	}
+	return nil
+}
+
+// checkMaxLen returns an error naming field when value is longer than n
+// bytes.
+func checkMaxLen(field, value string, n int) error {
+	if len(value) > n {
+		return badRequest("%s is %d bytes long; the limit is %d", field, len(value), n)
+	}
+	return nil
+}
+
+// fillSession checks a session request and fills in the defaults of its
+// omitted fields, so that the Service sees concrete values.
+func fillSession(req *wire.CreateSessionRequest) error {
+	if req.TTL == 0 {
+		req.TTL = wire.Duration(wire.DefaultTTL)
+	}
+	if err := checkRange("ttl", req.TTL.D(), wire.MinTTL, wire.MaxTTL); err != nil {
+		return err
+	}
+	if req.LockDelay == nil {
+		d := wire.Duration(wire.DefaultLockDelay)
+		req.LockDelay = &d
+	}
+	if err := checkRange("lock_delay", req.LockDelay.D(), 0, wire.MaxLockDelay); err != nil {
+		return err
+	}
+	return checkMaxLen("name", req.Name, wire.MaxSessionNameLen)
+}
+
+// fillAcquire checks an acquire request and fills in the default mode.
+func fillAcquire(req *wire.AcquireRequest) error {
+	if err := required("session", req.Session); err != nil {
+		return err
+	}
+	switch req.Mode {
+	case "":
+		req.Mode = wire.ModeExclusive
+	case wire.ModeExclusive, wire.ModeShared:
+	default:
+		return badRequest("mode %q is not valid: use %q or %q", req.Mode, wire.ModeExclusive, wire.ModeShared)
+	}
+	return checkRange("wait", req.Wait.D(), 0, wire.MaxWait)
+}
+
+// checkCampaign checks a campaign request.
+func checkCampaign(req *wire.CampaignRequest) error {
+	if err := required("session", req.Session); err != nil {
+		return err
+	}
+	if err := checkMaxLen("value", req.Value, wire.MaxValueLen); err != nil {
+		return err
+	}
+	return checkRange("wait", req.Wait.D(), 0, wire.MaxWait)
+}
+
+// checkProclaim checks a proclaim request.
+func checkProclaim(req *wire.ProclaimRequest) error {
+	if err := required("session", req.Session); err != nil {
+		return err
+	}
+	return checkMaxLen("value", req.Value, wire.MaxValueLen)
+}
+
+// fillMember checks a member request and normalises its HTTP address to an
+// http:// or https:// URL. Voter and Leader are reported by the cluster,
+// never set by a request, so they are cleared.
+func fillMember(m *wire.Member) error {
+	for _, f := range []struct{ name, value string }{{"id", m.ID}, {"peer", m.Peer}, {"http", m.HTTP}} {
+		if err := required(f.name, f.value); err != nil {
+			return err
+		}
+	}
+	if err := checkHostPort("peer", m.Peer); err != nil {
+		return err
+	}
+	u, err := normaliseHTTP(m.HTTP)
+	if err != nil {
+		return err
+	}
+	m.HTTP, m.Voter, m.Leader = u, false, false
+	return nil
+}
+
+// normaliseHTTP turns "host:port" or "http[s]://host[:port][/]" into
+// "scheme://host[:port]".
+func normaliseHTTP(addr string) (string, error) {
+	if !strings.Contains(addr, "://") {
+		if err := checkHostPort("http", addr); err != nil {
+			return "", err
+		}
+		return "http://" + addr, nil
+	}
+	u, err := url.Parse(addr)
+	bare := err == nil && u.User == nil && (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == ""
+	if !bare || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return "", badRequest("http %q is not valid: use host:port or a URL such as http://host:port", addr)
+	}
+	if p := u.Port(); p != "" {
+		if err := checkHostPort("http", u.Host); err != nil {
+			return "", err
+		}
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// checkHostPort returns an error naming field unless addr is host:port with
+// a non-empty host and a port in 1..65535.
+func checkHostPort(field, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && host != "" {
+		if n, perr := strconv.Atoi(port); perr == nil && n >= 1 && n <= 65535 {
+			return nil
+		}
+	}
+	return badRequest("%s %q is not valid: use host:port, such as 127.0.0.1:7401", field, addr)
+}

@@ -1,0 +1,17 @@
+package wire
+
+// FaultRequest is the body of POST /v1/debug/faults, which exists only on
+// nodes started with the explicit unsafe fault-injection flag. Direction is
+// "in", "out" or "both"; Rule is "drop" (refuse new connections) or
+// "blackhole" (accept and never answer).
+type FaultRequest struct {
+	Peer      string `json:"peer"`
+	Direction string `json:"direction"`
+	Rule      string `json:"rule"`
+}
+
+// FaultList answers the fault routes: the rules in force after the request.
+// Faults is whatever the node's fault injector reports.
+type FaultList struct {
+	Faults any `json:"faults"`
+}

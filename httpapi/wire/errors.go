@@ -1,0 +1,59 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Error codes of the HTTP API. httpapi maps each to one HTTP status.
+const (
+	CodeBadRequest     = "bad_request"
+	CodeUnauthorized   = "unauthorized"
+	CodeForbidden      = "forbidden"
+	CodeNotFound       = "not_found"
+	CodeLockHeld       = "lock_held"
+	CodeNotHolder      = "not_holder"
+	CodeLockDelay      = "lock_delay"
+	CodeSessionExpired = "session_expired"
+	CodeTooLarge       = "too_large"
+	CodeNoLeader       = "no_leader"
+	CodeTimeout        = "timeout"
+	CodeInternal       = "internal"
+)
+
+// Error is the body of every error response, and the error type the server
+// side uses to carry a code to httpapi. RetryAfter, when set, becomes a
+// Retry-After header and is not part of the JSON body.
+type Error struct {
+	Message    string        `json:"error"`
+	Code       string        `json:"code"`
+	RetryAfter time.Duration `json:"-"`
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &wire.Error{Code: wire.CodeLockHeld}) works.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code
+	}
+	return false
+}
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of err if it is or wraps an *Error, else "".
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}

@@ -1,0 +1,34 @@
+package wire
+
+import "time"
+
+// Defaults and bounds of the API. The server fills in defaults for omitted
+// fields and answers bad_request outside the bounds.
+const (
+	// DefaultTTL is a session's TTL when the request names none: long enough
+	// to ride out a leader failover and a few lost keepalives.
+	DefaultTTL = 15 * time.Second
+	// MinTTL is the shortest TTL: below it a keepalive every TTL/3 cannot
+	// survive one slow round trip.
+	MinTTL = 1 * time.Second
+	// MaxTTL is the longest TTL.
+	MaxTTL = 24 * time.Hour
+	// DefaultLockDelay is how long a lock of an expired session stays
+	// ungrantable, so that a paused holder's in-flight writes drain first.
+	DefaultLockDelay = 5 * time.Second
+	// MaxLockDelay is the longest lock-delay.
+	MaxLockDelay = 60 * time.Second
+	// MaxWait is the longest an acquire or campaign may block.
+	MaxWait = 5 * time.Minute
+	// MaxQueryWait is the longest a blocking query may wait.
+	MaxQueryWait = 5 * time.Minute
+	// MaxBody is the largest request body, in bytes.
+	MaxBody = 64 << 10
+	// MaxValueLen is the longest election value, in bytes: enough for an
+	// address or a small JSON document, small enough that every read of an
+	// election stays cheap.
+	MaxValueLen = 4 << 10
+	// MaxSessionNameLen is the longest session name, in bytes. The name is a
+	// free-form label for operators and is not interpreted.
+	MaxSessionNameLen = 256
+)

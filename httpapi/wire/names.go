@@ -1,0 +1,38 @@
+package wire
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxNameLen is the longest lock or election name, in bytes.
+const MaxNameLen = 256
+
+// ValidateName checks a lock or election name: 1..256 bytes of
+// [A-Za-z0-9._/-], made of '/'-separated segments none of which is empty,
+// "." or "..". The error says what is wrong with it.
+func ValidateName(name string) error {
+	if name == "" {
+		return fmt.Errorf("name is empty")
+	}
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("name is %d bytes long; the limit is %d", len(name), MaxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '.' || c == '_' || c == '/' || c == '-'
+		if !ok {
+			return fmt.Errorf("name %q has the character %q at byte %d; allowed are A-Z a-z 0-9 . _ / -", name, c, i)
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		switch seg {
+		case "":
+			return fmt.Errorf("name %q has an empty segment", name)
+		case ".", "..":
+			return fmt.Errorf("name %q has a %q segment", name, seg)
+		}
+	}
+	return nil
+}

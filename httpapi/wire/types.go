@@ -1,0 +1,171 @@
+package wire
+
+import "time"
+
+// Lock modes.
+const (
+	ModeExclusive = "exclusive"
+	ModeShared    = "shared"
+)
+
+// CreateSessionRequest is the body of POST /v1/sessions. Every field is
+// optional; empty durations take the server's defaults.
+type CreateSessionRequest struct {
+	TTL       Duration  `json:"ttl,omitempty"`
+	LockDelay *Duration `json:"lock_delay,omitempty"`
+	Name      string    `json:"name,omitempty"`
+}
+
+// Session describes a session. Locks is filled in by GET requests.
+type Session struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name,omitempty"`
+	TTL         Duration `json:"ttl"`
+	LockDelay   Duration `json:"lock_delay"`
+	CreateIndex uint64   `json:"create_index,omitempty"`
+	Locks       []string `json:"locks,omitempty"`
+	Elections   []string `json:"elections,omitempty"`
+}
+
+// KeepAliveResponse answers POST /v1/sessions/{id}/keepalive.
+type KeepAliveResponse struct {
+	ID  string   `json:"id"`
+	TTL Duration `json:"ttl"`
+}
+
+// AcquireRequest is the body of POST /v1/locks/{name}/acquire. Wait is how
+// long to block in the waiter queue; 0 means try once.
+type AcquireRequest struct {
+	Session string   `json:"session"`
+	Mode    string   `json:"mode,omitempty"`
+	Wait    Duration `json:"wait,omitempty"`
+}
+
+// AcquireResponse answers a successful acquire.
+type AcquireResponse struct {
+	Name    string `json:"name"`
+	Mode    string `json:"mode"`
+	Token   uint64 `json:"token"`
+	Session string `json:"session"`
+}
+
+// SessionRequest is the body of release, resign and similar calls that name
+// only the caller's session.
+type SessionRequest struct {
+	Session string `json:"session"`
+}
+
+// Holder is one holder of a lock.
+type Holder struct {
+	Session    string    `json:"session"`
+	Token      uint64    `json:"token"`
+	AcquiredAt time.Time `json:"acquired_at"`
+}
+
+// Waiter is one queued acquire.
+type Waiter struct {
+	Session  string    `json:"session"`
+	Mode     string    `json:"mode"`
+	Deadline time.Time `json:"deadline"`
+}
+
+// Lock is the state of a lock. A lock that does not exist reads as free: no
+// holders, an empty mode, and a ModifyIndex no lower than the last change of
+// any lock.
+type Lock struct {
+	Name        string     `json:"name"`
+	Mode        string     `json:"mode,omitempty"`
+	Holders     []Holder   `json:"holders"`
+	Waiters     []Waiter   `json:"waiters"`
+	DelayUntil  *time.Time `json:"delay_until,omitempty"`
+	ModifyIndex uint64     `json:"modify_index"`
+}
+
+// CheckRequest is the body of POST /v1/locks/{name}/check.
+type CheckRequest struct {
+	Token uint64 `json:"token"`
+}
+
+// CheckResponse tells whether a token belongs to a current holder.
+type CheckResponse struct {
+	Valid bool `json:"valid"`
+}
+
+// CampaignRequest is the body of POST /v1/elections/{name}/campaign.
+type CampaignRequest struct {
+	Session string   `json:"session"`
+	Value   string   `json:"value"`
+	Wait    Duration `json:"wait,omitempty"`
+}
+
+// ProclaimRequest is the body of POST /v1/elections/{name}/proclaim.
+type ProclaimRequest struct {
+	Session string `json:"session"`
+	Value   string `json:"value"`
+}
+
+// Election is the state of a named election. Session is empty when nobody
+// leads.
+type Election struct {
+	Name        string `json:"name"`
+	Session     string `json:"session"`
+	Value       string `json:"value"`
+	Token       uint64 `json:"token"`
+	ModifyIndex uint64 `json:"modify_index"`
+}
+
+// Member is one node of the cluster.
+type Member struct {
+	ID   string `json:"id"`
+	Peer string `json:"peer"`
+	HTTP string `json:"http"`
+	// Voter and Leader are filled in by GET /v1/cluster.
+	Voter  bool `json:"voter,omitempty"`
+	Leader bool `json:"leader,omitempty"`
+}
+
+// LeaderInfo names the current leader.
+type LeaderInfo struct {
+	ID   string `json:"id"`
+	HTTP string `json:"http"`
+}
+
+// Cluster answers GET /v1/cluster.
+type Cluster struct {
+	Mode                 string      `json:"mode"`
+	NodeID               string      `json:"node_id"`
+	State                string      `json:"state"`
+	Leader               *LeaderInfo `json:"leader"`
+	Term                 uint64      `json:"term"`
+	CommitIndex          uint64      `json:"commit_index"`
+	AppliedIndex         uint64      `json:"applied_index"`
+	MasterLeaseRemaining *Duration   `json:"master_lease_remaining,omitempty"`
+	Members              []Member    `json:"members"`
+}
+
+// Sessions, Locks list wrappers keep the top level an object, so that fields
+// can be added later without breaking clients.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+	Index    uint64    `json:"index"`
+}
+
+// LockList answers GET /v1/locks.
+type LockList struct {
+	Locks []Lock `json:"locks"`
+	Index uint64 `json:"index"`
+}
+
+// ReadOptions are the query parameters every GET of state understands
+// (?consistent, ?stale, ?index, ?wait).
+type ReadOptions struct {
+	// Consistent asks the leader to confirm a quorum for this read.
+	Consistent bool
+	// Stale lets any node answer from its own state, possibly behind.
+	Stale bool
+	// Index and Wait make the read a blocking query: it returns as soon as
+	// the object's modify index is greater than Index, or after Wait with the
+	// current state. Wait is zero for a plain read.
+	Index uint64
+	Wait  time.Duration
+}

@@ -1,0 +1,248 @@
+package mux
+
+import (
+	"log/slog"
+	"maps"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Faults holds one node's fault rules and applies them to every connection
+// of its Mux. Rules are keyed by peer name: the node ID a peer sends in its
+// connection header, or, for connections this node dials, the ID registered
+// for the dialed address with SetPeerAddr (the address itself when none is
+// registered). A rule changes the behaviour of open connections at once.
+//
+// Faults is safe for concurrent use. It exists for tests and the fault
+// harness; nothing in it is meant to be reachable in production without an
+// explicit unsafe flag.
+type Faults struct {
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	rules map[string]PeerRules          // peers with at least one rule
+	addrs map[string]string             // dialed address -> peer ID
+	conns map[string]map[*Conn]struct{} // open connections by peer
+	// changed is closed and replaced whenever a rule changes, waking dials
+	// that wait in a blackhole.
+	changed chan struct{}
+	closed  bool // the Mux is closed: no new connections
+
+	dialWaiters atomic.Int32 // dials waiting in a blackhole, for tests
+}
+
+// newFaults returns an empty rule set.
+func newFaults(logger *slog.Logger) *Faults {
+	return &Faults{
+		logger:  logger,
+		rules:   make(map[string]PeerRules),
+		addrs:   make(map[string]string),
+		conns:   make(map[string]map[*Conn]struct{}),
+		changed: make(chan struct{}),
+	}
+}
+
+// SetPeerAddr records that addr (host:port, exactly as callers pass it to
+// Layer.Dial) belongs to the node id, so that dials to addr obey the rules
+// set for id. An empty id forgets addr. A connection's peer is fixed when
+// it is dialed, so register addresses before dialing.
+func (f *Faults) SetPeerAddr(id, addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if id == "" {
+		delete(f.addrs, addr)
+		return
+	}
+	f.addrs[addr] = id
+}
+
+// peerFor returns the peer name a dial to addr is attributed to.
+func (f *Faults) peerFor(addr string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if id, ok := f.addrs[addr]; ok {
+		return id
+	}
+	return addr
+}
+
+// Set puts rule in force for traffic with peer in dir; None lifts the rule
+// in that direction only. Setting Drop closes every open connection with
+// the peer. Set panics if dir or rule is not one of the declared constants
+// (use ParseDirection and ParseRule on untrusted input).
+func (f *Faults) Set(peer string, dir Direction, rule Rule) {
+	if !dir.valid() || !rule.valid() {
+		panic("mux: Faults.Set: invalid direction or rule")
+	}
+	f.mu.Lock()
+	next := f.rules[peer]
+	if dir&In != 0 {
+		next.In = rule
+	}
+	if dir&Out != 0 {
+		next.Out = rule
+	}
+	victims, changed := f.applyLocked(peer, next)
+	f.mu.Unlock()
+	if changed {
+		f.logger.Info("fault rule set", "peer", peer, "in", next.In, "out", next.Out,
+			"reset_conns", len(victims))
+	}
+	closeConns(victims)
+}
+
+// Heal lifts every rule for peer.
+func (f *Faults) Heal(peer string) {
+	f.mu.Lock()
+	_, changed := f.applyLocked(peer, PeerRules{})
+	f.mu.Unlock()
+	if changed {
+		f.logger.Info("fault rules healed", "peer", peer)
+	}
+}
+
+// HealAll lifts every rule for every peer.
+func (f *Faults) HealAll() {
+	f.mu.Lock()
+	n := 0
+	for peer := range f.rules {
+		f.applyLocked(peer, PeerRules{})
+		n++
+	}
+	f.mu.Unlock()
+	if n > 0 {
+		f.logger.Info("all fault rules healed", "peers", n)
+	}
+}
+
+// Snapshot returns the rules in force, by peer; peers without a rule are
+// left out. The map is a copy the caller owns.
+func (f *Faults) Snapshot() map[string]PeerRules {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.rules)
+}
+
+// applyLocked makes next the rules for peer, pushes them to the peer's open
+// connections and wakes waiting dials. It returns the connections to close
+// (when a Drop is newly set; the caller closes them after unlocking, since
+// Conn.Close takes f.mu) and whether anything changed.
+func (f *Faults) applyLocked(peer string, next PeerRules) ([]*Conn, bool) {
+	old := f.rules[peer]
+	if next == old {
+		return nil, false
+	}
+	if next == (PeerRules{}) {
+		delete(f.rules, peer)
+	} else {
+		f.rules[peer] = next
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+
+	reset := (next.In == Drop && old.In != Drop) || (next.Out == Drop && old.Out != Drop)
+	var victims []*Conn
+	for c := range f.conns[peer] {
+		c.rules.Store(next.pack())
+		if reset {
+			victims = append(victims, c)
+		}
+	}
+	return victims, true
+}
+
+// awaitDial decides whether a dial to peer may go ahead. It returns nil to
+// proceed, ErrDropped under Drop, and under Blackhole waits until the rule
+// changes, the deadline passes (a timeoutError) or done is closed
+// (ErrClosed). A zero deadline waits without limit.
+func (f *Faults) awaitDial(peer string, deadline time.Time, done <-chan struct{}) error {
+	var timeout <-chan time.Time
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		f.mu.Lock()
+		rule, changed := f.rules[peer].Out, f.changed
+		f.mu.Unlock()
+		switch rule {
+		case None:
+			return nil
+		case Drop:
+			return ErrDropped
+		}
+		f.dialWaiters.Add(1)
+		select {
+		case <-changed:
+			f.dialWaiters.Add(-1)
+		case <-timeout:
+			f.dialWaiters.Add(-1)
+			return timeoutError{}
+		case <-done:
+			f.dialWaiters.Add(-1)
+			return ErrClosed
+		}
+	}
+}
+
+// track wraps raw, a connection with peer whose header has been exchanged,
+// in a Conn that obeys the rules, and registers it so that later rule
+// changes reach it. outbound says this node dialed it. It refuses the
+// connection with ErrDropped if a Drop covers the direction it was opened
+// in, and with ErrClosed once the Mux is closed; the caller then closes raw.
+func (f *Faults) track(raw net.Conn, peer string, outbound bool) (*Conn, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, ErrClosed
+	}
+	r := f.rules[peer]
+	if (outbound && r.Out == Drop) || (!outbound && r.In == Drop) {
+		return nil, ErrDropped
+	}
+	c := &Conn{Conn: raw, remoteID: peer, faults: f}
+	c.rules.Store(r.pack())
+	set := f.conns[peer]
+	if set == nil {
+		set = make(map[*Conn]struct{})
+		f.conns[peer] = set
+	}
+	set[c] = struct{}{}
+	return c, nil
+}
+
+// untrack forgets c; Conn.Close calls it.
+func (f *Faults) untrack(c *Conn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	set := f.conns[c.remoteID]
+	delete(set, c)
+	if len(set) == 0 {
+		delete(f.conns, c.remoteID)
+	}
+}
+
+// shutdown refuses new connections and closes every open one; Mux.Close
+// calls it. Rules stay as they are, for Snapshot.
+func (f *Faults) shutdown() {
+	f.mu.Lock()
+	f.closed = true
+	var all []*Conn
+	for _, set := range f.conns {
+		for c := range set {
+			all = append(all, c)
+		}
+	}
+	f.mu.Unlock()
+	closeConns(all)
+}
+
+// closeConns closes each connection, ignoring errors: they are being reset.
+func closeConns(conns []*Conn) {
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}

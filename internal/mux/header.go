@@ -1,0 +1,88 @@
+package mux
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// Protocol bytes: the first byte of every connection. They are assigned
+// here, in one place, so that two packages cannot pick the same byte.
+const (
+	// ProtoRaft carries hashicorp/raft's NetworkTransport.
+	ProtoRaft byte = 1
+	// ProtoRing carries the classic ring elector.
+	ProtoRing byte = 2
+	// ProtoBully carries the classic bully elector.
+	ProtoBully byte = 3
+	// ProtoInvitation carries the classic invitation elector.
+	ProtoInvitation byte = 4
+)
+
+// MaxNodeIDLen is the longest node ID, in bytes, that fits the one-byte
+// length of the connection header.
+const MaxNodeIDLen = 255
+
+// headerVersion is the version byte that follows the protocol byte. An
+// acceptor closes connections with any other version, so the header can
+// change later without being misread.
+const headerVersion = 1
+
+// The connection header, written by the dialer before any protocol data:
+//
+//	proto   1 byte   selects the Layer
+//	version 1 byte   headerVersion
+//	idLen   1 byte   1..MaxNodeIDLen
+//	id      idLen    the dialing node's ID
+//
+// It is written in one Write so that it travels in one segment.
+
+// validNodeID reports whether id can be sent in a header.
+func validNodeID(id string) bool {
+	return len(id) > 0 && len(id) <= MaxNodeIDLen
+}
+
+// writeHeader sends the header for proto and id on c, giving up at deadline
+// (zero means never).
+func writeHeader(c net.Conn, proto byte, id string, deadline time.Time) error {
+	buf := make([]byte, 0, 3+len(id))
+	buf = append(buf, proto, headerVersion, byte(len(id)))
+	buf = append(buf, id...)
+	if err := c.SetWriteDeadline(deadline); err != nil {
+		return err
+	}
+	if _, err := c.Write(buf); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(time.Time{})
+}
+
+// readProto reads the protocol byte.
+func readProto(r io.Reader) (byte, error) {
+	var b [1]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return 0, err
+	}
+	return b[0], nil
+}
+
+// readNodeID reads the rest of the header, after the protocol byte, and
+// returns the dialer's node ID.
+func readNodeID(r io.Reader) (string, error) {
+	var b [2]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", err
+	}
+	if b[0] != headerVersion {
+		return "", fmt.Errorf("%w: %d", errBadVersion, b[0])
+	}
+	if b[1] == 0 {
+		return "", fmt.Errorf("%w: empty node ID", errBadHeader)
+	}
+	id := make([]byte, b[1])
+	if _, err := io.ReadFull(r, id); err != nil {
+		return "", err
+	}
+	return string(id), nil
+}

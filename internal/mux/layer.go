@@ -1,0 +1,110 @@
+package mux
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Layer is one protocol's share of a Mux: a net.Listener for the
+// connections that arrive with its byte, and a dialer that sends its byte.
+// Connections it returns are *Conn. hashicorp/raft's StreamLayer is Layer
+// with Dial's address typed as raft.ServerAddress.
+type Layer struct {
+	mux       *Mux
+	proto     byte
+	conns     chan *Conn
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Accept waits for the next connection with this Layer's protocol byte. It
+// returns ErrClosed once the Layer or its Mux is closed.
+func (l *Layer) Accept() (net.Conn, error) {
+	select {
+	case <-l.done:
+		return nil, ErrClosed
+	default:
+	}
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, ErrClosed
+	}
+}
+
+// Close stops Accept and frees the protocol byte for another Listen. It
+// leaves connections already accepted or dialed open, as closing a
+// net.Listener does, and never fails.
+func (l *Layer) Close() error {
+	l.closeOnce.Do(func() {
+		close(l.done)
+		l.mux.removeLayer(l)
+	})
+	return nil
+}
+
+// Addr returns the Mux's listening address.
+func (l *Layer) Addr() net.Addr { return l.mux.Addr() }
+
+// Dial connects to the Mux at addr and sends this Layer's protocol byte and
+// this node's ID. The connection is attributed to the peer registered for
+// addr with Faults.SetPeerAddr (else to addr) and obeys its Out rule: under
+// Drop, Dial fails at once with ErrDropped; under Blackhole, it waits for
+// the rule to be healed and fails with a timeout error (a net.Error whose
+// Timeout is true) once timeout has passed. A timeout of zero or less means
+// no limit.
+func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
+	m := l.mux
+	if !validNodeID(m.nodeID) {
+		return nil, ErrBadNodeID
+	}
+	if m.isClosed() {
+		return nil, ErrClosed
+	}
+	peer := m.faults.peerFor(addr)
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	if err := m.faults.awaitDial(peer, deadline, m.closing); err != nil {
+		return nil, dialError(addr, peer, err)
+	}
+	d := net.Dialer{Deadline: deadline}
+	raw, err := d.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeHeader(raw, l.proto, m.nodeID, deadline); err != nil {
+		_ = raw.Close()
+		return nil, dialError(addr, peer, err)
+	}
+	c, err := m.faults.track(raw, peer, true)
+	if err != nil {
+		_ = raw.Close()
+		return nil, dialError(addr, peer, err)
+	}
+	return c, nil
+}
+
+// deliver hands c to Accept, or closes it if the Layer or the Mux closes
+// first.
+func (l *Layer) deliver(c *Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		_ = c.Close()
+	case <-l.mux.closing:
+		_ = c.Close()
+	}
+}
+
+// dialError says which dial failed and why.
+func dialError(addr, peer string, err error) error {
+	if peer == addr {
+		return fmt.Errorf("mux: dial %s: %w", addr, err)
+	}
+	return fmt.Errorf("mux: dial %s (%s): %w", addr, peer, err)
+}

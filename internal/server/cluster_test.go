@@ -1,0 +1,323 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/mux"
+)
+
+func TestCluster_FollowerForwardsToLeader(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	f := c.api(c.follower(c.waitLeader()))
+	sid := f.session(10*time.Second, 0)
+	got, st, e := f.acquire("jobs/a", sid, 0)
+	if st != 200 {
+		t.Fatalf("acquire through follower: %d %s", st, e.Message)
+	}
+	var l wire.Lock
+	f.must("GET", "/v1/locks/jobs/a", nil, &l)
+	if len(l.Holders) != 1 || l.Holders[0].Session != sid || l.Holders[0].Token != got.Token {
+		t.Fatalf("lock read through follower = %+v, want holder %s with token %d", l, sid, got.Token)
+	}
+	// A stale read is answered by the follower itself once it has applied.
+	waitFor(t, 5*time.Second, "follower to apply the grant", func() bool {
+		var s wire.Lock
+		f.must("GET", "/v1/locks/jobs/a?stale", nil, &s)
+		return len(s.Holders) == 1
+	})
+}
+
+func TestCluster_LeaderCrashKeepsSessionsLocksAndTokens(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	leader := c.waitLeader()
+	l := c.api(leader)
+	sid := l.session(30*time.Second, 0)
+	before, st, _ := l.acquire("a", sid, 0)
+	if st != 200 {
+		t.Fatalf("acquire: %d", st)
+	}
+	survivor := c.follower(leader)
+	c.crash(leader)
+	s := c.api(survivor)
+	start := time.Now()
+	var other string
+	waitFor(t, 5*time.Second, "a session on the new leader", func() bool {
+		d := wire.Duration(0)
+		st, _ := s.do("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(10 * time.Second), LockDelay: &d}, &struct{ ID *string }{&other})
+		return st == 201
+	})
+	after, st, e := s.acquire("b", other, 0)
+	if st != 200 {
+		t.Fatalf("acquire after failover: %d %s", st, e.Message)
+	}
+	t.Logf("first acquire after the crash took %v", time.Since(start))
+	var held wire.Lock
+	s.must("GET", "/v1/locks/a", nil, &held)
+	if len(held.Holders) != 1 || held.Holders[0].Session != sid || held.Holders[0].Token != before.Token {
+		t.Fatalf("lock a after failover = %+v, want holder %s token %d", held, sid, before.Token)
+	}
+	if after.Token <= before.Token {
+		t.Fatalf("token after failover %d is not larger than %d", after.Token, before.Token)
+	}
+	// The old session lives on: the new leader gave it a full TTL.
+	var ka wire.KeepAliveResponse
+	s.must("POST", "/v1/sessions/"+sid+"/keepalive", nil, &ka)
+}
+
+func TestCluster_PartitionedLeaderStopsServingWhenLeaseRunsOut(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	leader := c.waitLeader()
+	old := c.api(leader)
+	sid := old.session(30*time.Second, 0)
+	if _, st, _ := old.acquire("p", sid, 0); st != 200 {
+		t.Fatalf("acquire: %d", st)
+	}
+	lease := c.nodes[leader].cfg.Node
+	leaseDur := time.Duration(float64(lease.HeartbeatTimeout)*(1-lease.MaxClockDrift)) - lease.LeaseMargin
+
+	cut := time.Now()
+	for i, s := range c.nodes {
+		if i != leader {
+			c.nodes[leader].Faults().Set(s.ID(), mux.Both, mux.Drop)
+		}
+	}
+	// Until the lease runs out the old leader may still answer; after it,
+	// never. Poll reads and keepalives on the old leader for a while.
+	var lastOK time.Time
+	for end := cut.Add(3 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		sent := time.Now()
+		st1, _ := old.do("GET", "/v1/locks/p", nil, nil)
+		st2, _ := old.do("POST", "/v1/sessions/"+sid+"/keepalive", nil, nil)
+		if st1 == 200 || st2 == 200 {
+			lastOK = sent
+		}
+	}
+	if !lastOK.IsZero() && lastOK.Sub(cut) > leaseDur {
+		t.Fatalf("old leader answered a request sent %v after it was cut off; its lease is %v", lastOK.Sub(cut), leaseDur)
+	}
+	st, e := old.do("GET", "/v1/locks/p", nil, nil)
+	if st != 503 || e.Code != wire.CodeNoLeader {
+		t.Fatalf("read on cut-off leader = %d %q, want 503 no_leader", st, e.Code)
+	}
+	if st, e := old.do("POST", "/v1/sessions/"+sid+"/keepalive", nil, nil); st != 503 || e.Code != wire.CodeNoLeader {
+		t.Fatalf("keepalive on cut-off leader = %d %q, want 503 no_leader", st, e.Code)
+	}
+	// The majority elected a new leader that serves, with the lock intact.
+	maj := c.api(c.follower(leader))
+	waitFor(t, 5*time.Second, "the majority to serve", func() bool {
+		var l wire.Lock
+		st, _ := maj.do("GET", "/v1/locks/p", nil, &l)
+		return st == 200 && len(l.Holders) == 1 && l.Holders[0].Session == sid
+	})
+	c.nodes[leader].Faults().HealAll()
+}
+
+func TestCluster_KeepalivesWriteNoLogEntries(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	l := c.api(c.waitLeader())
+	waitFor(t, 10*time.Second, "every node in the member table", func() bool {
+		n := 0
+		for _, m := range l.cluster().Members {
+			if m.HTTP != "" {
+				n++
+			}
+		}
+		return n == 3
+	})
+	sid := l.session(10*time.Second, 0)
+	before := l.cluster()
+	for range 1000 {
+		l.must("POST", "/v1/sessions/"+sid+"/keepalive", nil, nil)
+	}
+	after := l.cluster()
+	if after.CommitIndex != before.CommitIndex || after.AppliedIndex != before.AppliedIndex {
+		t.Fatalf("1000 keepalives moved commit %d->%d applied %d->%d", before.CommitIndex, after.CommitIndex,
+			before.AppliedIndex, after.AppliedIndex)
+	}
+}
+
+func TestCluster_SessionExpiryReleasesWithLockDelayAndDropsWaiters(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	l := c.api(c.waitLeader())
+	const ttl, delay = time.Second, 2 * time.Second
+	other := l.session(30*time.Second, 0)
+	if _, st, _ := l.acquire("busy", other, 0); st != 200 {
+		t.Fatal("acquire busy")
+	}
+	doomed := l.session(ttl, delay)
+	created := time.Now()
+	if _, st, _ := l.acquire("held", doomed, 0); st != 200 {
+		t.Fatal("acquire held")
+	}
+	// The doomed session also waits for "busy"; its waiter must go with it.
+	go l.do("POST", "/v1/locks/busy/acquire", wire.AcquireRequest{Session: doomed, Wait: wire.Duration(time.Minute)}, nil)
+	waitFor(t, 5*time.Second, "the waiter to queue", func() bool {
+		var lk wire.Lock
+		l.must("GET", "/v1/locks/busy", nil, &lk)
+		return len(lk.Waiters) == 1
+	})
+	var expired time.Time
+	waitFor(t, ttl+4*time.Second, "the session to expire", func() bool {
+		st, _ := l.do("GET", "/v1/sessions/"+doomed, nil, nil)
+		expired = time.Now()
+		return st == 410
+	})
+	if took := expired.Sub(created); took > ttl+2*time.Second {
+		t.Fatalf("session expired %v after its last keepalive; want within TTL + 2s", took)
+	}
+	var busy wire.Lock
+	l.must("GET", "/v1/locks/busy", nil, &busy)
+	if len(busy.Waiters) != 0 {
+		t.Fatalf("expired session's waiter still queued: %+v", busy.Waiters)
+	}
+	_, st, e := l.acquire("held", other, 0)
+	if st != 409 || e.Code != wire.CodeLockDelay || e.RetryAfter <= 0 {
+		t.Fatalf("acquire inside lock-delay = %d %q retry-after %v, want 409 lock_delay with Retry-After", st, e.Code, e.RetryAfter)
+	}
+	waitFor(t, delay+3*time.Second, "the lock-delay to end", func() bool {
+		_, st, _ := l.acquire("held", other, 0)
+		return st == 200
+	})
+}
+
+func TestCluster_DestroyReleasesAtOnce(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	l := c.api(c.waitLeader())
+	a := l.session(30*time.Second, 10*time.Second)
+	b := l.session(30*time.Second, 0)
+	if _, st, _ := l.acquire("d", a, 0); st != 200 {
+		t.Fatal("acquire")
+	}
+	l.must("DELETE", "/v1/sessions/"+a, nil, nil)
+	if _, st, e := l.acquire("d", b, 0); st != 200 {
+		t.Fatalf("acquire right after destroy = %d %s, want 200 (no lock-delay on destroy)", st, e.Code)
+	}
+}
+
+func TestCluster_FIFOHandOffOneCommitEach(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	l := c.api(c.waitLeader())
+	holder := l.session(30*time.Second, 0)
+	if _, st, _ := l.acquire("q", holder, 0); st != 200 {
+		t.Fatal("acquire")
+	}
+	waiters := []string{l.session(30*time.Second, 0), l.session(30*time.Second, 0), l.session(30*time.Second, 0)}
+	grants := make([]chan wire.AcquireResponse, len(waiters))
+	for i, w := range waiters {
+		grants[i] = make(chan wire.AcquireResponse, 1)
+		go func() {
+			r, _, _ := l.acquire("q", w, time.Minute)
+			grants[i] <- r
+		}()
+		waitFor(t, 5*time.Second, "waiter to queue", func() bool {
+			var lk wire.Lock
+			l.must("GET", "/v1/locks/q", nil, &lk)
+			return len(lk.Waiters) == i+1
+		})
+	}
+	prev := holder
+	for i, w := range waiters {
+		before := l.cluster().CommitIndex
+		l.must("POST", "/v1/locks/q/release", wire.SessionRequest{Session: prev}, nil)
+		g := <-grants[i]
+		after := l.cluster().CommitIndex
+		if g.Session != w {
+			t.Fatalf("grant %d went to %s, want %s (arrival order)", i, g.Session, w)
+		}
+		if after != before+1 || g.Token != after {
+			t.Fatalf("hand-off %d: commit index %d -> %d, token %d; want one commit whose index is the token", i, before, after, g.Token)
+		}
+		prev = w
+	}
+}
+
+func TestCluster_SharedHoldersDoNotStarveExclusiveWaiter(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	l := c.api(c.waitLeader())
+	acq := func(s, mode string, wait time.Duration) (wire.AcquireResponse, int) {
+		var r wire.AcquireResponse
+		st, _ := l.do("POST", "/v1/locks/sh/acquire", wire.AcquireRequest{Session: s, Mode: mode, Wait: wire.Duration(wait)}, &r)
+		return r, st
+	}
+	r1, r2 := l.session(30*time.Second, 0), l.session(30*time.Second, 0)
+	for _, s := range []string{r1, r2} {
+		if _, st := acq(s, "shared", 0); st != 200 {
+			t.Fatalf("shared holders must coexist: %d", st)
+		}
+	}
+	w, r3 := l.session(30*time.Second, 0), l.session(30*time.Second, 0)
+	var wg sync.WaitGroup
+	order := make(chan string, 2)
+	wg.Add(2)
+	go func() { defer wg.Done(); acq(w, "exclusive", time.Minute); order <- "exclusive" }()
+	waitFor(t, 5*time.Second, "exclusive waiter", func() bool {
+		var lk wire.Lock
+		l.must("GET", "/v1/locks/sh", nil, &lk)
+		return len(lk.Waiters) == 1
+	})
+	go func() { defer wg.Done(); acq(r3, "shared", time.Minute); order <- "shared" }()
+	waitFor(t, 5*time.Second, "later shared request to queue", func() bool {
+		var lk wire.Lock
+		l.must("GET", "/v1/locks/sh", nil, &lk)
+		return len(lk.Waiters) == 2
+	})
+	l.must("POST", "/v1/locks/sh/release", wire.SessionRequest{Session: r1}, nil)
+	l.must("POST", "/v1/locks/sh/release", wire.SessionRequest{Session: r2}, nil)
+	if got := <-order; got != "exclusive" {
+		t.Fatalf("first grant after the shared holders left went to %s, want the exclusive waiter", got)
+	}
+	l.must("POST", "/v1/locks/sh/release", wire.SessionRequest{Session: w}, nil)
+	if got := <-order; got != "shared" {
+		t.Fatalf("second grant = %s", got)
+	}
+	wg.Wait()
+}
+
+func TestCluster_BadInputLeavesStateUnchanged(t *testing.T) {
+	c := mustNewCluster(t, 3)
+	l := c.api(c.waitLeader())
+	sid := l.session(30*time.Second, 0)
+	if _, st, _ := l.acquire("x", sid, 0); st != 200 {
+		t.Fatal("acquire")
+	}
+	other := l.session(30*time.Second, 0)
+	before := l.cluster().CommitIndex
+	var lockBefore wire.Lock
+	l.must("GET", "/v1/locks/x", nil, &lockBefore)
+	cases := []struct {
+		method, path string
+		body         any
+		status       int
+		code         string
+	}{
+		{"POST", "/v1/locks/x/acquire", map[string]any{"session": sid, "sesion": 1}, 400, wire.CodeBadRequest},
+		{"POST", "/v1/locks/a//b/acquire", wire.AcquireRequest{Session: sid}, 400, wire.CodeBadRequest},
+		{"POST", "/v1/sessions", map[string]string{"ttl": "100ms"}, 400, wire.CodeBadRequest},
+		{"POST", "/v1/locks/x/acquire", wire.AcquireRequest{Session: "nope"}, 410, wire.CodeSessionExpired},
+		{"POST", "/v1/locks/x/release", wire.SessionRequest{Session: other}, 409, wire.CodeNotHolder},
+		{"POST", "/v1/locks/x/acquire", wire.AcquireRequest{Session: other}, 409, wire.CodeLockHeld},
+		{"POST", "/v1/locks/x/acquire", map[string]string{"session": sid, "mode": "sideways"}, 400, wire.CodeBadRequest},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s %s", tc.method, tc.path), func(t *testing.T) {
+			st, e := l.do(tc.method, tc.path, tc.body, nil)
+			if st != tc.status || e.Code != tc.code {
+				t.Fatalf("= %d %q (%s), want %d %q", st, e.Code, e.Message, tc.status, tc.code)
+			}
+		})
+	}
+	var lockAfter wire.Lock
+	l.must("GET", "/v1/locks/x", nil, &lockAfter)
+	if lockAfter.ModifyIndex != lockBefore.ModifyIndex || lockAfter.Holders[0].Token != lockBefore.Holders[0].Token {
+		t.Fatalf("lock changed: %+v -> %+v", lockBefore, lockAfter)
+	}
+	// Refused writes may still be committed entries (the FSM refuses them
+	// deterministically), but none may change a lock or session.
+	if after := l.cluster().CommitIndex; after-before > 4 {
+		t.Fatalf("commit index moved by %d for bad requests", after-before)
+	}
+}

@@ -1,0 +1,305 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/httpapi"
+	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/mux"
+	"github.com/lockd/lockd/lease"
+)
+
+// Protocol bytes on the peer port.
+const (
+	protoRaft byte = 1
+)
+
+// Config configures a Server.
+type Config struct {
+	// Node is the Raft node's configuration. Its Stream, PeerAddr and
+	// HTTPAddr are filled in by Start from the listeners when empty.
+	Node lease.Config
+	// HTTPListen and PeerListen are the addresses to listen on
+	// ("127.0.0.1:0" lets the OS pick a port).
+	HTTPListen string
+	PeerListen string
+	// HTTPListener and PeerListener, when set, are used instead of
+	// listening on HTTPListen and PeerListen (tests pick ports first).
+	HTTPListener net.Listener
+	PeerListener net.Listener
+	// UnsafeFaults exposes /v1/debug/faults, which lets anyone who can
+	// reach the HTTP port partition this node. For tests and the fault
+	// harness only.
+	UnsafeFaults bool
+	// Logger receives every component's logs.
+	Logger *slog.Logger
+}
+
+// Server is a running lockd node.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	mux    *mux.Mux
+	node   *lease.Node
+	http   *http.Server
+	httpLn net.Listener
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// Start listens, opens the node and serves HTTP. It returns once the node
+// runs; it does not wait for a leader.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	peerLn, httpLn := cfg.PeerListener, cfg.HTTPListener
+	var err error
+	if peerLn == nil {
+		if peerLn, err = net.Listen("tcp", cfg.PeerListen); err != nil {
+			return nil, fmt.Errorf("listen on peer address %s: %w", cfg.PeerListen, err)
+		}
+	}
+	if httpLn == nil {
+		if httpLn, err = net.Listen("tcp", cfg.HTTPListen); err != nil {
+			peerLn.Close()
+			return nil, fmt.Errorf("listen on HTTP address %s: %w", cfg.HTTPListen, err)
+		}
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "server"), httpLn: httpLn, stop: make(chan struct{})}
+	s.mux = mux.New(peerLn, cfg.Node.ID, cfg.Logger)
+	nc := cfg.Node
+	if nc.PeerAddr == "" {
+		nc.PeerAddr = peerLn.Addr().String()
+	}
+	if nc.HTTPAddr == "" {
+		nc.HTTPAddr = "http://" + httpLn.Addr().String()
+	}
+	nc.Stream = &raftLayer{s.mux.Listen(protoRaft)}
+	nc.Logger = cfg.Logger
+	for _, p := range nc.InitialCluster {
+		s.mux.Faults().SetPeerAddr(p.ID, p.Addr)
+	}
+	s.cfg.Node = nc
+	go s.mux.Serve()
+	node, err := lease.New(nc)
+	if err != nil {
+		s.mux.Close()
+		httpLn.Close()
+		return nil, err
+	}
+	if err := node.Open(); err != nil {
+		s.mux.Close()
+		httpLn.Close()
+		return nil, err
+	}
+	s.node = node
+	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID}
+	if cfg.UnsafeFaults {
+		hc.Faults = faultInjector{s.mux.Faults()}
+	}
+	s.http = &http.Server{Handler: httpapi.New(hc), ReadHeaderTimeout: 10 * time.Second}
+	go s.http.Serve(httpLn)
+	s.wg.Add(2)
+	go s.register()
+	go s.syncPeerAddrs()
+	return s, nil
+}
+
+// Node returns the Raft node.
+func (s *Server) Node() *lease.Node { return s.node }
+
+// Faults returns the peer fault hooks, for in-process tests.
+func (s *Server) Faults() *mux.Faults { return s.mux.Faults() }
+
+// HTTPURL returns the URL the API is served at.
+func (s *Server) HTTPURL() string { return s.cfg.Node.HTTPAddr }
+
+// PeerAddr returns the peer address.
+func (s *Server) PeerAddr() string { return s.cfg.Node.PeerAddr }
+
+// ID returns the node id.
+func (s *Server) ID() string { return s.cfg.Node.ID }
+
+// Close stops the node: the leader hands over leadership first, then the
+// HTTP server drains for a moment, then the peer listener closes.
+func (s *Server) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		err = s.node.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if herr := s.http.Shutdown(ctx); herr != nil {
+			s.http.Close()
+		}
+		s.mux.Close()
+	})
+	return err
+}
+
+// Abort stops the node without a leadership transfer, as a crash would look
+// to the rest of the cluster (for tests; kill -9 is the real thing).
+func (s *Server) Abort() error {
+	s.once.Do(func() {
+		close(s.stop)
+		s.wg.Wait()
+		s.node.Abort()
+		s.http.Close()
+		s.mux.Close()
+	})
+	return nil
+}
+
+// register makes sure this node is in the cluster's member table with its
+// current addresses: when joining, by asking the join address to add it;
+// otherwise by asking the leader through its own API (which forwards).
+func (s *Server) register() {
+	defer s.wg.Done()
+	nc := s.cfg.Node
+	m := wire.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr}
+	target := strings.TrimRight(nc.Join, "/")
+	if target != "" && !strings.Contains(target, "://") {
+		target = "http://" + target
+	}
+	for attempt := 0; ; attempt++ {
+		if s.registered(m) {
+			return
+		}
+		url := ""
+		switch isLeader, leaderHTTP := s.node.Leader(); {
+		case target != "" && !s.inConfiguration():
+			url = target
+		case isLeader || leaderHTTP != "":
+			url = nc.HTTPAddr // forwarded to the leader
+		}
+		if url != "" {
+			if err := postMember(url, m); err != nil && attempt%20 == 5 {
+				s.log.Warn("cannot register in the cluster yet; retrying", "via", url, "err", err)
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) registered(m wire.Member) bool {
+	return s.registeredIn(m.ID, m.Peer, m.HTTP) && s.inConfiguration()
+}
+
+// registeredIn reports whether this node's member table has id with these
+// addresses.
+func (s *Server) registeredIn(id, peer, http string) bool {
+	for _, x := range s.node.FSM().Members() {
+		if x.ID == id && x.Peer == peer && x.HTTP == http {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) inConfiguration() bool {
+	f := s.node.Raft().GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == s.cfg.Node.ID {
+			return true
+		}
+	}
+	return false
+}
+
+func postMember(base string, m wire.Member) error {
+	body, _ := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/cluster/members", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e wire.Error
+		json.NewDecoder(resp.Body).Decode(&e)
+		return fmt.Errorf("%s: %s", resp.Status, e.Message)
+	}
+	return nil
+}
+
+// syncPeerAddrs keeps the fault hooks' address-to-node map in step with the
+// Raft configuration, so rules named by node id apply to Raft's dials.
+func (s *Server) syncPeerAddrs() {
+	defer s.wg.Done()
+	for {
+		if f := s.node.Raft().GetConfiguration(); f.Error() == nil {
+			for _, srv := range f.Configuration().Servers {
+				s.mux.Faults().SetPeerAddr(string(srv.ID), string(srv.Address))
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// raftLayer adapts a mux layer to raft.StreamLayer.
+type raftLayer struct{ *mux.Layer }
+
+func (l *raftLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return l.Layer.Dial(string(addr), timeout)
+}
+
+// faultInjector adapts mux.Faults to httpapi.FaultInjector.
+type faultInjector struct{ f *mux.Faults }
+
+func (fi faultInjector) SetFault(peer, direction, rule string) error {
+	if peer == "" {
+		return errors.New("peer is required")
+	}
+	d, err := mux.ParseDirection(direction)
+	if err != nil {
+		return err
+	}
+	r, err := mux.ParseRule(rule)
+	if err != nil {
+		return err
+	}
+	fi.f.Set(peer, d, r)
+	return nil
+}
+
+func (fi faultInjector) Heal(peer string) {
+	if peer == "" {
+		fi.f.HealAll()
+		return
+	}
+	fi.f.Heal(peer)
+}
+
+func (fi faultInjector) Faults() any { return fi.f.Snapshot() }

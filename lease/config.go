@@ -1,0 +1,151 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Peer is one member of a static initial cluster.
+type Peer struct {
+	ID   string
+	Addr string // peer (Raft) address, host:port
+}
+
+// Config configures a Node. Start from DefaultConfig and fill in at least
+// ID, DataDir, PeerAddr, HTTPAddr and Stream.
+type Config struct {
+	// ID is this node's unique, stable name ("n1").
+	ID string
+	// DataDir holds raft.db (log and stable store) and snapshots/.
+	DataDir string
+	// PeerAddr is the address other nodes reach this node's peer port at.
+	PeerAddr string
+	// HTTPAddr is the URL other nodes forward API requests to
+	// ("http://127.0.0.1:7400"). It is written to the member table.
+	HTTPAddr string
+	// Stream carries Raft's connections (internal/mux's Raft layer).
+	Stream raft.StreamLayer
+
+	// InitialCluster, if not empty, lists every voter of a new cluster; a
+	// node with no Raft state bootstraps with it. Empty and Join empty: the
+	// node bootstraps a single-node cluster of itself. Ignored when the
+	// node has state already.
+	InitialCluster []Peer
+	// Join, if set, means the node does not bootstrap: it waits to be added
+	// by the leader (cmd/lockd asks the member at this address to add it).
+	Join string
+
+	// HeartbeatTimeout is Raft's follower timeout, and the unit of the master
+	// lease: the lease lasts HeartbeatTimeout x (1 - MaxClockDrift) -
+	// LeaseMargin from the start of a quorum confirmation. Shorter means
+	// faster failover and more heartbeat traffic. Default 500ms (a LAN).
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout is Raft's candidate timeout. Default 500ms.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout is how long a Raft leader keeps leading without
+	// hearing from a quorum before it steps down. Must not exceed
+	// HeartbeatTimeout. Default 250ms.
+	LeaderLeaseTimeout time.Duration
+	// MaxClockDrift is the largest relative difference in clock rate between
+	// any two nodes (and between a node and its clients) that reads under
+	// the master lease tolerate. Default 0.01 (1%).
+	MaxClockDrift float64
+	// LeaseMargin is subtracted from the master lease to absorb scheduling
+	// delays between measuring time and acting on it. Default 50ms.
+	LeaseMargin time.Duration
+	// ApplyTimeout bounds how long a write waits for its commit before it
+	// is answered with a timeout (outcome unknown). Default 10s.
+	ApplyTimeout time.Duration
+	// SnapshotThreshold is how many log entries trigger a snapshot. Default 8192.
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often Raft checks whether to snapshot. Default 30s.
+	SnapshotInterval time.Duration
+	// NoBootWait skips the wait of one HeartbeatTimeout before Raft starts.
+	// It exists for tests of fresh in-memory clusters and for the fault
+	// harness's self-test; it is unsafe for a node that restarts.
+	NoBootWait bool
+
+	// Clock is the node's time source. Default SystemClock.
+	Clock Clock
+	// Logger receives the node's logs (component=lease) and raft's
+	// (component=raft). Default slog.Default().
+	Logger *slog.Logger
+	// RaftLogLevel is the level raft's own logs are kept at. Default Warn.
+	RaftLogLevel slog.Level
+}
+
+// DefaultConfig returns a Config with the LAN defaults described on each field.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+		MaxClockDrift:      0.01,
+		LeaseMargin:        50 * time.Millisecond,
+		ApplyTimeout:       10 * time.Second,
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   30 * time.Second,
+		Clock:              SystemClock{},
+		RaftLogLevel:       slog.LevelWarn,
+	}
+}
+
+// Validate reports the first field that is missing or out of bounds. It
+// does not require Stream, so that flags can be checked before any
+// listener exists; New does.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID == "":
+		return errors.New("lease: config: ID is required")
+	case c.DataDir == "":
+		return errors.New("lease: config: DataDir is required")
+	case c.PeerAddr == "":
+		return errors.New("lease: config: PeerAddr is required")
+	case c.HeartbeatTimeout < 10*time.Millisecond:
+		return fmt.Errorf("lease: config: HeartbeatTimeout %v is below 10ms", c.HeartbeatTimeout)
+	case c.ElectionTimeout < c.HeartbeatTimeout:
+		return fmt.Errorf("lease: config: ElectionTimeout %v is below HeartbeatTimeout %v", c.ElectionTimeout, c.HeartbeatTimeout)
+	case c.LeaderLeaseTimeout <= 0 || c.LeaderLeaseTimeout > c.HeartbeatTimeout:
+		return fmt.Errorf("lease: config: LeaderLeaseTimeout %v must be in (0, HeartbeatTimeout]", c.LeaderLeaseTimeout)
+	case c.MaxClockDrift < 0 || c.MaxClockDrift >= 0.5:
+		return fmt.Errorf("lease: config: MaxClockDrift %v must be in [0, 0.5)", c.MaxClockDrift)
+	case c.leaseDuration() <= 0:
+		return fmt.Errorf("lease: config: LeaseMargin %v leaves no master lease of HeartbeatTimeout %v", c.LeaseMargin, c.HeartbeatTimeout)
+	case c.ApplyTimeout <= 0:
+		return errors.New("lease: config: ApplyTimeout must be positive")
+	case len(c.InitialCluster) > 0 && c.Join != "":
+		return errors.New("lease: config: InitialCluster and Join are exclusive")
+	}
+	if len(c.InitialCluster) > 0 {
+		seen := map[string]bool{}
+		self := false
+		for _, p := range c.InitialCluster {
+			if p.ID == "" || p.Addr == "" {
+				return fmt.Errorf("lease: config: initial cluster member %q has no id or address", p.ID+"="+p.Addr)
+			}
+			if seen[p.ID] {
+				return fmt.Errorf("lease: config: initial cluster names %q twice", p.ID)
+			}
+			seen[p.ID] = true
+			self = self || p.ID == c.ID
+		}
+		if !self {
+			return fmt.Errorf("lease: config: initial cluster does not include this node %q", c.ID)
+		}
+	}
+	return nil
+}
+
+// leaseDuration is how long a quorum confirmation keeps the master lease.
+func (c *Config) leaseDuration() time.Duration {
+	return time.Duration(float64(c.HeartbeatTimeout)*(1-c.MaxClockDrift)) - c.LeaseMargin
+}
+
+// renewInterval is how often the leader confirms its quorum.
+func (c *Config) renewInterval() time.Duration {
+	return c.HeartbeatTimeout / 5
+}

@@ -1,0 +1,61 @@
+package lease
+
+import (
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/fsm"
+)
+
+// raftFSM adapts fsm.FSM to raft.BatchingFSM: the state machine itself knows
+// nothing of Raft.
+type raftFSM struct{ f *fsm.FSM }
+
+var _ raft.BatchingFSM = raftFSM{}
+
+// Apply applies one entry.
+func (a raftFSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	return a.f.Apply(l.Index, l.Data)
+}
+
+// ApplyBatch applies committed entries in order; every result correlates
+// with the entry at the same position.
+func (a raftFSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		out[i] = a.Apply(l)
+	}
+	return out
+}
+
+// Snapshot serialises the state on the FSM goroutine; Persist writes the
+// bytes while Apply goes on.
+func (a raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	b, err := a.f.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return fsmSnapshot(b), nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (a raftFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	return a.f.Restore(rc)
+}
+
+type fsmSnapshot []byte
+
+func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s fsmSnapshot) Release() {}

@@ -1,0 +1,237 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lockd/lockd/fsm"
+)
+
+// leaderTerm is what a node keeps while it acts as Raft leader: the master
+// lease, the session deadlines, and the goroutines that renew the lease,
+// expire sessions and end lock-delays. It lives from the moment Raft makes
+// the node leader until Raft takes that away (or the node closes).
+type leaderTerm struct {
+	n        *Node
+	raftTerm uint64
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+
+	confirmCh chan struct{} // asks the lease loop for a round now
+
+	mu         sync.Mutex
+	ready      bool
+	leaseUntil time.Time // master lease end, on the node's monotonic clock
+	embargo    time.Time // no lease from rounds that start before this
+	given      bool      // lease given up for a leadership transfer
+	waiting    []chan error
+	sessions   map[string]time.Time // session id -> leader-local deadline
+}
+
+func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &leaderTerm{
+		n: n, raftTerm: raftTerm, ctx: ctx, cancel: cancel,
+		confirmCh: make(chan struct{}, 1),
+		sessions:  make(map[string]time.Time),
+	}
+}
+
+func (t *leaderTerm) start() {
+	t.wg.Add(1)
+	go t.establish()
+}
+
+func (t *leaderTerm) stop() {
+	t.cancel()
+	t.wg.Wait()
+	t.mu.Lock()
+	t.ready = false
+	t.leaseUntil = time.Time{}
+	for _, w := range t.waiting {
+		w <- errNoLeader("leadership lost")
+	}
+	t.waiting = nil
+	t.mu.Unlock()
+}
+
+func (t *leaderTerm) ended() bool { return t.ctx.Err() != nil }
+
+func (t *leaderTerm) isReady() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready && t.ctx.Err() == nil
+}
+
+// establish runs the steps a new leader takes before it serves: a Barrier
+// so that every entry of earlier terms is applied, a first quorum
+// confirmation for the lease, and a full TTL for every session (a session
+// may live longer across a failover, never shorter).
+func (t *leaderTerm) establish() {
+	defer t.wg.Done()
+	n := t.n
+	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+		n.log.Warn("barrier failed; not serving this term", "term", t.raftTerm, "err", err)
+		t.cancel()
+		return
+	}
+	t.wg.Add(1)
+	go t.leaseLoop()
+	if err := t.confirm(t.ctx); err != nil {
+		n.log.Warn("could not establish master lease", "term", t.raftTerm, "err", err)
+		t.cancel()
+		return
+	}
+	now := n.clock.Now()
+	t.mu.Lock()
+	for _, s := range n.fsm.Sessions() {
+		t.sessions[s.ID] = now.Add(s.TTL)
+	}
+	t.ready = true
+	t.mu.Unlock()
+	n.log.Info("serving as leader", "term", t.raftTerm, "sessions", len(t.sessions),
+		"lease", n.cfg.leaseDuration())
+	t.wg.Add(2)
+	go t.expiryLoop()
+	go t.tickLoop()
+	t.registerSelf()
+}
+
+// registerSelf writes this node's addresses to the member table, so that
+// followers know where to forward requests.
+func (t *leaderTerm) registerSelf() {
+	n := t.n
+	want := fsm.Member{ID: n.cfg.ID, Peer: n.cfg.PeerAddr, HTTP: n.cfg.HTTPAddr}
+	for _, m := range n.fsm.Members() {
+		if m == want {
+			return
+		}
+	}
+	if _, err := n.propose(t.ctx, fsm.Command{Op: fsm.OpSetMember, Member: &want}); err != nil {
+		n.log.Warn("could not register in member table", "err", err)
+	}
+}
+
+// leaseLoop renews the master lease every renewInterval, and at once when a
+// consistent read asks for a round. A round is one VerifyLeader: a
+// heartbeat to every follower, answered when a quorum acknowledged it. The
+// lease runs from the start of the round.
+//
+// A process pause (SIGSTOP, a long GC, a stalled VM) before a round can let
+// heartbeat answers from before the pause count in it, so a gap between
+// rounds much longer than asked for puts the lease under embargo for a
+// HeartbeatTimeout: by then, if another leader was elected, its heartbeats
+// have reached us and Raft has stepped down.
+func (t *leaderTerm) leaseLoop() {
+	defer t.wg.Done()
+	n := t.n
+	every := n.cfg.renewInterval()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	last := n.clock.Now()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-timer.C:
+		case <-t.confirmCh:
+		}
+		start := n.clock.Now()
+		if gap := start.Sub(last); gap > every+n.cfg.LeaseMargin {
+			t.mu.Lock()
+			t.embargo = start.Add(n.cfg.HeartbeatTimeout)
+			t.leaseUntil = time.Time{}
+			t.mu.Unlock()
+			n.log.Warn("leader was not scheduled for a while; master lease suspended",
+				"gap", gap, "for", n.cfg.HeartbeatTimeout)
+		}
+		t.mu.Lock()
+		waiting := t.waiting
+		t.waiting = nil
+		t.mu.Unlock()
+		err := n.raft.VerifyLeader().Error()
+		t.finishRound(start, err, waiting)
+		last = n.clock.Now()
+		if err != nil {
+			n.log.Warn("quorum confirmation failed; leaving leader term", "err", err)
+			t.cancel()
+			return
+		}
+		timer.Reset(every)
+	}
+}
+
+func (t *leaderTerm) finishRound(start time.Time, err error, waiting []chan error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil {
+		switch {
+		case t.given:
+			err = errNoLeader("leadership is being transferred")
+		case start.Before(t.embargo):
+			err = errNoLeader("master lease suspended after a pause")
+		default:
+			t.leaseUntil = start.Add(t.n.cfg.leaseDuration())
+		}
+	} else {
+		t.leaseUntil = time.Time{}
+		err = errNoLeader("leadership lost: " + err.Error())
+	}
+	for _, w := range waiting {
+		w <- err
+	}
+}
+
+// confirm waits for a quorum confirmation round that starts after the call.
+func (t *leaderTerm) confirm(ctx context.Context) error {
+	ch := make(chan error, 1)
+	t.mu.Lock()
+	if t.ctx.Err() != nil {
+		t.mu.Unlock()
+		return errNoLeader("leadership lost")
+	}
+	t.waiting = append(t.waiting, ch)
+	t.mu.Unlock()
+	select {
+	case t.confirmCh <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctxErr(ctx)
+	case <-t.ctx.Done():
+		return errNoLeader("leadership lost")
+	}
+}
+
+// leaseValid reports whether the master lease holds now.
+func (t *leaderTerm) leaseValid() bool {
+	now := t.n.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready && !t.given && t.ctx.Err() == nil && now.Before(t.leaseUntil)
+}
+
+// leaseRemaining returns the time left on the master lease (0 if none).
+func (t *leaderTerm) leaseRemaining() time.Duration {
+	now := t.n.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.given || !t.ready || !now.Before(t.leaseUntil) {
+		return 0
+	}
+	return t.leaseUntil.Sub(now)
+}
+
+// giveUpLease drops the lease for good in this term, before a leadership
+// transfer lets followers vote early.
+func (t *leaderTerm) giveUpLease() {
+	t.mu.Lock()
+	t.given = true
+	t.leaseUntil = time.Time{}
+	t.mu.Unlock()
+}

@@ -1,0 +1,236 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// namespace is what differs between locks and elections for the code that
+// queues and waits: how to read the object and which command leaves the queue.
+type namespace struct {
+	kind   string // "lock" or "election", for messages
+	get    func(*fsm.FSM, string) fsm.Lock
+	cancel fsm.Op
+}
+
+var (
+	locksNS     = namespace{"lock", (*fsm.FSM).Lock, fsm.OpCancelWait}
+	electionsNS = namespace{"election", (*fsm.FSM).Election, fsm.OpCancelCampaign}
+)
+
+func (ns namespace) what(name string) string { return fmt.Sprintf("%s %q", ns.kind, name) }
+
+// Acquire commits an acquire; if it was queued it waits for the hand-off
+// until req.Wait runs out or ctx ends, and then leaves the queue.
+func (n *Node) Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
+	mode := fsm.Mode(req.Mode)
+	if mode == "" {
+		mode = fsm.Exclusive
+	}
+	cmd := fsm.Command{Op: fsm.OpAcquire, Session: req.Session, Name: name, Mode: mode, Wait: req.Wait.D()}
+	token, err := n.acquire(ctx, locksNS, cmd)
+	if err != nil {
+		return wire.AcquireResponse{}, err
+	}
+	return wire.AcquireResponse{Name: name, Mode: string(mode), Token: token, Session: req.Session}, nil
+}
+
+// Campaign is Acquire for an election: it returns once the session leads.
+func (n *Node) Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error) {
+	cmd := fsm.Command{Op: fsm.OpCampaign, Session: req.Session, Name: name, Mode: fsm.Exclusive, Value: req.Value, Wait: req.Wait.D()}
+	if _, err := n.acquire(ctx, electionsNS, cmd); err != nil {
+		return wire.Election{}, err
+	}
+	return wireElection(n.fsm.Election(name)), nil
+}
+
+func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint64, error) {
+	if err := wire.ValidateName(cmd.Name); err != nil {
+		return 0, wire.Errorf(wire.CodeBadRequest, "%v", err)
+	}
+	t, err := n.leading()
+	if err != nil {
+		return 0, err
+	}
+	res, err := n.propose(ctx, cmd)
+	if err != nil {
+		return 0, err
+	}
+	if res.Err != nil {
+		return 0, n.apiErr(res.Err, cmd.Session, ns.what(cmd.Name))
+	}
+	if res.Granted {
+		return res.Token, nil
+	}
+	return n.waitGrant(ctx, t, ns, cmd)
+}
+
+// waitGrant waits for a queued session to be granted the lock. When the
+// wait runs out (or the caller goes away) it commits a cancel, whose result
+// decides: the lock may have been handed over just before, and then the
+// caller gets it rather than a lock that stays held until its session ends.
+func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd fsm.Command) (uint64, error) {
+	wctx, cancel := n.waitCtx(ctx)
+	defer cancel()
+	timer := time.NewTimer(cmd.Wait)
+	defer timer.Stop()
+	for {
+		changed := n.fsm.Changed()
+		l := ns.get(n.fsm, cmd.Name)
+		if tok, ok := holds(l, cmd.Session); ok {
+			return tok, nil
+		}
+		if !waits(l, cmd.Session) {
+			return 0, n.notGranted(ns, cmd)
+		}
+		select {
+		case <-changed:
+			continue
+		case <-t.ctx.Done():
+			// The next leader keeps the waiter queued; a client that
+			// re-issues the acquire there finds its place (or its grant).
+			return 0, errNoLeader("leadership lost while waiting")
+		case <-timer.C:
+		case <-wctx.Done():
+		}
+		return n.leaveQueue(ns, cmd)
+	}
+}
+
+func (n *Node) leaveQueue(ns namespace, cmd fsm.Command) (uint64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	res, err := n.propose(ctx, fsm.Command{Op: ns.cancel, Session: cmd.Session, Name: cmd.Name})
+	if err != nil {
+		return 0, err
+	}
+	if res.Err != nil {
+		return 0, n.apiErr(res.Err, cmd.Session, ns.what(cmd.Name))
+	}
+	if res.Granted {
+		return res.Token, nil
+	}
+	return 0, n.notGranted(ns, cmd)
+}
+
+// notGranted explains why a queued session left the queue without the lock.
+func (n *Node) notGranted(ns namespace, cmd fsm.Command) error {
+	if _, ok := n.fsm.Session(cmd.Session); !ok {
+		return n.apiErr(fsm.ErrSessionNotFound, cmd.Session, "")
+	}
+	l := ns.get(n.fsm, cmd.Name)
+	if len(l.Holders) == 0 && l.DelayUntil.After(n.clock.Now()) {
+		return n.apiErr(&fsm.DelayError{Until: l.DelayUntil}, cmd.Session, ns.what(cmd.Name))
+	}
+	e := wire.Errorf(wire.CodeLockHeld, "%s is still held after waiting %v", ns.what(cmd.Name), cmd.Wait)
+	return e
+}
+
+func holds(l fsm.Lock, session string) (uint64, bool) {
+	for _, h := range l.Holders {
+		if h.Session == session {
+			return h.Token, true
+		}
+	}
+	return 0, false
+}
+
+func waits(l fsm.Lock, session string) bool {
+	for _, w := range l.Waiters {
+		if w.Session == session {
+			return true
+		}
+	}
+	return false
+}
+
+// Release commits the release of a lock by its holder.
+func (n *Node) Release(ctx context.Context, name, session string) error {
+	return n.simple(ctx, locksNS, fsm.Command{Op: fsm.OpRelease, Session: session, Name: name})
+}
+
+// Proclaim sets the leader's value of an election.
+func (n *Node) Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error {
+	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpProclaim, Session: req.Session, Name: name, Value: req.Value})
+}
+
+// Resign gives up leadership of an election (or leaves its queue).
+func (n *Node) Resign(ctx context.Context, name, session string) error {
+	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpResign, Session: session, Name: name})
+}
+
+func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error {
+	if err := wire.ValidateName(cmd.Name); err != nil {
+		return wire.Errorf(wire.CodeBadRequest, "%v", err)
+	}
+	if _, err := n.leading(); err != nil {
+		return err
+	}
+	res, err := n.propose(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	return n.apiErr(res.Err, cmd.Session, ns.what(cmd.Name))
+}
+
+// Lock reads one lock; a lock that does not exist reads as free.
+func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wire.Lock, error) {
+	return read(ctx, n, opt, func() (wire.Lock, uint64) {
+		l := n.fsm.Lock(name)
+		return wireLock(l), l.ModifyIndex
+	})
+}
+
+// Locks reads every existing lock.
+func (n *Node) Locks(ctx context.Context, opt wire.ReadOptions) (wire.LockList, error) {
+	return read(ctx, n, opt, func() (wire.LockList, uint64) {
+		out := wire.LockList{Locks: []wire.Lock{}, Index: n.fsm.LocksIndex()}
+		for _, l := range n.fsm.Locks() {
+			out.Locks = append(out.Locks, wireLock(l))
+		}
+		return out, out.Index
+	})
+}
+
+// Check tells whether token belongs to a current holder of the lock
+// (Chubby's CheckSequencer), as a default read.
+func (n *Node) Check(ctx context.Context, name string, token uint64) (bool, error) {
+	return read(ctx, n, wire.ReadOptions{}, func() (bool, uint64) {
+		return n.fsm.Check(name, token), 0
+	})
+}
+
+// Election reads the leader of an election; Session is empty when nobody leads.
+func (n *Node) Election(ctx context.Context, name string, opt wire.ReadOptions) (wire.Election, error) {
+	return read(ctx, n, opt, func() (wire.Election, uint64) {
+		e := n.fsm.Election(name)
+		return wireElection(e), e.ModifyIndex
+	})
+}
+
+func wireLock(l fsm.Lock) wire.Lock {
+	out := wire.Lock{Name: l.Name, Mode: string(l.Mode), Holders: []wire.Holder{}, Waiters: []wire.Waiter{}, ModifyIndex: l.ModifyIndex}
+	for _, h := range l.Holders {
+		out.Holders = append(out.Holders, wire.Holder{Session: h.Session, Token: h.Token, AcquiredAt: h.AcquiredAt})
+	}
+	for _, w := range l.Waiters {
+		out.Waiters = append(out.Waiters, wire.Waiter{Session: w.Session, Mode: string(w.Mode), Deadline: w.Deadline})
+	}
+	if !l.DelayUntil.IsZero() {
+		d := l.DelayUntil
+		out.DelayUntil = &d
+	}
+	return out
+}
+
+func wireElection(l fsm.Lock) wire.Election {
+	e := wire.Election{Name: l.Name, ModifyIndex: l.ModifyIndex}
+	if len(l.Holders) > 0 {
+		e.Session, e.Token, e.Value = l.Holders[0].Session, l.Holders[0].Token, l.Value
+	}
+	return e
+}

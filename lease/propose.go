@@ -1,0 +1,93 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// propose stamps cmd with the leader's wall time, commits it through Raft and
+// returns the FSM's result. The error is a *wire.Error: no_leader when this
+// node cannot commit (not leader, leadership lost, shutting down) and
+// timeout when the outcome is unknown. A refusal by the FSM is not an error
+// here: it is in Result.Err, for the caller to translate.
+func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	cmd.Now = n.clock.Now().Round(0).UTC()
+	data, err := fsm.Encode(cmd)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	timer := time.NewTimer(n.cfg.ApplyTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-done:
+	case <-timer.C:
+		return fsm.Result{}, errTimeout(fmt.Sprintf("%v was not committed within %v; its outcome is unknown", cmd.Op, n.cfg.ApplyTimeout))
+	case <-ctx.Done():
+		return fsm.Result{}, errTimeout(fmt.Sprintf("%v: request cancelled before commit; its outcome is unknown", cmd.Op))
+	}
+	if err != nil {
+		return fsm.Result{}, raftErr(err)
+	}
+	res, ok := f.Response().(fsm.Result)
+	if !ok {
+		return fsm.Result{}, fmt.Errorf("lease: unexpected apply response %T", f.Response())
+	}
+	return res, nil
+}
+
+// raftErr translates raft's errors at the package boundary.
+func raftErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown),
+		errors.Is(err, raft.ErrAbortedByRestore):
+		return errNoLeader(err.Error())
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return errTimeout("the leader is overloaded: " + err.Error())
+	}
+	return errTimeout("commit failed, outcome unknown: " + err.Error())
+}
+
+// apiErr translates an FSM refusal into the API's error. what names the
+// object for the message ("lock \"a\"").
+func (n *Node) apiErr(err error, session, what string) error {
+	var delay *fsm.DelayError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &delay):
+		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder until %s",
+			what, delay.Until.UTC().Format(time.RFC3339Nano))
+		e.RetryAfter = delay.Until.Sub(n.clock.Now())
+		return e
+	case errors.Is(err, fsm.ErrSessionNotFound):
+		return wire.Errorf(wire.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
+	case errors.Is(err, fsm.ErrLockHeld):
+		return wire.Errorf(wire.CodeLockHeld, "%s is held by another session", what)
+	case errors.Is(err, fsm.ErrModeConflict):
+		return wire.Errorf(wire.CodeLockHeld, "%s is already held by session %q in the other mode; release it first", what, session)
+	case errors.Is(err, fsm.ErrNotHolder):
+		return wire.Errorf(wire.CodeNotHolder, "session %q does not hold %s", session, what)
+	case errors.Is(err, fsm.ErrBadCommand):
+		return wire.Errorf(wire.CodeBadRequest, "%v", err)
+	}
+	return err
+}
+
+func errNoLeader(why string) error {
+	return &wire.Error{Code: wire.CodeNoLeader, Message: "no leader can serve this now: " + why, RetryAfter: time.Second}
+}
+
+func errTimeout(why string) error {
+	return &wire.Error{Code: wire.CodeTimeout, Message: why}
+}

@@ -1,0 +1,192 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// leading returns the current leader term, or no_leader if this node cannot
+// serve leader requests now: it is not leader, is still establishing
+// itself, or its master lease has run out.
+func (n *Node) leading() (*leaderTerm, error) {
+	t := n.currentTerm()
+	if t == nil {
+		return nil, errNoLeader("this node is not the leader")
+	}
+	if !t.leaseValid() {
+		return nil, errNoLeader("the leader's master lease has run out")
+	}
+	return t, nil
+}
+
+// CreateSession commits a new session and starts its deadline.
+func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest) (wire.Session, error) {
+	t, err := n.leading()
+	if err != nil {
+		return wire.Session{}, err
+	}
+	ttl := req.TTL.D()
+	if ttl == 0 {
+		ttl = wire.DefaultTTL
+	}
+	delay := wire.DefaultLockDelay
+	if req.LockDelay != nil {
+		delay = req.LockDelay.D()
+	}
+	id := newSessionID()
+	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay})
+	if err != nil {
+		return wire.Session{}, err
+	}
+	if res.Err != nil {
+		return wire.Session{}, n.apiErr(res.Err, id, "session")
+	}
+	t.extend(id, ttl)
+	return n.wireSession(*res.Session), nil
+}
+
+// KeepAlive renews a session's leader-local deadline. It writes nothing to
+// the log and is answered only under the master lease. A session whose
+// deadline has passed is not revived: its expiry may already be in flight.
+func (n *Node) KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse, error) {
+	t, err := n.leading()
+	if err != nil {
+		return wire.KeepAliveResponse{}, err
+	}
+	s, ok := n.fsm.Session(id)
+	if !ok || !t.extend(id, s.TTL) {
+		return wire.KeepAliveResponse{}, n.apiErr(fsm.ErrSessionNotFound, id, "")
+	}
+	// Checked after the extension: the answer is true as of a moment the
+	// lease held, whatever delays its delivery.
+	if !t.leaseValid() {
+		return wire.KeepAliveResponse{}, errNoLeader("the leader's master lease has run out")
+	}
+	return wire.KeepAliveResponse{ID: id, TTL: wire.Duration(s.TTL)}, nil
+}
+
+// DestroySession commits the end of a session; its locks are released at
+// once, with no lock-delay.
+func (n *Node) DestroySession(ctx context.Context, id string) error {
+	t, err := n.leading()
+	if err != nil {
+		return err
+	}
+	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpDestroySession, Session: id})
+	if err != nil {
+		return err
+	}
+	t.forget(id)
+	return n.apiErr(res.Err, id, "")
+}
+
+// Session reads one session with the locks it holds.
+func (n *Node) Session(ctx context.Context, id string, opt wire.ReadOptions) (wire.Session, error) {
+	var found bool
+	s, err := read(ctx, n, opt, func() (wire.Session, uint64) {
+		s, ok := n.fsm.Session(id)
+		found = ok
+		if !ok {
+			return wire.Session{}, n.fsm.AppliedIndex()
+		}
+		return n.wireSession(s), n.fsm.AppliedIndex()
+	})
+	if err == nil && !found {
+		err = n.apiErr(fsm.ErrSessionNotFound, id, "")
+	}
+	return s, err
+}
+
+// Sessions reads every session.
+func (n *Node) Sessions(ctx context.Context, opt wire.ReadOptions) (wire.SessionList, error) {
+	return read(ctx, n, opt, func() (wire.SessionList, uint64) {
+		idx := n.fsm.AppliedIndex()
+		out := wire.SessionList{Sessions: []wire.Session{}, Index: idx}
+		for _, s := range n.fsm.Sessions() {
+			out.Sessions = append(out.Sessions, n.wireSession(s))
+		}
+		return out, idx
+	})
+}
+
+func (n *Node) wireSession(s fsm.Session) wire.Session {
+	locks, elections := n.fsm.SessionHolds(s.ID)
+	return wire.Session{
+		ID: s.ID, Name: s.Name, TTL: wire.Duration(s.TTL), LockDelay: wire.Duration(s.LockDelay),
+		CreateIndex: s.CreateIndex, Locks: locks, Elections: elections,
+	}
+}
+
+// newSessionID returns 128 random bits in hex: unguessable, so one client
+// cannot release another's locks by guessing its session.
+func newSessionID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("lease: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// read serves a GET of state with the requested consistency: stale reads
+// from the local FSM on any node; default reads on the leader, checked
+// against the master lease after the state was read; consistent reads on
+// the leader after a quorum confirmation that started after the request.
+// With Wait it is a blocking query: it returns when the index get reports
+// exceeds opt.Index, or when Wait runs out.
+func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() (T, uint64)) (T, error) {
+	var zero T
+	var t *leaderTerm
+	if !opt.Stale {
+		var err error
+		if t, err = n.leading(); err != nil {
+			return zero, err
+		}
+	}
+	if opt.Wait > 0 {
+		if err := waitIndex(ctx, n, t, opt, get); err != nil {
+			return zero, err
+		}
+	}
+	if opt.Consistent {
+		if err := t.confirm(ctx); err != nil {
+			return zero, err
+		}
+	}
+	v, _ := get()
+	if t != nil && !opt.Consistent && !t.leaseValid() {
+		return zero, errNoLeader("the leader's master lease has run out")
+	}
+	return v, nil
+}
+
+// waitIndex blocks until get's index exceeds opt.Index or opt.Wait passes.
+func waitIndex[T any](ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, get func() (T, uint64)) error {
+	ctx, cancel := n.waitCtx(ctx)
+	defer cancel()
+	timer := time.NewTimer(opt.Wait)
+	defer timer.Stop()
+	var lost <-chan struct{}
+	if t != nil {
+		lost = t.ctx.Done()
+	}
+	for {
+		changed := n.fsm.Changed()
+		if _, idx := get(); idx > opt.Index {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil
+		case <-lost:
+			return errNoLeader("leadership lost")
+		case <-ctx.Done():
+			return ctxErr(ctx)
+		}
+	}
+}
