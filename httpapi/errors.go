@@ -74,12 +74,16 @@ func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status
 }
 
 // logFailure logs a 5xx answer: internal errors at error level with the real
-// cause, the rest (no leader, timeouts) at warn. A request whose client went
-// away is only worth a debug line.
+// cause, timeouts at warn. no_leader is expected during every election and
+// the lease module logs the leadership changes themselves, so it is only
+// worth a debug line, as is a request whose client went away.
 func (s *Server) logFailure(r *http.Request, status int, e *wire.Error, cause error) {
 	level := slog.LevelWarn
-	if e.Code == wire.CodeInternal {
+	switch e.Code {
+	case wire.CodeInternal:
 		level = slog.LevelError
+	case wire.CodeNoLeader:
+		level = slog.LevelDebug
 	}
 	if r.Context().Err() != nil {
 		level = slog.LevelDebug

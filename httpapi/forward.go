@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -35,8 +36,35 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool 
 		s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 		return true
 	}
-	s.proxy(target).ServeHTTP(w, r)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go s.watchLeader(ctx, cancel, leaderHTTP)
+	s.proxy(target).ServeHTTP(w, r.WithContext(ctx))
 	return true
+}
+
+// leaderWatchInterval is how often a forwarded request checks that the node
+// it was sent to is still the leader.
+const leaderWatchInterval = 100 * time.Millisecond
+
+// watchLeader cancels a forwarded request when this node comes to believe
+// in another leader. A leader that is paused or cut off would otherwise hold
+// the request until it returns, long after the cluster moved on; the client
+// instead gets no_leader at once and retries against the new leader.
+func (s *Server) watchLeader(ctx context.Context, cancel context.CancelFunc, leaderHTTP string) {
+	t := time.NewTicker(leaderWatchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if isLeader, now := s.svc.Leader(); isLeader || now != leaderHTTP && now != "" {
+			cancel()
+			return
+		}
+	}
 }
 
 // proxy returns a reverse proxy to the leader at target. It streams both
@@ -53,6 +81,9 @@ func (s *Server) proxy(target *url.URL) *httputil.ReverseProxy {
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			e := noLeader("cannot reach the leader at %s; retry shortly", target.Host)
+			if r.Context().Err() != nil {
+				e = noLeader("the leader changed while the request was forwarded to %s; its outcome is unknown, retry", target.Host)
+			}
 			s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 		},
 	}

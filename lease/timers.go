@@ -40,7 +40,7 @@ func (t *leaderTerm) expiryLoop() {
 			default:
 				t.forget(id)
 				if res.Err == nil {
-					n.log.Info("session expired", "session", id)
+					n.log.Info("session expired", "session", id, "released", res.Released, "resigned", res.Resigned)
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/mux"
+	"github.com/lockd/lockd/lease"
 )
 
 func TestCluster_FollowerForwardsToLeader(t *testing.T) {
@@ -69,7 +70,10 @@ func TestCluster_LeaderCrashKeepsSessionsLocksAndTokens(t *testing.T) {
 }
 
 func TestCluster_PartitionedLeaderStopsServingWhenLeaseRunsOut(t *testing.T) {
-	c := mustNewCluster(t, 3)
+	// Raft's own step-down waits LeaderLeaseTimeout without a quorum; set
+	// it to its maximum, HeartbeatTimeout, so that the master lease (shorter
+	// by the drift and the margin) is what must stop the old leader first.
+	c := mustNewCluster(t, 3, func(nc *lease.Config) { nc.LeaderLeaseTimeout = nc.HeartbeatTimeout })
 	leader := c.waitLeader()
 	old := c.api(leader)
 	sid := old.session(30*time.Second, 0)

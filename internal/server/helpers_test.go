@@ -28,8 +28,8 @@ type testCluster struct {
 }
 
 // mustNewCluster starts n nodes with a static initial cluster and waits
-// for a leader that serves.
-func mustNewCluster(t *testing.T, n int) *testCluster {
+// for a leader that serves. tune, if given, adjusts each node's config.
+func mustNewCluster(t *testing.T, n int, tune ...func(*lease.Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, nodes: make([]*Server, n), cfgs: make([]Config, n)}
 	var peers []lease.Peer
@@ -46,6 +46,9 @@ func mustNewCluster(t *testing.T, n int) *testCluster {
 		nc.NoBootWait = true // fresh nodes have promised nothing yet
 		if os.Getenv("LOCKD_TEST_LOG") == "debug" {
 			nc.RaftLogLevel = slog.LevelInfo
+		}
+		for _, f := range tune {
+			f(&nc)
 		}
 		c.cfgs[i] = Config{Node: nc, HTTPListener: httpLn, PeerListener: peerLn,
 			HTTPListen: httpAddrs[i], PeerListen: peerLn.Addr().String(), UnsafeFaults: true, Logger: testLogger(t, id)}

@@ -1,0 +1,247 @@
+package system
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// mustBuild builds cmd/lockd once per test binary.
+func mustBuild(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lockd-system-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "lockd")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// freePort returns a port on 127.0.0.1 the OS just handed out.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proc is one lockd process.
+type proc struct {
+	t       *testing.T
+	id      string
+	args    []string
+	http    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+// procCluster is a cluster of real lockd processes.
+type procCluster struct {
+	t     *testing.T
+	procs []*proc
+}
+
+func mustStartCluster(t *testing.T, n int, extra ...string) *procCluster {
+	t.Helper()
+	bin := mustBuild(t)
+	dir := t.TempDir()
+	c := &procCluster{t: t}
+	var initial []string
+	peers := make([]string, n)
+	for i := range n {
+		peers[i] = freePort(t)
+		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
+	}
+	for i := range n {
+		id := fmt.Sprintf("n%d", i+1)
+		httpAddr := freePort(t)
+		args := append([]string{"serve", "--id", id, "--http", httpAddr, "--peer", peers[i],
+			"--data", filepath.Join(dir, id), "--initial-cluster", strings.Join(initial, ",")}, extra...)
+		c.procs = append(c.procs, &proc{t: t, id: id, args: append([]string{bin}, args...), http: "http://" + httpAddr,
+			logPath: filepath.Join(dir, id+".log")})
+	}
+	t.Cleanup(c.killAll)
+	for _, p := range c.procs {
+		p.start()
+	}
+	c.waitLeader(15 * time.Second)
+	return c
+}
+
+func (p *proc) start() {
+	p.t.Helper()
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd = exec.Command(p.args[0], p.args[1:]...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.done = make(chan struct{})
+	go func() { p.cmd.Wait(); logf.Close(); close(p.done) }()
+}
+
+func (p *proc) running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		p.t.Fatalf("signal %v to %s: %v", sig, p.id, err)
+	}
+}
+
+// kill9 sends SIGKILL and waits for the process to be reaped.
+func (p *proc) kill9() {
+	if !p.running() {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGCONT) // a stopped process dies only once resumed by the kernel; be explicit
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+func (c *procCluster) killAll() {
+	for _, p := range c.procs {
+		p.kill9()
+	}
+	if c.t.Failed() {
+		for _, p := range c.procs {
+			b, _ := os.ReadFile(p.logPath)
+			c.t.Logf("---- log of %s ----\n%s", p.id, tail(b, 60))
+		}
+	}
+}
+
+func tail(b []byte, lines int) string {
+	parts := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// waitLeader waits until a running node reports itself leader with a
+// master lease and returns its position.
+func (c *procCluster) waitLeader(within time.Duration) int {
+	c.t.Helper()
+	leader := -1
+	waitFor(c.t, within, "a leader with a master lease", func() bool {
+		for i, p := range c.procs {
+			if !p.running() {
+				continue
+			}
+			var cl wire.Cluster
+			if st, _ := doJSON(p.http, "GET", "/v1/cluster", nil, &cl); st == 200 &&
+				cl.State == "Leader" && cl.MasterLeaseRemaining != nil && cl.MasterLeaseRemaining.D() > 0 {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var httpClient = &http.Client{Timeout: 3 * time.Second}
+
+// doJSON sends a request and decodes a 2xx JSON answer into out.
+func doJSON(base, method, path string, in, out any) (int, wire.Error) {
+	var body io.Reader
+	if in != nil {
+		b, _ := json.Marshal(in)
+		body = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, base+path, body)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, wire.Error{Code: "transport", Message: err.Error()}
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var e wire.Error
+		json.Unmarshal(raw, &e)
+		return resp.StatusCode, e
+	}
+	if out != nil {
+		json.Unmarshal(raw, out)
+	}
+	return resp.StatusCode, wire.Error{}
+}
+
+func mustDo(t *testing.T, base, method, path string, in, out any) {
+	t.Helper()
+	if st, e := doJSON(base, method, path, in, out); st < 200 || st >= 300 {
+		t.Fatalf("%s %s%s: %d %s %s", method, base, path, st, e.Code, e.Message)
+	}
+}
+
+func newSession(t *testing.T, base string, ttl time.Duration) string {
+	t.Helper()
+	zero := wire.Duration(0)
+	var s wire.Session
+	mustDo(t, base, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &zero}, &s)
+	return s.ID
+}
+
+func acquire(base, name, session string) (uint64, int, wire.Error) {
+	var r wire.AcquireResponse
+	st, e := doJSON(base, "POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: session}, &r)
+	return r.Token, st, e
+}
