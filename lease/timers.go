@@ -101,14 +101,6 @@ func (t *leaderTerm) forget(id string) {
 	t.mu.Unlock()
 }
 
-// deadline returns a session's leader-local deadline.
-func (t *leaderTerm) deadline(id string) (time.Time, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	d, ok := t.sessions[id]
-	return d, ok
-}
-
 // tickLoop proposes a Tick when the earliest lock-delay or waiter deadline
 // in the state has passed: changes that time alone causes are still
 // commands, so every replica makes them at the same point of the log.

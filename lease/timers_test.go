@@ -1,0 +1,153 @@
+package lease
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// manualClock only moves when told to.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func newTestTerm(clock Clock) (*leaderTerm, *fsm.FSM) {
+	f := fsm.New()
+	n := &Node{cfg: validConfig(), clock: clock, fsm: f}
+	return newLeaderTerm(n, 1), f
+}
+
+func TestLeaderTerm_ExtendRefusesAfterDeadline(t *testing.T) {
+	clock := &manualClock{now: time.Unix(1000, 0)}
+	term, _ := newTestTerm(clock)
+	if !term.extend("s", 10*time.Second) {
+		t.Fatal("first extend refused")
+	}
+	clock.advance(9 * time.Second)
+	if !term.extend("s", 10*time.Second) {
+		t.Fatal("extend before the deadline refused")
+	}
+	clock.advance(10 * time.Second) // exactly at the deadline: expiry may be in flight
+	if term.extend("s", 10*time.Second) {
+		t.Fatal("extend at the deadline accepted; the leader may already be expiring the session")
+	}
+}
+
+func TestLeaderTerm_ExpiredAdoptsUnknownSessionsWithFullTTL(t *testing.T) {
+	clock := &manualClock{now: time.Unix(1000, 0)}
+	term, f := newTestTerm(clock)
+	now := time.Unix(1000, 0)
+	res := f.ApplyCommand(1, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "a", TTL: 5 * time.Second})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	if got := term.expired(); len(got) != 0 {
+		t.Fatalf("a session the table did not know expired at once: %v", got)
+	}
+	clock.advance(4 * time.Second)
+	if got := term.expired(); len(got) != 0 {
+		t.Fatalf("expired before its TTL: %v", got)
+	}
+	clock.advance(time.Second)
+	if got := term.expired(); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("expired() = %v, want [a] at the TTL", got)
+	}
+	// Sessions gone from the state leave the table.
+	f.ApplyCommand(2, fsm.Command{Op: fsm.OpDestroySession, Now: now, Session: "a"})
+	term.expired()
+	if _, ok := term.sessions["a"]; ok {
+		t.Fatal("destroyed session still has a deadline")
+	}
+}
+
+func TestLeaderTerm_LeaseFromRoundStartAndEmbargo(t *testing.T) {
+	clock := &manualClock{now: time.Unix(1000, 0)}
+	term, _ := newTestTerm(clock)
+	term.ready = true
+	start := clock.Now()
+	term.finishRound(start, nil, nil)
+	lease := term.n.cfg.leaseDuration()
+	clock.advance(lease - time.Millisecond)
+	if !term.leaseValid() {
+		t.Fatal("lease invalid before its end")
+	}
+	clock.advance(time.Millisecond)
+	if term.leaseValid() {
+		t.Fatal("lease still valid at start + lease duration")
+	}
+	// A round that started before the embargo ends does not renew.
+	term.embargo = clock.Now().Add(time.Second)
+	ch := make(chan error, 1)
+	term.finishRound(clock.Now(), nil, []chan error{ch})
+	if err := <-ch; wire.CodeOf(err) != wire.CodeNoLeader || term.leaseValid() {
+		t.Fatalf("round under embargo: err %v, lease valid %v", err, term.leaseValid())
+	}
+	// A failed round clears the lease and tells the waiters.
+	clock.advance(2 * time.Second)
+	term.finishRound(clock.Now(), nil, nil)
+	if !term.leaseValid() {
+		t.Fatal("round after the embargo did not renew")
+	}
+	term.finishRound(clock.Now(), raft.ErrNotLeader, []chan error{ch})
+	if err := <-ch; wire.CodeOf(err) != wire.CodeNoLeader || term.leaseValid() {
+		t.Fatalf("failed round: err %v, lease valid %v", err, term.leaseValid())
+	}
+	// Given up for a transfer: no renewal.
+	term.giveUpLease()
+	term.finishRound(clock.Now(), nil, nil)
+	if term.leaseValid() {
+		t.Fatal("lease renewed after it was given up")
+	}
+}
+
+func TestErrors_Translation(t *testing.T) {
+	n := &Node{cfg: validConfig(), clock: SystemClock{}}
+	until := time.Now().Add(3 * time.Second)
+	tests := []struct {
+		err  error
+		code string
+	}{
+		{fsm.ErrSessionNotFound, wire.CodeSessionExpired},
+		{fsm.ErrLockHeld, wire.CodeLockHeld},
+		{fsm.ErrModeConflict, wire.CodeLockHeld},
+		{fsm.ErrNotHolder, wire.CodeNotHolder},
+		{&fsm.DelayError{Until: until}, wire.CodeLockDelay},
+		{errors.Join(fsm.ErrBadCommand, errors.New("x")), wire.CodeBadRequest},
+	}
+	for _, tt := range tests {
+		if got := wire.CodeOf(n.apiErr(tt.err, "s", "lock")); got != tt.code {
+			t.Errorf("apiErr(%v) code = %q, want %q", tt.err, got, tt.code)
+		}
+	}
+	var e *wire.Error
+	if !errors.As(n.apiErr(&fsm.DelayError{Until: until}, "s", "lock"), &e) || e.RetryAfter <= 0 {
+		t.Fatalf("lock_delay without Retry-After: %+v", e)
+	}
+	for _, err := range []error{raft.ErrNotLeader, raft.ErrLeadershipLost, raft.ErrRaftShutdown} {
+		if got := wire.CodeOf(raftErr(err)); got != wire.CodeNoLeader {
+			t.Errorf("raftErr(%v) = %q, want no_leader", err, got)
+		}
+	}
+	if got := wire.CodeOf(raftErr(raft.ErrEnqueueTimeout)); got != wire.CodeTimeout {
+		t.Errorf("raftErr(enqueue timeout) = %q, want timeout", got)
+	}
+}
