@@ -1,0 +1,85 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags, error) {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f serveFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return &f, applyEnv(fs)
+}
+
+func TestServeFlags_EnvironmentFillsUnsetFlags(t *testing.T) {
+	f, err := parseServe(t, []string{"--id", "n7"}, map[string]string{
+		"LOCKD_ID": "ignored", "LOCKD_HTTP": "127.0.0.1:9000", "LOCKD_HEARTBEAT_TIMEOUT": "2s",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.id != "n7" || f.httpAddr != "127.0.0.1:9000" || f.heartbeat.String() != "2s" {
+		t.Fatalf("got id=%s http=%s hb=%v; the command line wins, the environment fills the rest", f.id, f.httpAddr, f.heartbeat)
+	}
+	if _, err := parseServe(t, nil, map[string]string{"LOCKD_HEARTBEAT_TIMEOUT": "soon"}); err == nil ||
+		!strings.Contains(err.Error(), "LOCKD_HEARTBEAT_TIMEOUT") {
+		t.Fatalf("bad env value: %v, want an error naming the variable", err)
+	}
+}
+
+func TestServeFlags_ConfigErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--election", "paxos"}, "--election"},
+		{[]string{"--http", "nohost"}, "--http"},
+		{[]string{"--initial-cluster", "n1"}, "--initial-cluster"},
+		{[]string{"--initial-cluster", "n2=127.0.0.1:1"}, "does not include"},
+		{[]string{"--initial-cluster", "n1=127.0.0.1:1", "--join", "http://x"}, "exclusive"},
+		{[]string{"--heartbeat-timeout", "1s", "--election-timeout", "100ms"}, "ElectionTimeout"},
+		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--log-format", "xml"}, "--log-format"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			f, err := parseServe(t, tt.args, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logger, err := f.logger()
+			if err == nil {
+				_, err = f.config(logger)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRun_ExitCodes(t *testing.T) {
+	if got := run([]string{"frobnicate"}); got != exitUsage {
+		t.Errorf("unknown command exit = %d, want %d", got, exitUsage)
+	}
+	if got := run(nil); got != exitUsage {
+		t.Errorf("no command exit = %d, want %d", got, exitUsage)
+	}
+	if got := run([]string{"serve", "--election", "ring", "--data", t.TempDir()}); got != exitUsage {
+		t.Errorf("bad serve flag exit = %d, want %d", got, exitUsage)
+	}
+	if got := run([]string{"version"}); got != exitOK {
+		t.Errorf("version exit = %d", got)
+	}
+}
