@@ -25,9 +25,10 @@ type Node struct {
 	clock Clock
 	fsm   *fsm.FSM
 
-	raft  *raft.Raft
-	store *raftboltdb.BoltStore
-	trans *raft.NetworkTransport
+	raft   *raft.Raft
+	store  *raftboltdb.BoltStore
+	stable *stableStore // guards store's stable-store role across Close
+	trans  *raft.NetworkTransport
 
 	mu      sync.Mutex
 	term    *leaderTerm // non-nil while this node acts as leader
@@ -82,6 +83,7 @@ func (n *Node) Open() error {
 		return fmt.Errorf("lease: open %s: %w (is another lockd using this data dir?)", filepath.Join(n.cfg.DataDir, "raft.db"), err)
 	}
 	n.store = store
+	n.stable = &stableStore{s: store}
 	hl := newRaftLogger(n.cfg.Logger, n.cfg.RaftLogLevel)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(n.cfg.DataDir, 2, hl)
 	if err != nil {
@@ -100,12 +102,12 @@ func (n *Node) Open() error {
 		Logger:  hl,
 	})
 	rc := n.raftConfig(hl)
-	existing, err := raft.HasExistingState(logs, store, snaps)
+	existing, err := raft.HasExistingState(logs, n.stable, snaps)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("lease: read state: %w", err)
 	}
-	r, err := raft.NewRaft(rc, raftFSM{n.fsm}, logs, store, snaps, n.trans)
+	r, err := raft.NewRaft(rc, raftFSM{n.fsm}, logs, n.stable, snaps, n.trans)
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("lease: start raft: %w", err)
@@ -182,6 +184,7 @@ func (n *Node) Close() error {
 		n.trans.Close()
 	}
 	if n.store != nil {
+		n.stable.close()
 		if cerr := n.store.Close(); err == nil {
 			err = cerr
 		}

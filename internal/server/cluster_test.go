@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -6,14 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/servertest"
+
 	"github.com/lockd/lockd/httpapi/wire"
-	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/lease"
 )
 
 func TestCluster_FollowerForwardsToLeader(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	f := c.api(c.follower(c.waitLeader()))
+	c := servertest.New(t, 3)
+	f := newAPI(t, c, c.Follower(c.WaitLeader()))
 	sid := f.session(10*time.Second, 0)
 	got, st, e := f.acquire("jobs/a", sid, 0)
 	if st != 200 {
@@ -25,7 +26,7 @@ func TestCluster_FollowerForwardsToLeader(t *testing.T) {
 		t.Fatalf("lock read through follower = %+v, want holder %s with token %d", l, sid, got.Token)
 	}
 	// A stale read is answered by the follower itself once it has applied.
-	waitFor(t, 5*time.Second, "follower to apply the grant", func() bool {
+	servertest.WaitFor(t, 5*time.Second, "follower to apply the grant", func() bool {
 		var s wire.Lock
 		f.must("GET", "/v1/locks/jobs/a?stale", nil, &s)
 		return len(s.Holders) == 1
@@ -33,20 +34,20 @@ func TestCluster_FollowerForwardsToLeader(t *testing.T) {
 }
 
 func TestCluster_LeaderCrashKeepsSessionsLocksAndTokens(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	leader := c.waitLeader()
-	l := c.api(leader)
+	c := servertest.New(t, 3)
+	leader := c.WaitLeader()
+	l := newAPI(t, c, leader)
 	sid := l.session(30*time.Second, 0)
 	before, st, _ := l.acquire("a", sid, 0)
 	if st != 200 {
 		t.Fatalf("acquire: %d", st)
 	}
-	survivor := c.follower(leader)
-	c.crash(leader)
-	s := c.api(survivor)
+	survivor := c.Follower(leader)
+	c.Crash(leader)
+	s := newAPI(t, c, survivor)
 	start := time.Now()
 	var other string
-	waitFor(t, 5*time.Second, "a session on the new leader", func() bool {
+	servertest.WaitFor(t, 5*time.Second, "a session on the new leader", func() bool {
 		d := wire.Duration(0)
 		st, _ := s.do("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(10 * time.Second), LockDelay: &d}, &struct{ ID *string }{&other})
 		return st == 201
@@ -73,22 +74,18 @@ func TestCluster_PartitionedLeaderStopsServingWhenLeaseRunsOut(t *testing.T) {
 	// Raft's own step-down waits LeaderLeaseTimeout without a quorum; set
 	// it to its maximum, HeartbeatTimeout, so that the master lease (shorter
 	// by the drift and the margin) is what must stop the old leader first.
-	c := mustNewCluster(t, 3, func(nc *lease.Config) { nc.LeaderLeaseTimeout = nc.HeartbeatTimeout })
-	leader := c.waitLeader()
-	old := c.api(leader)
+	c := servertest.New(t, 3, func(nc *lease.Config) { nc.LeaderLeaseTimeout = nc.HeartbeatTimeout })
+	leader := c.WaitLeader()
+	old := newAPI(t, c, leader)
 	sid := old.session(30*time.Second, 0)
 	if _, st, _ := old.acquire("p", sid, 0); st != 200 {
 		t.Fatalf("acquire: %d", st)
 	}
-	lease := c.nodes[leader].cfg.Node
-	leaseDur := time.Duration(float64(lease.HeartbeatTimeout)*(1-lease.MaxClockDrift)) - lease.LeaseMargin
+	nc := c.Nodes[leader].Config().Node
+	leaseDur := time.Duration(float64(nc.HeartbeatTimeout)*(1-nc.MaxClockDrift)) - nc.LeaseMargin
 
 	cut := time.Now()
-	for i, s := range c.nodes {
-		if i != leader {
-			c.nodes[leader].Faults().Set(s.ID(), mux.Both, mux.Drop)
-		}
-	}
+	c.Isolate(leader)
 	// Until the lease runs out the old leader may still answer; after it,
 	// never. Poll reads and keepalives on the old leader for a while.
 	var lastOK time.Time
@@ -111,19 +108,19 @@ func TestCluster_PartitionedLeaderStopsServingWhenLeaseRunsOut(t *testing.T) {
 		t.Fatalf("keepalive on cut-off leader = %d %q, want 503 no_leader", st, e.Code)
 	}
 	// The majority elected a new leader that serves, with the lock intact.
-	maj := c.api(c.follower(leader))
-	waitFor(t, 5*time.Second, "the majority to serve", func() bool {
+	maj := newAPI(t, c, c.Follower(leader))
+	servertest.WaitFor(t, 5*time.Second, "the majority to serve", func() bool {
 		var l wire.Lock
 		st, _ := maj.do("GET", "/v1/locks/p", nil, &l)
 		return st == 200 && len(l.Holders) == 1 && l.Holders[0].Session == sid
 	})
-	c.nodes[leader].Faults().HealAll()
+	c.Heal(leader)
 }
 
 func TestCluster_KeepalivesWriteNoLogEntries(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	l := c.api(c.waitLeader())
-	waitFor(t, 10*time.Second, "every node in the member table", func() bool {
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
+	servertest.WaitFor(t, 10*time.Second, "every node in the member table", func() bool {
 		n := 0
 		for _, m := range l.cluster().Members {
 			if m.HTTP != "" {
@@ -145,8 +142,8 @@ func TestCluster_KeepalivesWriteNoLogEntries(t *testing.T) {
 }
 
 func TestCluster_SessionExpiryReleasesWithLockDelayAndDropsWaiters(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	l := c.api(c.waitLeader())
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
 	const ttl, delay = time.Second, 2 * time.Second
 	other := l.session(30*time.Second, 0)
 	if _, st, _ := l.acquire("busy", other, 0); st != 200 {
@@ -159,13 +156,13 @@ func TestCluster_SessionExpiryReleasesWithLockDelayAndDropsWaiters(t *testing.T)
 	}
 	// The doomed session also waits for "busy"; its waiter must go with it.
 	go l.do("POST", "/v1/locks/busy/acquire", wire.AcquireRequest{Session: doomed, Wait: wire.Duration(time.Minute)}, nil)
-	waitFor(t, 5*time.Second, "the waiter to queue", func() bool {
+	servertest.WaitFor(t, 5*time.Second, "the waiter to queue", func() bool {
 		var lk wire.Lock
 		l.must("GET", "/v1/locks/busy", nil, &lk)
 		return len(lk.Waiters) == 1
 	})
 	var expired time.Time
-	waitFor(t, ttl+4*time.Second, "the session to expire", func() bool {
+	servertest.WaitFor(t, ttl+4*time.Second, "the session to expire", func() bool {
 		st, _ := l.do("GET", "/v1/sessions/"+doomed, nil, nil)
 		expired = time.Now()
 		return st == 410
@@ -182,15 +179,15 @@ func TestCluster_SessionExpiryReleasesWithLockDelayAndDropsWaiters(t *testing.T)
 	if st != 409 || e.Code != wire.CodeLockDelay || e.RetryAfter <= 0 {
 		t.Fatalf("acquire inside lock-delay = %d %q retry-after %v, want 409 lock_delay with Retry-After", st, e.Code, e.RetryAfter)
 	}
-	waitFor(t, delay+3*time.Second, "the lock-delay to end", func() bool {
+	servertest.WaitFor(t, delay+3*time.Second, "the lock-delay to end", func() bool {
 		_, st, _ := l.acquire("held", other, 0)
 		return st == 200
 	})
 }
 
 func TestCluster_DestroyReleasesAtOnce(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	l := c.api(c.waitLeader())
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
 	a := l.session(30*time.Second, 10*time.Second)
 	b := l.session(30*time.Second, 0)
 	if _, st, _ := l.acquire("d", a, 0); st != 200 {
@@ -203,8 +200,8 @@ func TestCluster_DestroyReleasesAtOnce(t *testing.T) {
 }
 
 func TestCluster_FIFOHandOffOneCommitEach(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	l := c.api(c.waitLeader())
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
 	holder := l.session(30*time.Second, 0)
 	if _, st, _ := l.acquire("q", holder, 0); st != 200 {
 		t.Fatal("acquire")
@@ -217,7 +214,7 @@ func TestCluster_FIFOHandOffOneCommitEach(t *testing.T) {
 			r, _, _ := l.acquire("q", w, time.Minute)
 			grants[i] <- r
 		}()
-		waitFor(t, 5*time.Second, "waiter to queue", func() bool {
+		servertest.WaitFor(t, 5*time.Second, "waiter to queue", func() bool {
 			var lk wire.Lock
 			l.must("GET", "/v1/locks/q", nil, &lk)
 			return len(lk.Waiters) == i+1
@@ -240,8 +237,8 @@ func TestCluster_FIFOHandOffOneCommitEach(t *testing.T) {
 }
 
 func TestCluster_SharedHoldersDoNotStarveExclusiveWaiter(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	l := c.api(c.waitLeader())
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
 	acq := func(s, mode string, wait time.Duration) (wire.AcquireResponse, int) {
 		var r wire.AcquireResponse
 		st, _ := l.do("POST", "/v1/locks/sh/acquire", wire.AcquireRequest{Session: s, Mode: mode, Wait: wire.Duration(wait)}, &r)
@@ -258,13 +255,13 @@ func TestCluster_SharedHoldersDoNotStarveExclusiveWaiter(t *testing.T) {
 	order := make(chan string, 2)
 	wg.Add(2)
 	go func() { defer wg.Done(); acq(w, "exclusive", time.Minute); order <- "exclusive" }()
-	waitFor(t, 5*time.Second, "exclusive waiter", func() bool {
+	servertest.WaitFor(t, 5*time.Second, "exclusive waiter", func() bool {
 		var lk wire.Lock
 		l.must("GET", "/v1/locks/sh", nil, &lk)
 		return len(lk.Waiters) == 1
 	})
 	go func() { defer wg.Done(); acq(r3, "shared", time.Minute); order <- "shared" }()
-	waitFor(t, 5*time.Second, "later shared request to queue", func() bool {
+	servertest.WaitFor(t, 5*time.Second, "later shared request to queue", func() bool {
 		var lk wire.Lock
 		l.must("GET", "/v1/locks/sh", nil, &lk)
 		return len(lk.Waiters) == 2
@@ -282,8 +279,8 @@ func TestCluster_SharedHoldersDoNotStarveExclusiveWaiter(t *testing.T) {
 }
 
 func TestCluster_BadInputLeavesStateUnchanged(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	l := c.api(c.waitLeader())
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
 	sid := l.session(30*time.Second, 0)
 	if _, st, _ := l.acquire("x", sid, 0); st != 200 {
 		t.Fatal("acquire")

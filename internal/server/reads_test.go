@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"bytes"
@@ -9,14 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/internal/server"
+	"github.com/lockd/lockd/internal/servertest"
+
 	"github.com/lockd/lockd/httpapi/wire"
-	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/lease"
 )
 
 func TestCluster_BlockingQueryReturnsOnChangeOrAtWait(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	f := c.api(c.follower(c.waitLeader()))
+	c := servertest.New(t, 3)
+	f := newAPI(t, c, c.Follower(c.WaitLeader()))
 	var l wire.Lock
 	f.must("GET", "/v1/locks/bq", nil, &l)
 	sid := f.session(30*time.Second, 0)
@@ -68,16 +70,12 @@ func TestCluster_BlockingQueryReturnsOnChangeOrAtWait(t *testing.T) {
 }
 
 func TestCluster_ConsistentReadsConfirmQuorum(t *testing.T) {
-	c := mustNewCluster(t, 3, func(nc *lease.Config) { nc.LeaderLeaseTimeout = nc.HeartbeatTimeout })
-	leader := c.waitLeader()
-	l := c.api(leader)
+	c := servertest.New(t, 3, func(nc *lease.Config) { nc.LeaderLeaseTimeout = nc.HeartbeatTimeout })
+	leader := c.WaitLeader()
+	l := newAPI(t, c, leader)
 	var lk wire.Lock
 	l.must("GET", "/v1/locks/c?consistent", nil, &lk)
-	for i, s := range c.nodes {
-		if i != leader {
-			c.nodes[leader].Faults().Set(s.ID(), mux.Both, mux.Drop)
-		}
-	}
+	c.Isolate(leader)
 	// Cut off, the leader cannot confirm a quorum: consistent reads fail
 	// at once, whatever the lease says.
 	if st, e := l.do("GET", "/v1/locks/c?consistent", nil, nil); st != 503 || e.Code != wire.CodeNoLeader {
@@ -87,20 +85,20 @@ func TestCluster_ConsistentReadsConfirmQuorum(t *testing.T) {
 	if st, _ := l.do("GET", "/v1/locks/c?stale", nil, nil); st != 200 {
 		t.Fatalf("stale read = %d, want 200", st)
 	}
-	c.nodes[leader].Faults().HealAll()
+	c.Heal(leader)
 }
 
 func TestCluster_JoinAndRemoveMember(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	l := c.api(c.waitLeader())
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
 	nc := lease.DefaultConfig()
-	nc.ID, nc.DataDir, nc.Join = "n4", filepath.Join(t.TempDir(), "n4"), c.nodes[0].HTTPURL()
-	s4, err := Start(Config{Node: nc, HTTPListen: "127.0.0.1:0", PeerListen: "127.0.0.1:0", Logger: testLogger(t, "n4")})
+	nc.ID, nc.DataDir, nc.Join = "n4", filepath.Join(t.TempDir(), "n4"), c.Nodes[0].HTTPURL()
+	s4, err := server.Start(server.Config{Node: nc, HTTPListen: "127.0.0.1:0", PeerListen: "127.0.0.1:0", Logger: servertest.Logger(t, "n4")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s4.Abort() })
-	waitFor(t, 15*time.Second, "n4 to join as a voter with its HTTP address", func() bool {
+	servertest.WaitFor(t, 15*time.Second, "n4 to join as a voter with its HTTP address", func() bool {
 		for _, m := range l.cluster().Members {
 			if m.ID == "n4" && m.Voter && m.HTTP == s4.HTTPURL() {
 				return true
@@ -110,7 +108,7 @@ func TestCluster_JoinAndRemoveMember(t *testing.T) {
 	})
 	// The new member serves the API by forwarding.
 	four := &api{t: t, base: s4.HTTPURL()}
-	waitFor(t, 10*time.Second, "n4 to be ready", func() bool {
+	servertest.WaitFor(t, 10*time.Second, "n4 to be ready", func() bool {
 		st, _ := four.do("GET", "/readyz", nil, nil)
 		return st == 200
 	})
@@ -128,36 +126,36 @@ func TestCluster_JoinAndRemoveMember(t *testing.T) {
 }
 
 func TestCluster_GracefulLeaderCloseHandsOver(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	leader := c.waitLeader()
-	l := c.api(leader)
+	c := servertest.New(t, 3)
+	leader := c.WaitLeader()
+	l := newAPI(t, c, leader)
 	sid := l.session(30*time.Second, 0)
 	r, st, _ := l.acquire("g", sid, 0)
 	if st != 200 {
 		t.Fatal("acquire")
 	}
-	if err := c.nodes[leader].Close(); err != nil {
+	if err := c.Nodes[leader].Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	c.nodes[leader] = nil
-	next := c.waitLeader()
+	c.Nodes[leader] = nil
+	next := c.WaitLeader()
 	if next == leader {
 		t.Fatal("closed node still leads")
 	}
 	var got wire.Lock
-	c.api(next).must("GET", "/v1/locks/g", nil, &got)
+	newAPI(t, c, next).must("GET", "/v1/locks/g", nil, &got)
 	if len(got.Holders) != 1 || got.Holders[0].Token != r.Token {
 		t.Fatalf("lock after handover = %+v", got)
 	}
 }
 
 func TestCluster_RawBadInput(t *testing.T) {
-	c := mustNewCluster(t, 3)
-	leader := c.waitLeader()
-	l := c.api(leader)
+	c := servertest.New(t, 3)
+	leader := c.WaitLeader()
+	l := newAPI(t, c, leader)
 	before := l.cluster().CommitIndex
 	post := func(path, body string) (int, string) {
-		resp, err := http.Post(c.nodes[leader].HTTPURL()+path, "application/json", strings.NewReader(body))
+		resp, err := http.Post(c.Nodes[leader].HTTPURL()+path, "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

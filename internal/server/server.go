@@ -119,6 +119,9 @@ func Start(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Config returns the configuration the server runs with, addresses filled in.
+func (s *Server) Config() Config { return s.cfg }
+
 // Node returns the Raft node.
 func (s *Server) Node() *lease.Node { return s.node }
 
@@ -201,12 +204,12 @@ func (s *Server) register() {
 }
 
 func (s *Server) registered(m wire.Member) bool {
-	return s.registeredIn(m.ID, m.Peer, m.HTTP) && s.inConfiguration()
+	return s.Registered(m.ID, m.Peer, m.HTTP) && s.inConfiguration()
 }
 
-// registeredIn reports whether this node's member table has id with these
+// Registered reports whether this node's member table has id with these
 // addresses.
-func (s *Server) registeredIn(id, peer, http string) bool {
+func (s *Server) Registered(id, peer, http string) bool {
 	for _, x := range s.node.FSM().Members() {
 		if x.ID == id && x.Peer == peer && x.HTTP == http {
 			return true

@@ -1,0 +1,266 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// Defaults of Config.
+const (
+	// DefaultRequestTimeout bounds one attempt of a call that does not block
+	// on the server; a blocking call gets its wait on top.
+	DefaultRequestTimeout = 5 * time.Second
+	// DefaultMinBackoff and DefaultMaxBackoff bound the pause between
+	// retries; each pause is drawn at random up to the current bound, which
+	// doubles after every failure (full jitter).
+	DefaultMinBackoff = 20 * time.Millisecond
+	DefaultMaxBackoff = time.Second
+)
+
+// Config configures a Client.
+type Config struct {
+	// Endpoints are the HTTP addresses of cluster members, as URLs
+	// ("http://127.0.0.1:7400") or host:port. Any member will do; more
+	// than one lets the client ride out a dead node.
+	Endpoints []string
+	// HTTPClient sends the requests. Nil means a client built from TLS.
+	// Its Timeout should be zero: the Client sets one per attempt.
+	HTTPClient *http.Client
+	// TLS configures HTTPS when HTTPClient is nil.
+	TLS *tls.Config
+	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
+	BearerToken string
+	// RequestTimeout bounds one attempt of a non-blocking call. Default
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the pauses between retries.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Client is a connection to a lockd cluster. It is safe for concurrent use.
+type Client struct {
+	cfg       Config
+	endpoints []string
+	hc        *http.Client
+	preferred atomic.Int32 // the endpoint that answered last
+}
+
+// New returns a Client for the given endpoints with default settings.
+func New(endpoints ...string) (*Client, error) {
+	return NewWithConfig(Config{Endpoints: endpoints})
+}
+
+// NewWithConfig returns a Client. It does no I/O.
+func NewWithConfig(cfg Config) (*Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, ErrNoEndpoints
+	}
+	c := &Client{cfg: cfg}
+	for _, e := range cfg.Endpoints {
+		u, err := normalise(e)
+		if err != nil {
+			return nil, err
+		}
+		c.endpoints = append(c.endpoints, u)
+	}
+	if c.cfg.RequestTimeout <= 0 {
+		c.cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.cfg.MinBackoff <= 0 {
+		c.cfg.MinBackoff = DefaultMinBackoff
+	}
+	if c.cfg.MaxBackoff < c.cfg.MinBackoff {
+		c.cfg.MaxBackoff = max(DefaultMaxBackoff, c.cfg.MinBackoff)
+	}
+	c.hc = cfg.HTTPClient
+	if c.hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = cfg.TLS
+		tr.MaxIdleConnsPerHost = 64
+		c.hc = &http.Client{Transport: tr}
+	}
+	return c, nil
+}
+
+// normalise turns "host:port" into "http://host:port" and strips a
+// trailing slash.
+func normalise(e string) (string, error) {
+	e = strings.TrimRight(strings.TrimSpace(e), "/")
+	if !strings.Contains(e, "://") {
+		e = "http://" + e
+	}
+	u, err := url.Parse(e)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("client: bad endpoint %q: want http://host:port or host:port", e)
+	}
+	return e, nil
+}
+
+// retry says which failures a call may be repeated after.
+type retry int
+
+const (
+	// idempotent calls are repeated after any failure that may be passing:
+	// a transport error, no_leader, or timeout (outcome unknown; repeating
+	// gives the same result).
+	idempotent retry = iota
+	// unsent calls are repeated only when the server surely did not apply
+	// them: the connection failed before the request went out, or
+	// no_leader. A retried session creation may leave an orphan session
+	// that expires after its TTL; nothing worse.
+	unsent
+)
+
+// call sends one API request, moving between endpoints and retrying as
+// policy allows until it succeeds, fails for good, or ctx ends. wait is how
+// long the server may block on it (acquire, blocking query).
+func (c *Client) call(ctx context.Context, method, path string, in, out any, policy retry, wait time.Duration) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("client: encode request: %w", err)
+		}
+	}
+	backoff := c.cfg.MinBackoff
+	for attempt := 0; ; attempt++ {
+		i := int(c.preferred.Load()) % len(c.endpoints)
+		err, sent := c.attempt(ctx, c.endpoints[i], method, path, body, out, wait)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err, sent, policy) || ctx.Err() != nil {
+			if ctx.Err() != nil && !isAPIError(err) {
+				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+			}
+			return err
+		}
+		// Try the next member; it may know a leader this one does not.
+		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints)))
+		pause := time.Duration(rand.Int64N(int64(backoff) + 1))
+		backoff = min(2*backoff, c.cfg.MaxBackoff)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+	}
+}
+
+func isAPIError(err error) bool {
+	var e *wire.Error
+	return errors.As(err, &e)
+}
+
+func retryable(err error, sent bool, policy retry) bool {
+	switch wire.CodeOf(err) {
+	case wire.CodeNoLeader:
+		return true
+	case wire.CodeTimeout:
+		return policy == idempotent
+	case "":
+		return !sent || policy == idempotent
+	}
+	return false
+}
+
+// attempt sends the request once to base. sent reports whether the request
+// may have reached the server.
+func (c *Client) attempt(ctx context.Context, base, method, path string, body []byte, out any, wait time.Duration) (err error, sent bool) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout+wait)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	if err != nil {
+		return fmt.Errorf("client: %w", err), false
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.cfg.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.BearerToken)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("client: %s %s%s: %w", method, base, path, err), !isDialError(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("client: read response: %w", err), true
+	}
+	if resp.StatusCode >= 300 {
+		e := &wire.Error{}
+		if json.Unmarshal(raw, e) != nil || e.Code == "" {
+			return fmt.Errorf("client: %s %s%s: %s", method, base, path, resp.Status), true
+		}
+		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil {
+			e.RetryAfter = time.Duration(s) * time.Second
+		}
+		return e, true
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("client: decode %s %s: %w", method, path, err), true
+		}
+	}
+	return nil, true
+}
+
+// isDialError reports whether err happened before the request was written.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// lockPath escapes nothing: names are checked by the server and contain
+// only [A-Za-z0-9._/-], which are safe in a path.
+func lockPath(name, verb string) string {
+	p := "/v1/locks/" + name
+	if verb != "" {
+		p += "/" + verb
+	}
+	return p
+}
+
+func electionPath(name, verb string) string {
+	p := "/v1/elections/" + name
+	if verb != "" {
+		p += "/" + verb
+	}
+	return p
+}
+
+// query renders read options as a query string.
+func query(index uint64, wait time.Duration, consistency string) string {
+	v := url.Values{}
+	if wait > 0 {
+		v.Set("index", strconv.FormatUint(index, 10))
+		v.Set("wait", wait.String())
+	}
+	if consistency != "" {
+		v.Set(consistency, "")
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return "?" + v.Encode()
+}

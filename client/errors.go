@@ -1,0 +1,41 @@
+package client
+
+import (
+	"errors"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// Errors. The API errors compare by code with errors.Is, so
+// errors.Is(err, client.ErrLockHeld) holds for any lock_held answer; the
+// *wire.Error itself carries the server's message.
+var (
+	// ErrLockHeld: the lock is held by another session (or others queue ahead).
+	ErrLockHeld error = &wire.Error{Code: wire.CodeLockHeld, Message: "lock held"}
+	// ErrNotHolder: the session does not hold the lock or lead the election.
+	ErrNotHolder error = &wire.Error{Code: wire.CodeNotHolder, Message: "not the holder"}
+	// ErrLockDelay: the lock is inside the lock-delay of an expired holder.
+	ErrLockDelay error = &wire.Error{Code: wire.CodeLockDelay, Message: "lock-delay in force"}
+	// ErrSessionExpired: the server no longer knows the session.
+	ErrSessionExpired error = &wire.Error{Code: wire.CodeSessionExpired, Message: "session expired"}
+	// ErrNoLeader: no node could serve the request (election in progress).
+	ErrNoLeader error = &wire.Error{Code: wire.CodeNoLeader, Message: "no leader"}
+	// ErrTimeout: the cluster did not commit in time; the outcome is unknown.
+	ErrTimeout error = &wire.Error{Code: wire.CodeTimeout, Message: "timeout"}
+	// ErrBadRequest: the server refused the request as malformed.
+	ErrBadRequest error = &wire.Error{Code: wire.CodeBadRequest, Message: "bad request"}
+
+	// ErrSessionLost: the session's local deadline passed or the server
+	// said it is gone; everything built on it is lost.
+	ErrSessionLost = errors.New("client: session lost")
+	// ErrNotLocked: Unlock or Token on a Mutex that does not hold its lock.
+	ErrNotLocked = errors.New("client: mutex not locked")
+	// ErrNotLeader: Proclaim or Resign on an Election this session does not lead.
+	ErrNotLeader = errors.New("client: not the election leader")
+	// ErrNoElectionLeader: nobody leads the election.
+	ErrNoElectionLeader = errors.New("client: election has no leader")
+	// ErrStaleToken: Fence refused a token lower than one it already accepted.
+	ErrStaleToken = errors.New("client: stale fencing token")
+	// ErrNoEndpoints: the Client was given no address.
+	ErrNoEndpoints = errors.New("client: no endpoints")
+)
