@@ -1,7 +1,15 @@
 // Command lockd is the lockd server and its command-line tools.
 //
-//	lockd serve [flags]    run a node (with no flags: a single-node cluster on 127.0.0.1:7400)
-//	lockd version          print the version
+//	lockd serve [flags]                  run a node (no flags: a single-node cluster on 127.0.0.1:7400)
+//	lockd lock [flags] NAME -- CMD...    run CMD holding a lock
+//	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
+//	lockd status | locks | sessions      the cluster, locks, sessions at a glance (--json for scripts)
+//	lockd leader NAME                    who leads an election
+//	lockd version                        print the version
+//
+// Exit codes: 0 success (or CMD's own code), 1 error, 2 usage, 3 lock not
+// acquired / nobody leads, 4 lock or leadership lost while CMD ran (CMD was
+// sent SIGTERM, then SIGKILL after --grace); 128+N when CMD died of signal N.
 //
 // Run "lockd serve -h" for the flags; each also reads from LOCKD_<FLAG>
 // (upper case, dashes as underscores), e.g. LOCKD_HTTP.
@@ -34,6 +42,12 @@ func run(args []string) int {
 	switch args[0] {
 	case "serve":
 		return serve(args[1:])
+	case "lock":
+		return lockCmd(args[1:])
+	case "elect":
+		return electCmd(args[1:])
+	case "status", "locks", "sessions", "leader":
+		return infoCmd(args[0], args[1:])
 	case "version", "--version", "-version":
 		fmt.Println("lockd", version)
 		return exitOK
@@ -50,11 +64,20 @@ func usage() {
 	fmt.Fprint(os.Stderr, `lockd: a replicated lock and leader-lease service
 
 Usage:
-  lockd serve [flags]   run a node; with no flags, a single-node cluster
-                        (HTTP 127.0.0.1:7400, peers 127.0.0.1:7401, data ./lockd-data)
-  lockd version         print the version
+  lockd serve [flags]                   run a node; with no flags, a single-node cluster
+                                        (HTTP 127.0.0.1:7400, peers 127.0.0.1:7401, data ./lockd-data)
+  lockd lock [flags] NAME -- CMD...     run CMD holding the lock NAME (LOCKD_TOKEN in its environment)
+  lockd elect [flags] NAME [-- CMD...]  run CMD while leader of NAME; without CMD, print leader changes
+  lockd status | locks | sessions       the cluster, its locks, its sessions (--json for scripts)
+  lockd leader NAME                     who leads the election NAME
+  lockd version                         print the version
 
-Run "lockd serve -h" for the serve flags. Every flag can also be set with an
+Client commands find the cluster with --addr or LOCKD_ADDR (default
+http://127.0.0.1:7400; several addresses separated by commas). Run
+"lockd COMMAND -h" for a command's flags. Every flag can also be set with an
 environment variable LOCKD_<FLAG>, e.g. LOCKD_HTTP=127.0.0.1:8400.
+
+Exit codes: 0 ok (or CMD's own), 1 error, 2 usage, 3 not acquired / no
+leader, 4 lock or leadership lost while CMD ran, 128+N CMD killed by signal N.
 `)
 }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lockd/lockd/client"
+)
+
+// Exit codes of the client commands, beyond exitOK, exitError, exitUsage.
+const (
+	// exitNotAcquired: the lock was held (or the wait ran out); for
+	// "leader", nobody leads.
+	exitNotAcquired = 3
+	// exitLost: the lock or leadership was lost while CMD ran; CMD was
+	// stopped.
+	exitLost = 4
+)
+
+const defaultAddr = "http://127.0.0.1:7400"
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	addr    string
+	jsonOut bool
+}
+
+func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
+	fs.StringVar(&f.addr, "addr", defaultAddr, "comma-separated HTTP addresses of cluster members")
+	if withJSON {
+		fs.BoolVar(&f.jsonOut, "json", false, "print JSON for scripts instead of a table")
+	}
+}
+
+func (f *clientFlags) client() (*client.Client, error) {
+	return client.New(strings.Split(f.addr, ",")...)
+}
+
+// parseArgs parses flags that may come before and after the positional
+// arguments, up to a "--" after which everything is the command to run.
+// It applies LOCKD_* environment variables to flags not given.
+func parseArgs(fs *flag.FlagSet, args []string) (positional, command []string, err error) {
+	for i, a := range args {
+		if a == "--" {
+			args, command = args[:i], args[i+1:]
+			break
+		}
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return positional, command, applyEnv(fs)
+}
+
+// newFlagSet returns a FlagSet whose usage names the command.
+func newFlagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// usageErr prints a usage error for a client command and returns exitUsage.
+func usageErr(fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "%s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.SetOutput(os.Stderr)
+	fs.Usage()
+	return exitUsage
+}
+
+func fail(w io.Writer, cmd string, err error) int {
+	fmt.Fprintf(w, "%s: %v\n", cmd, err)
+	return exitError
+}
+
+// flagErr turns a flag parsing error into an exit code: -h is not an error.
+func flagErr(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}

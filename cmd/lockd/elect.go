@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+func electCmd(args []string) int {
+	fs := newFlagSet("lockd elect", "lockd elect [flags] NAME [-- CMD [ARGS...]]")
+	var f holdFlags
+	f.registerHold(fs)
+	var value string
+	fs.StringVar(&value, "value", "", "the value to lead with (e.g. this process's address)")
+	pos, command, err := parseArgs(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 {
+		return usageErr(fs, "want one election NAME")
+	}
+	name := pos[0]
+	if err := wire.ValidateName(name); err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	h, code := f.open("lockd elect")
+	if h == nil {
+		return code
+	}
+	defer h.close()
+	e := client.NewElection(h.s, name)
+	if len(command) == 0 {
+		return h.watchElection(e, value)
+	}
+	if code := h.acquire(func(ctx context.Context) error { return e.Campaign(ctx, value) }, "leadership of "+name); code >= 0 {
+		return code
+	}
+	env := []string{"LOCKD_ELECTION=" + name, "LOCKD_VALUE=" + value, fmt.Sprintf("LOCKD_TOKEN=%d", e.Token())}
+	code = h.run(command, env, e.Lost(), "leadership of "+name)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e.Resign(ctx)
+	return code
+}
+
+// watchElection campaigns and prints every change of leader until a signal
+// arrives or leadership is lost, then resigns.
+func (h *holder) watchElection(e *client.Election, value string) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	campaign := make(chan error, 1)
+	go func() { campaign <- e.Campaign(ctx, value) }()
+	changes := e.Observe(ctx)
+	var lost <-chan struct{}
+	for {
+		select {
+		case l, ok := <-changes:
+			if !ok {
+				return exitOK
+			}
+			if l.Session == "" {
+				fmt.Println("leader: none")
+			} else {
+				fmt.Printf("leader: session=%s value=%q token=%d self=%v\n", l.Session, l.Value, l.Token, l.Session == h.s.ID())
+			}
+		case err := <-campaign:
+			if err != nil {
+				return fail(os.Stderr, h.cmd, err)
+			}
+			lost = e.Lost()
+		case <-lost:
+			fmt.Fprintf(os.Stderr, "%s: leadership lost (%v)\n", h.cmd, h.s.Err())
+			return exitLost
+		case sig := <-h.sigs:
+			cancel()
+			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			e.Resign(rctx)
+			rcancel()
+			fmt.Fprintf(os.Stderr, "%s: %v: resigned\n", h.cmd, sig)
+			return exitOK
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// holdFlags are the flags of "lockd lock" and "lockd elect".
+type holdFlags struct {
+	clientFlags
+	ttl, lockDelay, grace time.Duration
+}
+
+func (f *holdFlags) registerHold(fs *flag.FlagSet) {
+	f.clientFlags.register(fs, false)
+	fs.DurationVar(&f.ttl, "ttl", wire.DefaultTTL, "session TTL")
+	fs.DurationVar(&f.lockDelay, "lock-delay", wire.DefaultLockDelay, "how long the lock stays ungrantable if this session expires")
+	fs.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+}
+
+func lockCmd(args []string) int {
+	fs := newFlagSet("lockd lock", "lockd lock [flags] NAME -- CMD [ARGS...]")
+	var f holdFlags
+	f.registerHold(fs)
+	var wait time.Duration
+	var shared bool
+	fs.DurationVar(&wait, "wait", time.Minute, "how long to wait for the lock; 0 tries once")
+	fs.BoolVar(&shared, "shared", false, "take the lock in shared mode")
+	pos, command, err := parseArgs(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 || len(command) == 0 {
+		return usageErr(fs, "want one lock NAME, then -- and the command to run")
+	}
+	name := pos[0]
+	if err := wire.ValidateName(name); err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	if wait < 0 {
+		return usageErr(fs, "--wait must not be negative")
+	}
+	h, code := f.open("lockd lock")
+	if h == nil {
+		return code
+	}
+	defer h.close()
+	var opts []client.MutexOption
+	if shared {
+		opts = append(opts, client.Shared())
+	}
+	m := client.NewMutex(h.s, name, opts...)
+	if code := h.acquire(func(ctx context.Context) error {
+		if wait == 0 {
+			return m.TryLock(ctx)
+		}
+		ctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		return m.Lock(ctx)
+	}, "lock "+name); code >= 0 {
+		return code
+	}
+	env := []string{"LOCKD_LOCK=" + name, fmt.Sprintf("LOCKD_TOKEN=%d", m.Token())}
+	code = h.run(command, env, m.Lost(), "lock "+name)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m.Unlock(ctx)
+	return code
+}
+
+// holder is a session plus the signal handling of a command run under it.
+type holder struct {
+	cmd   string
+	s     *client.Session
+	sigs  chan os.Signal
+	grace time.Duration
+}
+
+func (f *holdFlags) open(cmd string) (*holder, int) {
+	c, err := f.client()
+	if err != nil {
+		return nil, fail(os.Stderr, cmd, err)
+	}
+	h := &holder{cmd: cmd, sigs: make(chan os.Signal, 4), grace: f.grace}
+	signal.Notify(h.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.s, err = client.NewSession(ctx, c, client.WithTTL(f.ttl), client.WithLockDelay(f.lockDelay))
+	if err != nil {
+		signal.Stop(h.sigs)
+		return nil, fail(os.Stderr, cmd, fmt.Errorf("create session: %w", err))
+	}
+	return h, 0
+}
+
+func (h *holder) close() {
+	signal.Stop(h.sigs)
+	h.s.Close()
+}
+
+// acquire runs take until it succeeds (returns -1), or a signal or failure
+// ends it (returns the exit code).
+func (h *holder) acquire(take func(context.Context) error, what string) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- take(ctx) }()
+	select {
+	case sig := <-h.sigs:
+		cancel()
+		<-done
+		fmt.Fprintf(os.Stderr, "%s: interrupted by %v while waiting for %s\n", h.cmd, sig, what)
+		return 128 + int(sig.(syscall.Signal))
+	case err := <-done:
+		switch {
+		case err == nil:
+			return -1
+		case errors.Is(err, client.ErrLockHeld), errors.Is(err, client.ErrLockDelay),
+			errors.Is(err, context.DeadlineExceeded):
+			fmt.Fprintf(os.Stderr, "%s: %s not acquired: %v\n", h.cmd, what, err)
+			return exitNotAcquired
+		default:
+			return fail(os.Stderr, h.cmd, err)
+		}
+	}
+}
+
+// run starts command with the session's variables and env, forwards
+// signals to it, and stops it if lost closes: SIGTERM, then SIGKILL after
+// the grace period. It returns the command's exit code, or exitLost.
+func (h *holder) run(command, env []string, lost <-chan struct{}, what string) int {
+	c := exec.Command(command[0], command[1:]...)
+	c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
+	c.Env = append(os.Environ(), append(env, "LOCKD_SESSION="+h.s.ID())...)
+	if err := c.Start(); err != nil {
+		return fail(os.Stderr, h.cmd, err)
+	}
+	exited := make(chan struct{})
+	go func() { c.Wait(); close(exited) }()
+	for {
+		select {
+		case <-exited:
+			return exitCode(c.ProcessState)
+		case sig := <-h.sigs:
+			c.Process.Signal(sig)
+		case <-lost:
+			fmt.Fprintf(os.Stderr, "%s: %s lost (%v); stopping the command\n", h.cmd, what, h.s.Err())
+			stopChild(c, exited, h.grace)
+			return exitLost
+		}
+	}
+}
+
+func stopChild(c *exec.Cmd, exited <-chan struct{}, grace time.Duration) {
+	c.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		c.Process.Kill()
+		<-exited
+	}
+}
+
+// exitCode turns a child's end into lockd's exit code: its own code, or
+// 128 + the signal that killed it, as shells do.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// infoCmd runs one of the read-only commands: status, locks, sessions, leader.
+func infoCmd(name string, args []string) int {
+	usage := "lockd " + name + " [--addr ADDRS] [--json]"
+	if name == "leader" {
+		usage = "lockd leader [--addr ADDRS] [--json] NAME"
+	}
+	fs := newFlagSet("lockd "+name, usage)
+	var f clientFlags
+	f.register(fs, true)
+	pos, command, err := parseArgs(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(command) > 0 || (name == "leader") != (len(pos) == 1) || (name != "leader" && len(pos) > 0) {
+		return usageErr(fs, "unexpected arguments")
+	}
+	c, err := f.client()
+	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var v any
+	var print func(io.Writer)
+	switch name {
+	case "status":
+		cl, e := c.Cluster(ctx)
+		v, err, print = cl, e, func(w io.Writer) { printCluster(w, cl) }
+	case "locks":
+		ls, e := c.Locks(ctx)
+		v, err, print = ls, e, func(w io.Writer) { printLocks(w, ls) }
+	case "sessions":
+		ss, e := c.Sessions(ctx)
+		v, err, print = ss, e, func(w io.Writer) { printSessions(w, ss) }
+	case "leader":
+		l, e := c.Election(ctx, pos[0])
+		if errors.Is(e, client.ErrNoElectionLeader) {
+			fmt.Fprintf(os.Stderr, "lockd leader: nobody leads %q\n", pos[0])
+			return exitNotAcquired
+		}
+		v, err, print = l, e, func(w io.Writer) {
+			fmt.Fprintf(w, "SESSION\tVALUE\tTOKEN\n%s\t%s\t%d\n", l.Session, l.Value, l.Token)
+		}
+	}
+	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	if f.jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	print(tw)
+	tw.Flush()
+	return exitOK
+}
+
+func printCluster(w io.Writer, c wire.Cluster) {
+	leader, lease := "none", "-"
+	if c.Leader != nil {
+		leader = c.Leader.ID + " " + c.Leader.HTTP
+	}
+	if c.MasterLeaseRemaining != nil {
+		lease = c.MasterLeaseRemaining.D().Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(w, "node\t%s (%s, mode %s)\n", c.NodeID, c.State, c.Mode)
+	fmt.Fprintf(w, "leader\t%s\n", leader)
+	fmt.Fprintf(w, "term\t%d\n", c.Term)
+	fmt.Fprintf(w, "commit / applied\t%d / %d\n", c.CommitIndex, c.AppliedIndex)
+	fmt.Fprintf(w, "master lease left\t%s\n\n", lease)
+	fmt.Fprintln(w, "MEMBER\tPEER\tHTTP\tVOTER\tLEADER")
+	for _, m := range c.Members {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\n", m.ID, m.Peer, dash(m.HTTP), m.Voter, m.Leader)
+	}
+}
+
+func printLocks(w io.Writer, ls []wire.Lock) {
+	fmt.Fprintln(w, "NAME\tMODE\tHOLDERS (session:token)\tWAITERS\tDELAY UNTIL")
+	for _, l := range ls {
+		var hs []string
+		for _, h := range l.Holders {
+			hs = append(hs, fmt.Sprintf("%s:%d", short(h.Session), h.Token))
+		}
+		delay := "-"
+		if l.DelayUntil != nil {
+			delay = l.DelayUntil.Format(time.RFC3339)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", l.Name, dash(l.Mode), dash(strings.Join(hs, " ")), len(l.Waiters), delay)
+	}
+}
+
+func printSessions(w io.Writer, ss []wire.Session) {
+	fmt.Fprintln(w, "ID\tNAME\tTTL\tLOCK DELAY\tLOCKS\tELECTIONS")
+	for _, s := range ss {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, dash(s.Name), s.TTL, s.LockDelay,
+			dash(strings.Join(s.Locks, ",")), dash(strings.Join(s.Elections, ",")))
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
