@@ -1,0 +1,165 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/server"
+	"github.com/lockd/lockd/lease"
+)
+
+// startExampleServer runs a single-node lockd in this process so that the
+// examples run as they are; a real program points client.New at its cluster.
+func startExampleServer() (addr string, stop func()) {
+	dir, err := os.MkdirTemp("", "lockd-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	nc := lease.DefaultConfig()
+	nc.ID, nc.DataDir, nc.NoBootWait = "n1", dir, true
+	s, err := server.Start(server.Config{Node: nc, HTTPListen: "127.0.0.1:0", PeerListen: "127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for s.Node().Ready(ctx) != nil && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s.HTTPURL(), func() { s.Close(); os.RemoveAll(dir) }
+}
+
+func ExampleMutex() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+
+	c, err := client.New(addr) // list several members in production
+	if err != nil {
+		log.Fatal(err)
+	}
+	s, err := client.NewSession(ctx, c, client.WithTTL(10*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	m := client.NewMutex(s, "jobs/nightly")
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Send the token with every write to the protected resource.
+	fmt.Println("holding, token > 0:", m.Token() > 0)
+	select {
+	case <-m.Lost():
+		fmt.Println("lost the lock: stop writing")
+	default:
+	}
+	if err := m.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("held after unlock:", m.Held())
+	// Output:
+	// holding, token > 0: true
+	// held after unlock: false
+}
+
+func ExampleMutex_TryLock() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, _ := client.New(addr)
+	a, _ := client.NewSession(ctx, c)
+	b, _ := client.NewSession(ctx, c)
+	defer a.Close()
+	defer b.Close()
+
+	client.NewMutex(a, "report").Lock(ctx)
+	err := client.NewMutex(b, "report").TryLock(ctx)
+	fmt.Println(err != nil, errors.Is(err, client.ErrLockHeld))
+	// Output: true true
+}
+
+func ExampleElection() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, _ := client.New(addr)
+	s, _ := client.NewSession(ctx, c)
+	defer s.Close()
+
+	e := client.NewElection(s, "scheduler")
+	if err := e.Campaign(ctx, "10.0.0.7:9000"); err != nil { // blocks until we lead
+		log.Fatal(err)
+	}
+	leader, _ := c.Election(ctx, "scheduler")
+	fmt.Println("leader value:", leader.Value, "mine:", leader.Session == s.ID())
+	e.Proclaim(ctx, "10.0.0.7:9001")
+	leader, _ = e.Leader(ctx)
+	fmt.Println("leader value:", leader.Value)
+	e.Resign(ctx)
+	_, err := e.Leader(ctx)
+	fmt.Println(err)
+	// Output:
+	// leader value: 10.0.0.7:9000 mine: true
+	// leader value: 10.0.0.7:9001
+	// client: election has no leader
+}
+
+func ExampleSession() {
+	addr, stop := startExampleServer()
+	defer stop()
+	c, _ := client.New(addr)
+	s, err := client.NewSession(context.Background(), c, client.WithTTL(5*time.Second), client.WithLockDelay(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Work under s.Ctx(): it is cancelled when the session can no longer be
+	// sure it is alive, before the server could hand its locks to others.
+	fmt.Println(s.TTL(), s.LockDelay(), s.Alive(), time.Until(s.Deadline()) < s.TTL())
+	s.Close()
+	<-s.Done()
+	fmt.Println(s.Err())
+	// Output:
+	// 5s 1s true true
+	// context canceled
+}
+
+func ExampleFence() {
+	var f client.Fence
+	fmt.Println(f.Admit("jobs/nightly", 12)) // the current holder writes
+	fmt.Println(f.Admit("jobs/nightly", 15)) // a newer holder writes
+	fmt.Println(f.Admit("jobs/nightly", 12)) // the old holder wakes up
+	// Output:
+	// <nil>
+	// <nil>
+	// client: stale fencing token: token 12 for "jobs/nightly", but 15 has been accepted
+}
+
+func ExampleClient_CheckToken() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, _ := client.New(addr)
+	s, _ := client.NewSession(ctx, c)
+	defer s.Close()
+	m := client.NewMutex(s, "db/primary")
+	m.Lock(ctx)
+	tok := m.Token()
+	ok, _ := c.CheckToken(ctx, "db/primary", tok)
+	fmt.Println(ok)
+	m.Unlock(ctx)
+	ok, _ = c.CheckToken(ctx, "db/primary", tok)
+	fmt.Println(ok)
+	// Output:
+	// true
+	// false
+}
