@@ -22,6 +22,8 @@ type FSM struct {
 	mu      sync.RWMutex
 	st      *state
 	changed chan struct{}
+	// grantHeld is the test-only switch of SetUnsafeGrantHeld.
+	grantHeld bool
 }
 
 // state is everything a snapshot holds. Restore swaps it as a whole, so
@@ -37,8 +39,9 @@ type state struct {
 // op is the context of the entry being applied: its index (the token of
 // anything it grants) and its time.
 type op struct {
-	index uint64
-	now   time.Time
+	index     uint64
+	now       time.Time
+	grantHeld bool
 }
 
 // New returns an empty FSM with applied index 0.
@@ -84,7 +87,7 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 	if decodeErr != nil {
 		res = Result{Err: decodeErr}
 	} else {
-		res = f.st.apply(c, index)
+		res = f.st.apply(c, index, f.grantHeld)
 	}
 	res.Index = index
 	return res
@@ -105,6 +108,16 @@ func (f *FSM) Changed() <-chan struct{} {
 	return f.changed
 }
 
+// SetUnsafeGrantHeld makes the FSM grant an exclusive acquire even when
+// another session holds the lock. It breaks mutual exclusion on purpose, so
+// that the fault harness can show its checkers catch that; it is never on
+// in a real deployment. Every replica must be set alike, or they diverge.
+func (f *FSM) SetUnsafeGrantHeld(on bool) {
+	f.mu.Lock()
+	f.grantHeld = on
+	f.mu.Unlock()
+}
+
 // AppliedIndex returns the index of the last entry applied or restored.
 func (f *FSM) AppliedIndex() uint64 {
 	f.mu.RLock()
@@ -114,10 +127,10 @@ func (f *FSM) AppliedIndex() uint64 {
 
 // apply dispatches c. Every handler checks everything before it changes
 // anything, so a refusal leaves the state as it was.
-func (st *state) apply(c Command, index uint64) Result {
+func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
 	// UTC strips the monotonic reading and the location: times compare and
 	// encode the same on every replica, however the command reached it.
-	o := op{index: index, now: c.Now.UTC()}
+	o := op{index: index, now: c.Now.UTC(), grantHeld: grantHeld}
 	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
 		return refuse("%v: now %s out of range", c.Op, c.Now)
 	}

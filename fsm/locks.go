@@ -55,7 +55,8 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 	}
 	// Queueing behind waiters even when the mode is compatible keeps an
 	// exclusive waiter from being starved by a stream of shared requests.
-	if len(l.Waiters) == 0 && !l.delayed(o.now) && l.admits(mode) {
+	free := len(l.Waiters) == 0 && !l.delayed(o.now) && l.admits(mode)
+	if free || o.grantHeld && mode == Exclusive && !s.election {
 		s.grant(l, c.Session, mode, value, o)
 		s.settle(l, o)
 		return Result{Granted: true, Token: o.index}

@@ -99,3 +99,26 @@ func (s *Server) healPeer(r *http.Request) (any, error) {
 	s.log.Info("faults healed", "peer", peer)
 	return wire.FaultList{Faults: s.faults.Faults()}, nil
 }
+
+// getClock serves GET /v1/debug/clock.
+func (s *Server) getClock(*http.Request) (any, error) {
+	off, rate := s.clock.Skew()
+	return wire.ClockSkew{Offset: wire.Duration(off), Rate: rate}, nil
+}
+
+// setClock serves POST /v1/debug/clock.
+func (s *Server) setClock(r *http.Request) (any, error) {
+	var req wire.ClockSkew
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	if req.Rate < 0 || req.Rate > 100 {
+		return nil, badRequest("rate %v out of range: want 0 < rate <= 100 (1 is real time; 0 or absent means 1)", req.Rate)
+	}
+	if req.Rate == 0 {
+		req.Rate = 1
+	}
+	s.clock.Set(req.Offset.D(), req.Rate)
+	s.log.Warn("clock skewed", "offset", req.Offset.D(), "rate", req.Rate)
+	return s.getClock(r)
+}

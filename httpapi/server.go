@@ -38,10 +38,23 @@ type FaultInjector interface {
 	Faults() any
 }
 
+// ClockSkewer changes the node's clock on purpose, for the fault harness:
+// the master lease, session deadlines and command timestamps all read it.
+// cmd/lockd provides it only with the explicit unsafe flag.
+type ClockSkewer interface {
+	// Set makes the clock read real time + offset, advancing at rate.
+	Set(offset time.Duration, rate float64)
+	// Skew returns the current offset and rate.
+	Skew() (offset time.Duration, rate float64)
+}
+
 // Config configures a Server.
 type Config struct {
 	// Service is the node the API serves. Required.
 	Service Service
+	// Clock enables the /v1/debug/clock routes, which skew this node's
+	// clock. Same warning as Faults.
+	Clock ClockSkewer
 	// Faults enables the /v1/debug/faults routes. Leave it nil unless the
 	// operator asked for fault injection: the routes let anyone who can
 	// reach the HTTP port partition the node.
@@ -66,6 +79,7 @@ type Config struct {
 type Server struct {
 	svc       Service
 	faults    FaultInjector
+	clock     ClockSkewer
 	log       *slog.Logger
 	transport http.RoundTripper
 	nodeID    string
@@ -85,6 +99,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		svc:       cfg.Service,
 		faults:    cfg.Faults,
+		clock:     cfg.Clock,
 		log:       logger.With("component", "httpapi"),
 		transport: forwardTransport(cfg.ForwardClient),
 		nodeID:    cfg.NodeID,
@@ -166,6 +181,12 @@ func (s *Server) routes() []route {
 		{del, "/v1/cluster/members/{id}", leaderOnly, ok, s.removeMember},
 
 		{get, "/healthz", local, ok, s.healthz},
+	}
+	if s.clock != nil {
+		rs = append(rs,
+			route{get, "/v1/debug/clock", local, ok, s.getClock},
+			route{post, "/v1/debug/clock", local, ok, s.setClock},
+		)
 	}
 	if s.faults != nil {
 		rs = append(rs,

@@ -49,8 +49,9 @@ func (c *SkewClock) nowLocked(real time.Time) time.Time {
 	return c.base.Add(time.Duration(float64(elapsed) * c.rate))
 }
 
-// Set jumps the clock by offset (which may be negative) and sets its rate
-// (1 = real time, 1.5 = 50% fast). A non-positive rate is treated as 1.
+// Set makes the clock read real time + offset (which may be negative) from
+// now on, advancing at rate (1 = real time, 1.5 = 50% fast). A non-positive
+// rate is treated as 1.
 func (c *SkewClock) Set(offset time.Duration, rate float64) {
 	if rate <= 0 {
 		rate = 1
@@ -58,7 +59,15 @@ func (c *SkewClock) Set(offset time.Duration, rate float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	real := time.Now()
-	c.base = c.nowLocked(real).Add(offset)
+	c.base = real.Add(offset)
 	c.origin = real
 	c.rate = rate
+}
+
+// Skew returns the clock's current offset from real time and its rate.
+func (c *SkewClock) Skew() (offset time.Duration, rate float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	real := time.Now()
+	return c.nowLocked(real).Sub(real), c.rate
 }

@@ -16,8 +16,14 @@ func TestSkewClock_OffsetAndRate(t *testing.T) {
 	if d := c.Now().Sub(time.Now()); d < time.Hour-time.Second || d > time.Hour+time.Second {
 		t.Fatalf("after +1h the clock is %v ahead", d)
 	}
-	c.Set(0, 2)
+	if off, rate := c.Skew(); off < time.Hour-time.Second || off > time.Hour+time.Second || rate != 1 {
+		t.Fatalf("Skew() = %v, %v", off, rate)
+	}
+	c.Set(0, 2) // absolute: back to real time, twice as fast
 	a, ra := c.Now(), time.Now()
+	if d := a.Sub(ra); d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("Set(0, 2) left the clock %v off", d)
+	}
 	time.Sleep(50 * time.Millisecond)
 	b, rb := c.Now(), time.Now()
 	ratio := float64(b.Sub(a)) / float64(rb.Sub(ra))

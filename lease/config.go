@@ -68,6 +68,9 @@ type Config struct {
 	// It exists for tests of fresh in-memory clusters and for the fault
 	// harness's self-test; it is unsafe for a node that restarts.
 	NoBootWait bool
+	// Unsafe breaks guarantees on purpose, for the fault harness's
+	// self-test. The zero value is the only one for real use.
+	Unsafe Unsafe
 
 	// Clock is the node's time source. Default SystemClock.
 	Clock Clock
@@ -76,6 +79,21 @@ type Config struct {
 	Logger *slog.Logger
 	// RaftLogLevel is the level raft's own logs are kept at. Default Warn.
 	RaftLogLevel slog.Level
+}
+
+// Unsafe holds switches that each break one guarantee, so that the fault
+// harness can prove that its checkers catch the bug. Never set them outside
+// tests.
+type Unsafe struct {
+	// StaleReads answers default reads and keepalives even after the master
+	// lease ran out, for as long as Raft still believes this node leads.
+	StaleReads bool
+	// GrantHeld makes the state machine grant an exclusive acquire over a
+	// current holder. Every node must be started with it alike.
+	GrantHeld bool
+	// NoSessionGrace makes a new leader expire every inherited session at
+	// once instead of giving each a full TTL.
+	NoSessionGrace bool
 }
 
 // DefaultConfig returns a Config with the LAN defaults described on each field.

@@ -88,6 +88,9 @@ func (t *leaderTerm) establish() {
 	t.mu.Lock()
 	for _, s := range n.fsm.Sessions() {
 		t.sessions[s.ID] = now.Add(s.TTL)
+		if n.cfg.Unsafe.NoSessionGrace {
+			t.sessions[s.ID] = now // expire at the next sweep
+		}
 	}
 	t.ready = true
 	t.mu.Unlock()
@@ -213,7 +216,7 @@ func (t *leaderTerm) leaseValid() bool {
 	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.ready && !t.given && t.ctx.Err() == nil && now.Before(t.leaseUntil)
+	return t.ready && !t.given && t.ctx.Err() == nil && (now.Before(t.leaseUntil) || t.n.cfg.Unsafe.StaleReads)
 }
 
 // leaseRemaining returns the time left on the master lease (0 if none).

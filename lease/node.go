@@ -53,13 +53,19 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Stream == nil {
 		return nil, errors.New("lease: config: Stream is required")
 	}
-	return &Node{
+	n := &Node{
 		cfg:   cfg,
 		log:   cfg.Logger.With("component", "lease", "node", cfg.ID),
 		clock: cfg.Clock,
 		fsm:   fsm.New(),
 		stop:  make(chan struct{}),
-	}, nil
+	}
+	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
+	if cfg.Unsafe != (Unsafe{}) || cfg.NoBootWait {
+		n.log.Warn("UNSAFE test switches are on; this node breaks lockd's guarantees on purpose",
+			"unsafe", fmt.Sprintf("%+v", cfg.Unsafe), "no_boot_wait", cfg.NoBootWait)
+	}
+	return n, nil
 }
 
 // Open waits one HeartbeatTimeout (see the package doc), opens the stores

@@ -26,6 +26,7 @@ type serveFlags struct {
 	margin                          time.Duration
 	logLevel, raftLogLevel, logFmt  string
 	unsafeFaults                    bool
+	unsafeDebug                     string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -48,7 +49,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.raftLogLevel, "raft-log-level", "warn", "log level of Raft's own messages")
 	fs.StringVar(&f.logFmt, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
-		"UNSAFE, tests only: expose /v1/debug/faults, which lets any HTTP client partition this node")
+		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
+	fs.StringVar(&f.unsafeDebug, "unsafe-debug", "",
+		"UNSAFE, tests only: break guarantees on purpose for the fault harness's self-test: comma-separated "+
+			"stale-reads, no-boot-wait, grant-held, no-session-grace")
 }
 
 func serve(args []string) int {
@@ -149,6 +153,9 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, err
 	}
 	nc.InitialCluster = peers
+	if err := applyUnsafeDebug(&nc, f.unsafeDebug); err != nil {
+		return server.Config{}, err
+	}
 	if err := nc.Validate(); err != nil {
 		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
 	}
@@ -173,4 +180,26 @@ func parseInitialCluster(s string) ([]lease.Peer, error) {
 		out = append(out, lease.Peer{ID: id, Addr: addr})
 	}
 	return out, nil
+}
+
+// applyUnsafeDebug sets the test-only switches named in list.
+func applyUnsafeDebug(nc *lease.Config, list string) error {
+	if list == "" {
+		return nil
+	}
+	for _, name := range strings.Split(list, ",") {
+		switch strings.TrimSpace(name) {
+		case "stale-reads":
+			nc.Unsafe.StaleReads = true
+		case "no-boot-wait":
+			nc.NoBootWait = true
+		case "grant-held":
+			nc.Unsafe.GrantHeld = true
+		case "no-session-grace":
+			nc.Unsafe.NoSessionGrace = true
+		default:
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace)", name)
+		}
+	}
+	return nil
 }

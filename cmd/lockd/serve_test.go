@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"github.com/lockd/lockd/lease"
 	"io"
 	"strings"
 	"testing"
@@ -51,6 +52,7 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 		{[]string{"--heartbeat-timeout", "1s", "--election-timeout", "100ms"}, "ElectionTimeout"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
+		{[]string{"--unsafe-debug", "stale-reads,fast-mode"}, "unknown switch"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -81,5 +83,25 @@ func TestRun_ExitCodes(t *testing.T) {
 	}
 	if got := run([]string{"version"}); got != exitOK {
 		t.Errorf("version exit = %d", got)
+	}
+}
+
+func TestServeFlags_UnsafeDebugSwitches(t *testing.T) {
+	f, err := parseServe(t, []string{"--unsafe-debug", "stale-reads,no-boot-wait,grant-held,no-session-grace"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := f.logger()
+	cfg, err := f.config(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := cfg.Node.Unsafe
+	if !u.StaleReads || !u.GrantHeld || !u.NoSessionGrace || !cfg.Node.NoBootWait {
+		t.Fatalf("switches not all set: %+v no-boot-wait %v", u, cfg.Node.NoBootWait)
+	}
+	f, _ = parseServe(t, nil, nil)
+	if cfg, _ := f.config(logger); cfg.Node.Unsafe != (lease.Unsafe{}) || cfg.Node.NoBootWait {
+		t.Fatal("unsafe switches on by default")
 	}
 }

@@ -15,3 +15,11 @@ type FaultRequest struct {
 type FaultList struct {
 	Faults any `json:"faults"`
 }
+
+// ClockSkew is the body and answer of /v1/debug/clock, which exists only on
+// nodes started with the explicit unsafe fault-injection flag: the node's
+// clock reads real time + Offset and advances at Rate (1 = real time).
+type ClockSkew struct {
+	Offset Duration `json:"offset"`
+	Rate   float64  `json:"rate"`
+}

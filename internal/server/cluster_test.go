@@ -71,34 +71,9 @@ func TestCluster_LeaderCrashKeepsSessionsLocksAndTokens(t *testing.T) {
 }
 
 func TestCluster_PartitionedLeaderStopsServingWhenLeaseRunsOut(t *testing.T) {
-	// Raft's own step-down waits LeaderLeaseTimeout without a quorum; set
-	// it to its maximum, HeartbeatTimeout, so that the master lease (shorter
-	// by the drift and the margin) is what must stop the old leader first.
-	c := servertest.New(t, 3, func(nc *lease.Config) { nc.LeaderLeaseTimeout = nc.HeartbeatTimeout })
-	leader := c.WaitLeader()
-	old := newAPI(t, c, leader)
-	sid := old.session(30*time.Second, 0)
-	if _, st, _ := old.acquire("p", sid, 0); st != 200 {
-		t.Fatalf("acquire: %d", st)
-	}
-	nc := c.Nodes[leader].Config().Node
-	leaseDur := time.Duration(float64(nc.HeartbeatTimeout)*(1-nc.MaxClockDrift)) - nc.LeaseMargin
-
-	cut := time.Now()
-	c.Isolate(leader)
-	// Until the lease runs out the old leader may still answer; after it,
-	// never. Poll reads and keepalives on the old leader for a while.
-	var lastOK time.Time
-	for end := cut.Add(3 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		sent := time.Now()
-		st1, _ := old.do("GET", "/v1/locks/p", nil, nil)
-		st2, _ := old.do("POST", "/v1/sessions/"+sid+"/keepalive", nil, nil)
-		if st1 == 200 || st2 == 200 {
-			lastOK = sent
-		}
-	}
-	if !lastOK.IsZero() && lastOK.Sub(cut) > leaseDur {
-		t.Fatalf("old leader answered a request sent %v after it was cut off; its lease is %v", lastOK.Sub(cut), leaseDur)
+	c, old, sid, after, leaseDur := cutOffLeader(t, lease.Unsafe{})
+	if after > leaseDur {
+		t.Fatalf("old leader answered a request sent %v after it was cut off; its lease is %v", after, leaseDur)
 	}
 	st, e := old.do("GET", "/v1/locks/p", nil, nil)
 	if st != 503 || e.Code != wire.CodeNoLeader {
@@ -108,13 +83,97 @@ func TestCluster_PartitionedLeaderStopsServingWhenLeaseRunsOut(t *testing.T) {
 		t.Fatalf("keepalive on cut-off leader = %d %q, want 503 no_leader", st, e.Code)
 	}
 	// The majority elected a new leader that serves, with the lock intact.
-	maj := newAPI(t, c, c.Follower(leader))
+	maj := newAPI(t, c.Cluster, c.Follower(c.leaderOf(old)))
 	servertest.WaitFor(t, 5*time.Second, "the majority to serve", func() bool {
 		var l wire.Lock
 		st, _ := maj.do("GET", "/v1/locks/p", nil, &l)
 		return st == 200 && len(l.Holders) == 1 && l.Holders[0].Session == sid
 	})
-	c.Heal(leader)
+}
+
+// TestCluster_UnsafeStaleReadsIsCaught turns the lease check off and shows
+// that the test above would notice.
+func TestCluster_UnsafeStaleReadsIsCaught(t *testing.T) {
+	_, _, _, after, leaseDur := cutOffLeader(t, lease.Unsafe{StaleReads: true})
+	if after <= leaseDur {
+		t.Fatalf("with stale-reads the old leader's last answer came %v after the cut, within its lease %v: the check cannot see the bug", after, leaseDur)
+	}
+}
+
+// cutOffLeader isolates the leader of a fresh cluster and polls it with
+// reads and keepalives for 3s. It returns how long after the cut the last
+// request it answered was sent, and the master lease's length. Raft's own
+// step-down waits LeaderLeaseTimeout without a quorum; it is set to its
+// maximum, HeartbeatTimeout, so that the master lease (shorter by the
+// drift and the margin) is what must stop the old leader first.
+func cutOffLeader(t *testing.T, unsafe lease.Unsafe) (*cluster, *api, string, time.Duration, time.Duration) {
+	c := &cluster{servertest.New(t, 3, func(nc *lease.Config) {
+		nc.LeaderLeaseTimeout = nc.HeartbeatTimeout
+		nc.Unsafe = unsafe
+	})}
+	leader := c.WaitLeader()
+	old := newAPI(t, c.Cluster, leader)
+	sid := old.session(30*time.Second, 0)
+	if _, st, _ := old.acquire("p", sid, 0); st != 200 {
+		t.Fatalf("acquire: %d", st)
+	}
+	nc := c.Nodes[leader].Config().Node
+	leaseDur := time.Duration(float64(nc.HeartbeatTimeout)*(1-nc.MaxClockDrift)) - nc.LeaseMargin
+	cut := time.Now()
+	c.Isolate(leader)
+	t.Cleanup(func() {
+		if c.Nodes[leader] != nil {
+			c.Heal(leader)
+		}
+	})
+	var lastOK time.Time
+	for end := cut.Add(3 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		sent := time.Now()
+		st1, _ := old.do("GET", "/v1/locks/p", nil, nil)
+		st2, _ := old.do("POST", "/v1/sessions/"+sid+"/keepalive", nil, nil)
+		if st1 == 200 || st2 == 200 {
+			lastOK = sent
+		}
+	}
+	after := time.Duration(0)
+	if !lastOK.IsZero() {
+		after = lastOK.Sub(cut)
+	}
+	return c, old, sid, after, leaseDur
+}
+
+// cluster adds lookups by API to servertest.Cluster.
+type cluster struct{ *servertest.Cluster }
+
+// leaderOf returns the position of the node a serves.
+func (c *cluster) leaderOf(a *api) int {
+	for i, s := range c.Nodes {
+		if s != nil && s.HTTPURL() == a.base {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestCluster_UnsafeNoSessionGraceExpiresInheritedSessions(t *testing.T) {
+	for _, grace := range []bool{true, false} {
+		t.Run(fmt.Sprintf("grace=%v", grace), func(t *testing.T) {
+			c := servertest.New(t, 3, func(nc *lease.Config) { nc.Unsafe.NoSessionGrace = !grace })
+			leader := c.WaitLeader()
+			sid := newAPI(t, c, leader).session(30*time.Second, 0)
+			survivor := newAPI(t, c, c.Follower(leader))
+			c.Crash(leader)
+			c.WaitLeader()
+			time.Sleep(time.Second) // a few expiry sweeps of the new leader
+			st, _ := survivor.do("GET", "/v1/sessions/"+sid, nil, nil)
+			switch {
+			case grace && st != 200:
+				t.Fatalf("with the grace, a 30s session died within a second of failover (%d)", st)
+			case !grace && st != 410:
+				t.Fatalf("without the grace the inherited session should be gone; got %d", st)
+			}
+		})
+	}
 }
 
 func TestCluster_KeepalivesWriteNoLogEntries(t *testing.T) {

@@ -21,11 +21,6 @@ import (
 	"github.com/lockd/lockd/lease"
 )
 
-// Protocol bytes on the peer port.
-const (
-	protoRaft byte = 1
-)
-
 // Config configures a Server.
 type Config struct {
 	// Node is the Raft node's configuration. Its Stream, PeerAddr and
@@ -39,9 +34,9 @@ type Config struct {
 	// listening on HTTPListen and PeerListen (tests pick ports first).
 	HTTPListener net.Listener
 	PeerListener net.Listener
-	// UnsafeFaults exposes /v1/debug/faults, which lets anyone who can
-	// reach the HTTP port partition this node. For tests and the fault
-	// harness only.
+	// UnsafeFaults exposes /v1/debug/faults and /v1/debug/clock, which let
+	// anyone who can reach the HTTP port partition this node or skew its
+	// clock. For tests and the fault harness only.
 	UnsafeFaults bool
 	// Logger receives every component's logs.
 	Logger *slog.Logger
@@ -88,7 +83,12 @@ func Start(cfg Config) (*Server, error) {
 	if nc.HTTPAddr == "" {
 		nc.HTTPAddr = "http://" + httpLn.Addr().String()
 	}
-	nc.Stream = &raftLayer{s.mux.Listen(protoRaft)}
+	nc.Stream = &raftLayer{s.mux.Listen(mux.ProtoRaft)}
+	var skew *lease.SkewClock
+	if cfg.UnsafeFaults {
+		skew = lease.NewSkewClock()
+		nc.Clock = skew
+	}
 	nc.Logger = cfg.Logger
 	for _, p := range nc.InitialCluster {
 		s.mux.Faults().SetPeerAddr(p.ID, p.Addr)
@@ -110,6 +110,7 @@ func Start(cfg Config) (*Server, error) {
 	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID}
 	if cfg.UnsafeFaults {
 		hc.Faults = faultInjector{s.mux.Faults()}
+		hc.Clock = skew
 	}
 	s.http = &http.Server{Handler: httpapi.New(hc), ReadHeaderTimeout: 10 * time.Second}
 	go s.http.Serve(httpLn)
