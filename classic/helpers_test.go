@@ -2,6 +2,7 @@ package classic
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,4 +66,22 @@ func triangular(k int) uint64 {
 		return 0
 	}
 	return uint64(k * (k + 1) / 2)
+}
+
+// sidesSettled returns a condition for RunUntil: every side of a
+// partition agrees on a coordinator of its own side, and no election
+// message is in flight.
+func sidesSettled(s *Sim, sides ...[]string) func() bool {
+	return func() bool {
+		if s.inflight > 0 {
+			return false
+		}
+		for _, side := range sides {
+			v, ok := s.Agreement(side...)
+			if !ok || !slices.Contains(side, v.Coordinator) {
+				return false
+			}
+		}
+		return true
+	}
 }

@@ -32,7 +32,10 @@ import (
 //   - A member that hears no heartbeat from its coordinator for
 //     SuspectTimeout, or no Ready in time, forms a singleton group again
 //     (Garcia-Molina's Recovery; lockd uses the shared heartbeats for his
-//     AreYouThere). A coordinator drops a member it cannot reach.
+//     AreYouThere). A coordinator that cannot reach a member, or hears
+//     that it has left, drops it and reorganizes the rest under a new
+//     group id, since "any change in the structure of the group results
+//     in a new identifier being assigned" (Edinburgh).
 //
 // Under a partition each side therefore ends with its own group and
 // coordinator, and when it heals the coordinators find each other and
@@ -129,9 +132,9 @@ func (v *invitation) mergeWait() time.Duration {
 }
 
 // merge invites the coordinators found and the old members to a new group
-// led by this node (Garcia-Molina's Merge).
+// led by this node (Garcia-Molina's Merge). With nobody to invite, the
+// node forms a new group of its own.
 func (v *invitation) merge() {
-	v.startElection()
 	invitees := make(map[string]bool, len(v.found)+len(v.group))
 	for p := range v.found {
 		invitees[p] = true
@@ -140,6 +143,11 @@ func (v *invitation) merge() {
 		invitees[p] = true
 	}
 	delete(invitees, v.self)
+	if len(invitees) == 0 {
+		v.recover()
+		return
+	}
+	v.startElection()
 	v.resetMerge()
 	v.status = invElection
 	v.group = map[string]bool{v.self: true}
@@ -189,8 +197,8 @@ func (v *invitation) receive(from string, m Message) {
 			v.send(from, Message{Kind: KindReadyAnswer, ID: v.self, Epoch: m.Epoch})
 		}
 	case KindReadyAnswer:
-		if !m.OK && v.leading() && v.epoch == m.Epoch {
-			delete(v.group, from)
+		if !m.OK && v.epoch == m.Epoch {
+			v.drop(from)
 		}
 	}
 }
@@ -281,11 +289,21 @@ func (v *invitation) members() []string {
 	return slices.DeleteFunc(out, func(p string) bool { return p == v.self })
 }
 
+// drop removes a member that is gone from a normal coordinator's group,
+// and reorganizes the group under a new id.
+func (v *invitation) drop(p string) {
+	if v.leading() && v.status == invNormal && p != v.self && v.group[p] {
+		delete(v.group, p)
+		v.log.Info("member gone; reorganizing", "member", p)
+		v.merge()
+	}
+}
+
 func (v *invitation) suspect(peer string) {
 	v.markDown(peer)
 	switch {
 	case v.leading():
-		delete(v.group, peer)
+		v.drop(peer)
 	case v.status == invNormal && peer == v.coord:
 		v.recover()
 	}
@@ -295,8 +313,8 @@ func (v *invitation) undeliverable(to string, m Message) {
 	v.lost++
 	v.markDown(to)
 	switch {
-	case v.leading() && m.Kind == KindHeartbeat:
-		delete(v.group, to) // a coordinator drops a member it cannot reach
+	case m.Kind == KindHeartbeat:
+		v.drop(to) // a coordinator drops a member it cannot reach
 	case m.Kind == KindAccept && v.status == invElection && v.coord == to:
 		v.recover() // the inviter is gone
 	}

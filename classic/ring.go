@@ -229,26 +229,30 @@ func (r *ring) suspect(peer string) {
 }
 
 // undeliverable skips a failed successor: the message goes on to the next
-// living one, unless it was for the process it is about, which has failed.
+// living one, unless it was for the process it is about, which has failed,
+// or the run it belongs to is over here (a late bounce must not start a
+// finished round again).
 func (r *ring) undeliverable(to string, m Message) {
 	r.lost++
 	r.markDown(to)
 	switch m.Kind {
 	case KindElection:
-		if m.ID == to {
+		switch {
+		case m.ID == to:
 			if r.leaderFailed() {
 				r.initiate()
 			}
-			return
+		case r.participant:
+			r.forward(m)
 		}
-		r.forward(m)
 	case KindElected:
-		if m.ID == to {
+		switch {
+		case m.ID == to:
 			if !r.participant {
 				r.initiate() // the coordinator it announces has failed
 			}
-			return
+		case r.ok && r.coord == m.ID && r.epoch == m.Epoch:
+			r.forward(m)
 		}
-		r.forward(m)
 	}
 }

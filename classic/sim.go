@@ -93,7 +93,9 @@ func validSimID(id string, n int) bool {
 //
 // Drive it from code: schedule steps with At, or call Crash, Restart,
 // Partition, Heal, Elect and Suspect between calls to Run, RunUntil and
-// Settle. A Sim is not safe for concurrent use.
+// Settle. Methods that take a node id panic if it is not a member: a
+// scenario that names a node that does not exist is a bug in the
+// scenario. A Sim is not safe for concurrent use.
 type Sim struct {
 	cfg   SimConfig
 	rng   *rand.Rand
@@ -182,8 +184,7 @@ func (s *Sim) Living() []string {
 	return out
 }
 
-// node returns node id, panicking on an id that is not a member: a
-// scenario that names a node that does not exist is a bug in the test.
+// node returns node id, panicking on an id that is not a member.
 func (s *Sim) node(id string) *simNode {
 	n, ok := s.nodes[id]
 	if !ok {
@@ -192,8 +193,8 @@ func (s *Sim) node(id string) *simNode {
 	return n
 }
 
-// At schedules f to run at virtual time t (at once if t has passed), in
-// the order calls to At were made among steps at the same time.
+// At schedules f to run at virtual time t (at once if t has passed).
+// Events due at the same time run in the order they were scheduled.
 func (s *Sim) At(t time.Duration, f func()) {
 	s.push(simEvent{at: max(t, s.now), kind: evAction, fn: f})
 }

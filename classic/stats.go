@@ -1,10 +1,6 @@
 package classic
 
-import (
-	"maps"
-	"slices"
-	"time"
-)
+import "time"
 
 // Stats is a snapshot of one elector's accounting. Counts start at zero
 // when the elector starts (in a Sim, when the node boots or restarts).
@@ -78,13 +74,6 @@ func kindMap(a *[numKinds]uint64) map[Kind]uint64 {
 	return m
 }
 
-// addKinds adds b's counts into a.
-func addKinds(a, b map[Kind]uint64) {
-	for k, n := range b {
-		a[k] += n
-	}
-}
-
 // sortedKeys returns the members of a set in ring order.
 func sortedKeys(set map[string]bool, order []string) []string {
 	out := make([]string, 0, len(set))
@@ -94,12 +83,4 @@ func sortedKeys(set map[string]bool, order []string) []string {
 		}
 	}
 	return out
-}
-
-// cloneStats deep-copies s, so a snapshot shares nothing with its source.
-func cloneStats(s Stats) Stats {
-	s.Sent = maps.Clone(s.Sent)
-	s.Received = maps.Clone(s.Received)
-	s.Group = slices.Clone(s.Group)
-	return s
 }

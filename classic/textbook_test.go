@@ -95,7 +95,7 @@ func TestBully_TextbookCounts(t *testing.T) {
 				k := tc.detector
 				var election, answer uint64
 				if k < n-1 {
-					election = triangular(n - k)  // (N-k)(N-k+1)/2
+					election = triangular(n - k)   // (N-k)(N-k+1)/2
 					answer = triangular(n - k - 1) // (N-k-1)(N-k)/2
 				}
 				coordinator := uint64(n - 2)
