@@ -180,12 +180,17 @@ func TestSession_LocalDeadlineBeforeServerExpiry(t *testing.T) {
 	other := client.NewMutex(mustSession(t, mustClient(t, c.URLs()...)), "deadline")
 	cut.Store(true)
 
-	var doneAt time.Time
-	go func() { <-victim.Done(); doneAt = time.Now() }()
+	doneCh := make(chan time.Time, 1)
+	go func() { <-victim.Done(); doneCh <- time.Now() }()
 	if err := other.Lock(ctxT(t, 20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	acquiredAt := time.Now()
+	var doneAt time.Time
+	select {
+	case doneAt = <-doneCh:
+	default: // not done yet: the check below fails
+	}
 	if doneAt.IsZero() || !doneAt.Before(acquiredAt) {
 		t.Fatalf("victim's Done at %v, other acquired at %v: the local deadline was not conservative", doneAt, acquiredAt)
 	}

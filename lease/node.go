@@ -61,9 +61,9 @@ func New(cfg Config) (*Node, error) {
 		stop:  make(chan struct{}),
 	}
 	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
-	if cfg.Unsafe != (Unsafe{}) || cfg.NoBootWait {
+	if cfg.Unsafe != (Unsafe{}) {
 		n.log.Warn("UNSAFE test switches are on; this node breaks lockd's guarantees on purpose",
-			"unsafe", fmt.Sprintf("%+v", cfg.Unsafe), "no_boot_wait", cfg.NoBootWait)
+			"unsafe", fmt.Sprintf("%+v", cfg.Unsafe))
 	}
 	return n, nil
 }

@@ -93,6 +93,10 @@ func serve(args []string) int {
 	if cfg.UnsafeFaults {
 		logger.Warn("fault injection is enabled (--unsafe-fault-injection): never use this in production")
 	}
+	if f.unsafeDebug != "" {
+		logger.Warn("UNSAFE debug switches are on (--unsafe-debug): this node breaks lockd's guarantees on purpose",
+			"switches", f.unsafeDebug)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
