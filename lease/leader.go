@@ -72,7 +72,7 @@ func (t *leaderTerm) isReady() bool {
 func (t *leaderTerm) establish() {
 	defer t.wg.Done()
 	n := t.n
-	if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.eng.barrier(n.cfg.ApplyTimeout); err != nil {
 		n.log.Warn("barrier failed; not serving this term", "term", t.raftTerm, "err", err)
 		t.cancel()
 		return
@@ -154,7 +154,7 @@ func (t *leaderTerm) leaseLoop() {
 		waiting := t.waiting
 		t.waiting = nil
 		t.mu.Unlock()
-		err := n.raft.VerifyLeader().Error()
+		err := n.eng.verify()
 		t.finishRound(start, err, waiting)
 		last = n.clock.Now()
 		if err != nil {

@@ -23,24 +23,31 @@ func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	if err != nil {
 		return fsm.Result{}, err
 	}
-	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	type applied struct {
+		resp any
+		err  error
+	}
+	done := make(chan applied, 1)
+	go func() {
+		resp, err := n.eng.apply(data, n.cfg.ApplyTimeout)
+		done <- applied{resp, err}
+	}()
 	timer := time.NewTimer(n.cfg.ApplyTimeout)
 	defer timer.Stop()
+	var a applied
 	select {
-	case err = <-done:
+	case a = <-done:
 	case <-timer.C:
 		return fsm.Result{}, errTimeout(fmt.Sprintf("%v was not committed within %v; its outcome is unknown", cmd.Op, n.cfg.ApplyTimeout))
 	case <-ctx.Done():
 		return fsm.Result{}, errTimeout(fmt.Sprintf("%v: request cancelled before commit; its outcome is unknown", cmd.Op))
 	}
-	if err != nil {
-		return fsm.Result{}, raftErr(err)
+	if a.err != nil {
+		return fsm.Result{}, a.err
 	}
-	res, ok := f.Response().(fsm.Result)
+	res, ok := a.resp.(fsm.Result)
 	if !ok {
-		return fsm.Result{}, fmt.Errorf("lease: unexpected apply response %T", f.Response())
+		return fsm.Result{}, fmt.Errorf("lease: unexpected apply response %T", a.resp)
 	}
 	return res, nil
 }

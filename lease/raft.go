@@ -1,0 +1,243 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// raftEngine replicates the FSM with hashicorp/raft, its log and stable
+// store in bbolt and its snapshots in files under DataDir.
+type raftEngine struct {
+	n      *Node
+	raft   *raft.Raft
+	store  *raftboltdb.BoltStore
+	stable *stableStore // guards store's stable-store role across close
+	trans  *raft.NetworkTransport
+}
+
+// open waits one HeartbeatTimeout (see the package doc), opens the stores,
+// starts Raft, and bootstraps a new cluster if the node has no state and is
+// not joining.
+func (e *raftEngine) open() error {
+	cfg := e.n.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("lease: data dir: %w", err)
+	}
+	if !cfg.NoBootWait {
+		// A follower that restarts has forgotten that it heard from a leader;
+		// waiting out one HeartbeatTimeout keeps the promise it made.
+		time.Sleep(cfg.HeartbeatTimeout)
+	}
+	path := filepath.Join(cfg.DataDir, "raft.db")
+	store, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
+	if err != nil {
+		return fmt.Errorf("lease: open %s: %w (is another lockd using this data dir?)", path, err)
+	}
+	e.store, e.stable = store, &stableStore{s: store}
+	if err := e.start(newRaftLogger(cfg.Logger, cfg.RaftLogLevel)); err != nil {
+		store.Close()
+		return err
+	}
+	return nil
+}
+
+func (e *raftEngine) start(hl hclog.Logger) error {
+	cfg := e.n.cfg
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl)
+	if err != nil {
+		return fmt.Errorf("lease: snapshot store: %w", err)
+	}
+	logs, err := raft.NewLogCache(1024, e.store)
+	if err != nil {
+		return err
+	}
+	e.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: cfg.Stream, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
+	})
+	existing, err := raft.HasExistingState(logs, e.stable, snaps)
+	if err != nil {
+		return fmt.Errorf("lease: read state: %w", err)
+	}
+	r, err := raft.NewRaft(e.raftConfig(hl), raftFSM{e.n.fsm}, logs, e.stable, snaps, e.trans)
+	if err != nil {
+		return fmt.Errorf("lease: start raft: %w", err)
+	}
+	e.raft = r
+	if !existing && cfg.Join == "" {
+		boot := e.bootstrapConfiguration()
+		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			r.Shutdown().Error()
+			return fmt.Errorf("lease: bootstrap: %w", err)
+		}
+		e.n.log.Info("bootstrapped cluster", "voters", len(boot.Servers))
+	}
+	return nil
+}
+
+func (e *raftEngine) raftConfig(hl hclog.Logger) *raft.Config {
+	cfg := e.n.cfg
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.BatchApplyCh = true
+	rc.Logger = hl
+	return rc
+}
+
+func (e *raftEngine) bootstrapConfiguration() raft.Configuration {
+	peers := e.n.cfg.InitialCluster
+	if len(peers) == 0 {
+		peers = []Peer{{ID: e.n.cfg.ID, Addr: e.n.cfg.PeerAddr}}
+	}
+	var c raft.Configuration
+	for _, p := range peers {
+		c.Servers = append(c.Servers, raft.Server{
+			Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
+		})
+	}
+	return c
+}
+
+func (e *raftEngine) state() (bool, uint64) {
+	return e.raft.State() == raft.Leader, e.raft.CurrentTerm()
+}
+
+func (e *raftEngine) leaderID() string {
+	_, id := e.raft.LeaderWithID()
+	return string(id)
+}
+
+func (e *raftEngine) leaderCh() <-chan bool { return e.raft.LeaderCh() }
+
+func (e *raftEngine) barrier(timeout time.Duration) error { return e.raft.Barrier(timeout).Error() }
+
+func (e *raftEngine) verify() error { return e.raft.VerifyLeader().Error() }
+
+func (e *raftEngine) apply(data []byte, timeout time.Duration) (any, error) {
+	f := e.raft.Apply(data, timeout)
+	if err := f.Error(); err != nil {
+		return nil, raftErr(err)
+	}
+	return f.Response(), nil
+}
+
+// transfer hands leadership over, if there is anyone to hand it to.
+func (e *raftEngine) transfer() error {
+	if e.raft.State() != raft.Leader || len(e.servers()) < 2 {
+		return nil
+	}
+	return e.raft.LeadershipTransfer().Error()
+}
+
+func (e *raftEngine) servers() []raft.Server {
+	f := e.raft.GetConfiguration()
+	if f.Error() != nil {
+		return nil
+	}
+	return f.Configuration().Servers
+}
+
+func (e *raftEngine) close() error {
+	var err error
+	if e.raft != nil {
+		err = e.raft.Shutdown().Error()
+	}
+	if e.trans != nil {
+		e.trans.Close()
+	}
+	if e.store != nil {
+		e.stable.close()
+		if cerr := e.store.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func (e *raftEngine) memberHTTP(id string) string {
+	for _, m := range e.n.fsm.Members() {
+		if m.ID == id {
+			return m.HTTP
+		}
+	}
+	return ""
+}
+
+func (e *raftEngine) describe(c *wire.Cluster) error {
+	c.Mode = "raft"
+	c.State = e.raft.State().String()
+	c.Term = e.raft.CurrentTerm()
+	c.CommitIndex = e.raft.CommitIndex()
+	c.AppliedIndex = e.raft.AppliedIndex()
+	f := e.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return raftErr(err)
+	}
+	leader := e.leaderID()
+	for _, s := range f.Configuration().Servers {
+		c.Members = append(c.Members, wire.Member{ID: string(s.ID), Peer: string(s.Address),
+			HTTP: e.memberHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader})
+	}
+	return nil
+}
+
+// addMember adds a voter (or updates a member's addresses) and records its
+// HTTP address in the member table.
+func (e *raftEngine) addMember(ctx context.Context, m wire.Member) error {
+	present := false
+	for _, s := range e.servers() {
+		present = present || string(s.ID) == m.ID && string(s.Address) == m.Peer
+	}
+	if !present {
+		if err := e.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.Peer), 0, e.n.cfg.ApplyTimeout).Error(); err != nil {
+			return raftErr(err)
+		}
+		e.n.log.Info("added voter", "id", m.ID, "peer", m.Peer)
+	}
+	res, err := e.n.propose(ctx, fsm.Command{Op: fsm.OpSetMember, Member: &fsm.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}})
+	if err != nil {
+		return err
+	}
+	return e.n.apiErr(res.Err, "", "member")
+}
+
+// removeMember removes a node from the configuration and the member table.
+// Removing the leader itself makes it step down once committed.
+func (e *raftEngine) removeMember(ctx context.Context, id string) error {
+	found := false
+	for _, s := range e.servers() {
+		found = found || string(s.ID) == id
+	}
+	if !found {
+		return wire.Errorf(wire.CodeNotFound, "no member %q in the cluster", id)
+	}
+	if _, err := e.n.propose(ctx, fsm.Command{Op: fsm.OpRemoveMember, Member: &fsm.Member{ID: id}}); err != nil {
+		return err
+	}
+	if id == e.n.cfg.ID {
+		if t := e.n.currentTerm(); t != nil {
+			t.giveUpLease()
+		}
+	}
+	if err := e.raft.RemoveServer(raft.ServerID(id), 0, e.n.cfg.ApplyTimeout).Error(); err != nil {
+		return raftErr(err)
+	}
+	e.n.log.Info("removed member", "id", id)
+	return nil
+}
