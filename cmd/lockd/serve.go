@@ -27,6 +27,7 @@ type serveFlags struct {
 	logLevel, raftLogLevel, logFmt  string
 	unsafeFaults                    bool
 	unsafeDebug                     string
+	clusterHTTP                     string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -39,7 +40,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.advertisePeer, "advertise-peer", "", "peer address other nodes dial (default --peer)")
 	fs.StringVar(&f.initialCluster, "initial-cluster", "", "all voters of a new cluster: n1=127.0.0.1:7401,n2=...")
 	fs.StringVar(&f.join, "join", "", "HTTP address of any member of an existing cluster to join")
-	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft")
+	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation (unreplicated)")
+	fs.StringVar(&f.clusterHTTP, "cluster-http", "", "classic modes: every member's HTTP URL, n1=http://127.0.0.1:7400,...")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", d.HeartbeatTimeout, "Raft follower timeout; also the master lease unit")
 	fs.DurationVar(&f.electionTO, "election-timeout", d.ElectionTimeout, "Raft candidate timeout")
 	fs.DurationVar(&f.leaderTO, "leader-lease-timeout", d.LeaderLeaseTimeout, "Raft leader steps down after this long without a quorum")
@@ -124,8 +126,17 @@ func (f *serveFlags) logger() (*slog.Logger, error) {
 }
 
 func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
-	if f.election != "raft" {
-		return server.Config{}, fmt.Errorf("--election %q is not supported by this build (supported: raft)", f.election)
+	switch f.election {
+	case "raft", "ring", "bully", "invitation":
+	default:
+		return server.Config{}, fmt.Errorf("--election %q: use raft, ring, bully or invitation", f.election)
+	}
+	membersHTTP, err := parseClusterHTTP(f.clusterHTTP)
+	if err != nil {
+		return server.Config{}, err
+	}
+	if f.election != "raft" && (f.initialCluster == "" || membersHTTP == nil) {
+		return server.Config{}, fmt.Errorf("--election %s needs --initial-cluster and --cluster-http naming every member", f.election)
 	}
 	var raftLvl slog.Level
 	if err := raftLvl.UnmarshalText([]byte(f.raftLogLevel)); err != nil {
@@ -164,7 +175,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
 	}
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
-		UnsafeFaults: f.unsafeFaults, Logger: logger}, nil
+		UnsafeFaults: f.unsafeFaults, Logger: logger, Election: f.election, MembersHTTP: membersHTTP}, nil
 }
 
 // parseInitialCluster parses "n1=127.0.0.1:7401,n2=127.0.0.1:7411".
@@ -206,4 +217,23 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 		}
 	}
 	return nil
+}
+
+// parseClusterHTTP parses "n1=http://127.0.0.1:7400,n2=127.0.0.1:7410".
+func parseClusterHTTP(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("--cluster-http: %q is not id=url", part)
+		}
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		out[id] = addr
+	}
+	return out, nil
 }

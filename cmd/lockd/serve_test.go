@@ -45,6 +45,8 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--election", "paxos"}, "--election"},
+		{[]string{"--election", "bully"}, "needs --initial-cluster and --cluster-http"},
+		{[]string{"--cluster-http", "n1"}, "--cluster-http"},
 		{[]string{"--http", "nohost"}, "--http"},
 		{[]string{"--initial-cluster", "n1"}, "--initial-cluster"},
 		{[]string{"--initial-cluster", "n2=127.0.0.1:1"}, "does not include"},
@@ -78,7 +80,7 @@ func TestRun_ExitCodes(t *testing.T) {
 	if got := run(nil); got != exitUsage {
 		t.Errorf("no command exit = %d, want %d", got, exitUsage)
 	}
-	if got := run([]string{"serve", "--election", "ring", "--data", t.TempDir()}); got != exitUsage {
+	if got := run([]string{"serve", "--election", "ring", "--data", t.TempDir()}); got != exitUsage { // no members named
 		t.Errorf("bad serve flag exit = %d, want %d", got, exitUsage)
 	}
 	if got := run([]string{"version"}); got != exitOK {

@@ -141,6 +141,21 @@ type Cluster struct {
 	AppliedIndex         uint64      `json:"applied_index"`
 	MasterLeaseRemaining *Duration   `json:"master_lease_remaining,omitempty"`
 	Members              []Member    `json:"members"`
+	// Coordinator, Epoch and Election are set in the classic modes only.
+	Coordinator string         `json:"coordinator,omitempty"`
+	Epoch       uint64         `json:"epoch,omitempty"`
+	Election    *ElectionStats `json:"election,omitempty"`
+}
+
+// ElectionStats are a classic elector's counters, in GET /v1/cluster.
+type ElectionStats struct {
+	Algorithm        string            `json:"algorithm"`
+	InElection       bool              `json:"in_election"`
+	ElectionsStarted uint64            `json:"elections_started"`
+	LastElection     Duration          `json:"last_election"`
+	Sent             map[string]uint64 `json:"sent"`
+	Received         map[string]uint64 `json:"received"`
+	Group            []string          `json:"group,omitempty"`
 }
 
 // Sessions, Locks list wrappers keep the top level an object, so that fields

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/classic"
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/mux"
@@ -40,6 +41,14 @@ type Config struct {
 	UnsafeFaults bool
 	// Logger receives every component's logs.
 	Logger *slog.Logger
+	// Election is "raft" (or empty) for Raft mode, or "ring", "bully" or
+	// "invitation" for a classic mode, where the elected coordinator serves
+	// from its own unreplicated state. The classic modes need
+	// Node.InitialCluster (every member's peer address) and MembersHTTP.
+	Election string
+	// MembersHTTP maps every member's id to its HTTP URL; classic modes
+	// only, since they keep no replicated member table.
+	MembersHTTP map[string]string
 }
 
 // Server is a running lockd node.
@@ -48,6 +57,7 @@ type Server struct {
 	log    *slog.Logger
 	mux    *mux.Mux
 	node   *lease.Node
+	el     *classic.Node // classic modes only
 	http   *http.Server
 	httpLn net.Listener
 	stop   chan struct{}
@@ -95,13 +105,14 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.cfg.Node = nc
 	go s.mux.Serve()
-	node, err := lease.New(nc)
-	if err != nil {
-		s.mux.Close()
-		httpLn.Close()
-		return nil, err
+	node, err := s.newNode()
+	if err == nil {
+		err = node.Open()
 	}
-	if err := node.Open(); err != nil {
+	if err != nil {
+		if s.el != nil {
+			s.el.Close()
+		}
 		s.mux.Close()
 		httpLn.Close()
 		return nil, err
@@ -114,10 +125,65 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.http = &http.Server{Handler: httpapi.New(hc), ReadHeaderTimeout: 10 * time.Second}
 	go s.http.Serve(httpLn)
-	s.wg.Add(2)
-	go s.register()
-	go s.syncPeerAddrs()
+	if s.el == nil {
+		s.wg.Add(2)
+		go s.register()
+		go s.syncPeerAddrs()
+	}
 	return s, nil
+}
+
+// newNode builds the Raft node, or in a classic mode starts the elector
+// and builds a node that serves from local state while it coordinates.
+func (s *Server) newNode() (*lease.Node, error) {
+	if s.cfg.Election == "" || s.cfg.Election == "raft" {
+		return lease.New(s.cfg.Node)
+	}
+	alg, err := classic.ParseAlgorithm(s.cfg.Election)
+	if err != nil {
+		return nil, err
+	}
+	nc := s.cfg.Node
+	if len(nc.InitialCluster) == 0 {
+		return nil, fmt.Errorf("--election %s needs --initial-cluster: every member's peer address", alg)
+	}
+	addrs := map[string]string{}
+	var ids []string
+	for _, p := range nc.InitialCluster {
+		addrs[p.ID] = p.Addr
+		ids = append(ids, p.ID)
+		if s.cfg.MembersHTTP[p.ID] == "" {
+			return nil, fmt.Errorf("--election %s needs the HTTP address of member %s (--cluster-http)", alg, p.ID)
+		}
+	}
+	cc := classic.DefaultConfig()
+	cc.ID, cc.Members, cc.Algorithm, cc.Logger = nc.ID, ids, alg, s.cfg.Logger
+	tr := classic.NewMuxTransport(s.mux.Listen(alg.Proto()), addrs, s.cfg.Logger)
+	el, err := classic.NewNode(cc, tr)
+	if err != nil {
+		return nil, err
+	}
+	if err := el.Start(); err != nil {
+		return nil, err
+	}
+	s.el = el
+	return lease.NewLocal(nc, lease.Local{Elector: el, Members: s.cfg.MembersHTTP, Describe: s.describeClassic})
+}
+
+// describeClassic adds the elector's view and counters to GET /v1/cluster.
+func (s *Server) describeClassic(c *wire.Cluster) {
+	st := s.el.Stats()
+	c.Mode = string(st.Algorithm)
+	es := &wire.ElectionStats{Algorithm: string(st.Algorithm), InElection: st.InElection,
+		ElectionsStarted: st.ElectionsStarted, LastElection: wire.Duration(st.LastElection),
+		Sent: map[string]uint64{}, Received: map[string]uint64{}, Group: st.Group}
+	for k, v := range st.Sent {
+		es.Sent[k.String()] = v
+	}
+	for k, v := range st.Received {
+		es.Received[k.String()] = v
+	}
+	c.Election = es
 }
 
 // Config returns the configuration the server runs with, addresses filled in.
@@ -146,6 +212,9 @@ func (s *Server) Close() error {
 		close(s.stop)
 		s.wg.Wait()
 		err = s.node.Close()
+		if s.el != nil {
+			s.el.Close()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if herr := s.http.Shutdown(ctx); herr != nil {
@@ -163,6 +232,9 @@ func (s *Server) Abort() error {
 		close(s.stop)
 		s.wg.Wait()
 		s.node.Abort()
+		if s.el != nil {
+			s.el.Close()
+		}
 		s.http.Close()
 		s.mux.Close()
 	})

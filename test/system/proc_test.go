@@ -79,17 +79,19 @@ func mustStartCluster(t *testing.T, n int, extra ...string) *procCluster {
 	bin := mustBuild(t)
 	dir := t.TempDir()
 	c := &procCluster{t: t}
-	var initial []string
-	peers := make([]string, n)
+	var initial, httpList []string
+	peers, https := make([]string, n), make([]string, n)
 	for i := range n {
-		peers[i] = freePort(t)
+		peers[i], https[i] = freePort(t), freePort(t)
 		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
+		httpList = append(httpList, fmt.Sprintf("n%d=http://%s", i+1, https[i]))
 	}
 	for i := range n {
 		id := fmt.Sprintf("n%d", i+1)
-		httpAddr := freePort(t)
+		httpAddr := https[i]
 		args := append([]string{"serve", "--id", id, "--http", httpAddr, "--peer", peers[i],
-			"--data", filepath.Join(dir, id), "--initial-cluster", strings.Join(initial, ",")}, extra...)
+			"--data", filepath.Join(dir, id), "--initial-cluster", strings.Join(initial, ","),
+			"--cluster-http", strings.Join(httpList, ",")}, extra...)
 		c.procs = append(c.procs, &proc{t: t, id: id, args: append([]string{bin}, args...), http: "http://" + httpAddr,
 			logPath: filepath.Join(dir, id+".log")})
 	}
@@ -177,7 +179,7 @@ func (c *procCluster) waitLeader(within time.Duration) int {
 			}
 			var cl wire.Cluster
 			if st, _ := doJSON(p.http, "GET", "/v1/cluster", nil, &cl); st == 200 &&
-				cl.State == "Leader" && cl.MasterLeaseRemaining != nil && cl.MasterLeaseRemaining.D() > 0 {
+				(cl.State == "Leader" || cl.State == "coordinator") && cl.MasterLeaseRemaining != nil && cl.MasterLeaseRemaining.D() > 0 {
 				leader = i
 				return true
 			}

@@ -1,0 +1,159 @@
+package lease
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// Elector chooses the coordinator in a classic mode (ring, bully,
+// invitation). classic.Node satisfies it.
+type Elector interface {
+	// Coordinator returns the coordinator this node believes in and the
+	// epoch (or group id) of that belief; ok is false during an election.
+	Coordinator() (id string, epoch uint64, ok bool)
+}
+
+// Local configures a classic-mode node (NewLocal).
+type Local struct {
+	// Elector decides who coordinates. The caller starts and closes it.
+	Elector Elector
+	// Members maps every node id to its HTTP URL, for forwarding: nothing
+	// is replicated in a classic mode, so there is no member table.
+	Members map[string]string
+	// Describe adds the mode's own fields (name, counters) to GET
+	// /v1/cluster. It may be nil.
+	Describe func(*wire.Cluster)
+}
+
+// NewLocal returns a classic-mode Node: whichever node the elector names
+// coordinator serves the whole API from its own state machine, which
+// nothing replicates. Each tenure starts from empty state, so a change of
+// coordinator loses every session and lock; two nodes that both believe
+// they coordinate (a partition, for ring and bully) both serve. That is the
+// point of these modes: to show what the classic algorithms do not give.
+// Fencing tokens stay increasing across tenures only as far as the nodes'
+// wall clocks agree (see localEngine.apply).
+func NewLocal(cfg Config, l Local) (*Node, error) {
+	n, err := newNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if l.Elector == nil {
+		return nil, errors.New("lease: NewLocal: an Elector is required")
+	}
+	n.eng = &localEngine{n: n, l: l}
+	return n, nil
+}
+
+// localEngine applies commands to this node's FSM alone and takes
+// leadership from a classic elector.
+type localEngine struct {
+	n *Node
+	l Local
+
+	mu     sync.Mutex
+	index  uint64 // last index applied; the token of a grant
+	epoch  uint64 // epoch of the current tenure
+	leader bool
+}
+
+func (e *localEngine) open() error { return nil }
+
+func (e *localEngine) state() (bool, uint64) {
+	id, epoch, ok := e.l.Elector.Coordinator()
+	return ok && id == e.n.cfg.ID, epoch
+}
+
+func (e *localEngine) leaderID() string {
+	if id, _, ok := e.l.Elector.Coordinator(); ok {
+		return id
+	}
+	return ""
+}
+
+func (e *localEngine) leaderCh() <-chan bool { return nil }
+
+// barrier starts a tenure: the state machine is emptied, since whatever it
+// held was this node's alone and may be long out of date, and indexes jump
+// to the wall clock in microseconds, so that tokens granted by this tenure
+// exceed those of earlier coordinators whose clocks were not ahead.
+func (e *localEngine) barrier(time.Duration) error {
+	empty, err := fsm.New().Snapshot()
+	if err != nil {
+		return err
+	}
+	if err := e.n.fsm.Restore(bytes.NewReader(empty)); err != nil {
+		return err
+	}
+	_, epoch := e.state()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.index = max(e.index, uint64(time.Now().UnixMicro()))
+	e.epoch, e.leader = epoch, true
+	e.n.log.Info("coordinator tenure starts from empty state", "epoch", epoch, "first_index", e.index+1)
+	return nil
+}
+
+func (e *localEngine) verify() error {
+	leader, epoch := e.state()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !leader || epoch != e.epoch {
+		return errNoLeader("this node no longer coordinates")
+	}
+	return nil
+}
+
+func (e *localEngine) apply(data []byte, _ time.Duration) (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.index++
+	return e.n.fsm.Apply(e.index, data), nil
+}
+
+func (e *localEngine) transfer() error { return nil }
+
+func (e *localEngine) close() error { return nil }
+
+func (e *localEngine) memberHTTP(id string) string { return e.l.Members[id] }
+
+func (e *localEngine) describe(c *wire.Cluster) error {
+	id, epoch, ok := e.l.Elector.Coordinator()
+	c.State = "member"
+	if ok && id == e.n.cfg.ID {
+		c.State = "coordinator"
+	}
+	c.Term, c.Epoch = epoch, epoch
+	if ok {
+		c.Coordinator = id
+	}
+	c.CommitIndex = e.n.fsm.AppliedIndex()
+	c.AppliedIndex = c.CommitIndex
+	ids := make([]string, 0, len(e.l.Members))
+	for m := range e.l.Members {
+		ids = append(ids, m)
+	}
+	sort.Strings(ids)
+	for _, m := range ids {
+		c.Members = append(c.Members, wire.Member{ID: m, HTTP: e.l.Members[m], Voter: true, Leader: ok && m == id})
+	}
+	if e.l.Describe != nil {
+		e.l.Describe(c)
+	}
+	return nil
+}
+
+func (e *localEngine) addMember(context.Context, wire.Member) error {
+	return wire.Errorf(wire.CodeBadRequest, "membership is static in the classic modes")
+}
+
+func (e *localEngine) removeMember(context.Context, string) error {
+	return wire.Errorf(wire.CodeBadRequest, "membership is static in the classic modes")
+}

@@ -1,0 +1,55 @@
+package system
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// TestClassic_BullyClusterServesAndFailsOver runs a 3-node cluster whose
+// coordinator is chosen by the bully algorithm: the highest id coordinates
+// and serves locks; killed, the next highest takes over with empty state.
+func TestClassic_BullyClusterServesAndFailsOver(t *testing.T) {
+	c := mustStartCluster(t, 3, "--election", "bully")
+	coord := c.waitLeader(15 * time.Second)
+	if coord != 2 {
+		t.Fatalf("bully elected n%d, want the highest id n3", coord+1)
+	}
+	// Any node forwards to the coordinator.
+	front := c.procs[0].http
+	sid := newSession(t, front, time.Minute)
+	tok, st, e := acquire(front, "jobs", sid)
+	if st != 200 || tok == 0 {
+		t.Fatalf("acquire through n1: %d %s", st, e.Message)
+	}
+	var cl wire.Cluster
+	mustDo(t, front, "GET", "/v1/cluster", nil, &cl)
+	if cl.Mode != "bully" || cl.Coordinator != "n3" || cl.Election == nil {
+		t.Fatalf("cluster view = mode %q coordinator %q stats %+v", cl.Mode, cl.Coordinator, cl.Election)
+	}
+
+	c.procs[coord].kill9()
+	waitFor(t, 15*time.Second, "n2 to take over", func() bool {
+		var cl wire.Cluster
+		st, _ := doJSON(c.procs[1].http, "GET", "/v1/cluster", nil, &cl)
+		return st == 200 && cl.State == "coordinator" && cl.MasterLeaseRemaining != nil
+	})
+	// The new coordinator never saw the session: state is not replicated.
+	if st, e := doJSON(front, "GET", "/v1/sessions/"+sid, nil, nil); st != 410 {
+		t.Fatalf("old session on the new coordinator = %d %s, want 410 (state is lost in classic modes)", st, e.Code)
+	}
+	other := newSession(t, front, time.Minute)
+	tok2, st, e := acquire(front, "jobs", other)
+	if st != 200 {
+		t.Fatalf("acquire on the new coordinator: %d %s", st, e.Message)
+	}
+	t.Logf("tokens: %d before, %d after the takeover", tok, tok2)
+	mustDo(t, front, "GET", "/v1/cluster", nil, &cl)
+	if cl.Coordinator != "n2" {
+		t.Fatalf("coordinator after kill = %q", cl.Coordinator)
+	}
+	if cl.Election.ElectionsStarted == 0 || cl.Election.Received["coordinator"] == 0 {
+		t.Fatalf("election counters after a takeover: %+v", cl.Election)
+	}
+}
