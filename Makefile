@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/lockd
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-short race lint cluster cluster-down clean
+.PHONY: build run test test-short race lint cluster cluster-down bench clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockd
@@ -28,6 +28,11 @@ lint:
 	@out=$$(gofmt -l . | grep -v '^vendor/'); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# Message counts and time to agreement of ring, bully, invitation and Raft
+# (README "Election modes compared"); writes bench-out/elections.{csv,svg}.
+bench:
+	$(GO) run ./cmd/lockd bench elections --out bench-out
+
 # A local 3-node cluster in the background (scripts/cluster.sh).
 cluster: build
 	LOCKD_BIN=$(BIN) scripts/cluster.sh up 3
@@ -36,4 +41,4 @@ cluster-down:
 	scripts/cluster.sh down
 
 clean:
-	rm -rf bin lockd-data .cluster
+	rm -rf bin lockd-data .cluster bench-out

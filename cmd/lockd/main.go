@@ -5,6 +5,7 @@
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
 //	lockd status | locks | sessions      the cluster, locks, sessions at a glance (--json for scripts)
 //	lockd leader NAME                    who leads an election
+//	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
 //	lockd version                        print the version
 //
 // Exit codes: 0 success (or CMD's own code), 1 error, 2 usage, 3 lock not
@@ -48,6 +49,8 @@ func run(args []string) int {
 		return electCmd(args[1:])
 	case "status", "locks", "sessions", "leader":
 		return infoCmd(args[0], args[1:])
+	case "bench":
+		return benchCmd(args[1:])
 	case "version", "--version", "-version":
 		fmt.Println("lockd", version)
 		return exitOK
@@ -70,6 +73,8 @@ Usage:
   lockd elect [flags] NAME [-- CMD...]  run CMD while leader of NAME; without CMD, print leader changes
   lockd status | locks | sessions       the cluster, its locks, its sessions (--json for scripts)
   lockd leader NAME                     who leads the election NAME
+  lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
+                                        invitation and raft for N=3..16 (table, CSV, SVG)
   lockd version                         print the version
 
 Client commands find the cluster with --addr or LOCKD_ADDR (default
