@@ -92,8 +92,8 @@ func (c *Client) acquire(ctx context.Context, name string, req wire.AcquireReque
 	return out, err
 }
 
-func (c *Client) release(ctx context.Context, name, session string) error {
-	return c.call(ctx, "POST", lockPath(name, "release"), wire.SessionRequest{Session: session}, nil, idempotent, 0)
+func (c *Client) release(ctx context.Context, name, session string, seq uint64) error {
+	return c.call(ctx, "POST", lockPath(name, "release"), wire.SessionRequest{Session: session, Seq: seq}, nil, idempotent, 0)
 }
 
 func (c *Client) campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error) {
@@ -106,6 +106,6 @@ func (c *Client) proclaim(ctx context.Context, name string, req wire.ProclaimReq
 	return c.call(ctx, "POST", electionPath(name, "proclaim"), req, nil, idempotent, 0)
 }
 
-func (c *Client) resign(ctx context.Context, name, session string) error {
-	return c.call(ctx, "POST", electionPath(name, "resign"), wire.SessionRequest{Session: session}, nil, idempotent, 0)
+func (c *Client) resign(ctx context.Context, name, session string, seq uint64) error {
+	return c.call(ctx, "POST", electionPath(name, "resign"), wire.SessionRequest{Session: session, Seq: seq}, nil, idempotent, 0)
 }

@@ -49,7 +49,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		if dl, ok := ctx.Deadline(); ok {
 			wait = max(min(wait, time.Until(dl)), time.Millisecond)
 		}
-		r, err := e.s.c.campaign(ctx, e.name, wire.CampaignRequest{Session: e.s.id, Value: value, Wait: wire.Duration(wait)})
+		r, err := e.s.c.campaign(ctx, e.name, wire.CampaignRequest{Session: e.s.id, Value: value, Wait: wire.Duration(wait), Seq: e.s.nextSeq()})
 		switch {
 		case err == nil:
 			if !e.s.Alive() {
@@ -79,7 +79,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 func (e *Election) bestEffortResign() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	e.s.c.resign(ctx, e.name, e.s.id)
+	e.s.c.resign(ctx, e.name, e.s.id, e.s.nextSeq())
 }
 
 // Proclaim changes the leader's value without giving up leadership.
@@ -87,7 +87,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if !e.m.Held() {
 		return ErrNotLeader
 	}
-	err := e.s.c.proclaim(ctx, e.name, wire.ProclaimRequest{Session: e.s.id, Value: value})
+	err := e.s.c.proclaim(ctx, e.name, wire.ProclaimRequest{Session: e.s.id, Value: value, Seq: e.s.nextSeq()})
 	if errors.Is(err, ErrNotHolder) {
 		return ErrNotLeader
 	}
@@ -97,7 +97,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 // Resign gives up leadership (or leaves the queue of candidates).
 func (e *Election) Resign(ctx context.Context) error {
 	e.m.endHolding()
-	err := e.s.c.resign(ctx, e.name, e.s.id)
+	err := e.s.c.resign(ctx, e.name, e.s.id, e.s.nextSeq())
 	if errors.Is(err, ErrNotHolder) || errors.Is(err, ErrSessionExpired) {
 		return nil
 	}

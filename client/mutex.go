@@ -80,7 +80,7 @@ func (m *Mutex) acquire(ctx context.Context, wait time.Duration) error {
 	if !m.s.Alive() {
 		return ErrSessionLost
 	}
-	r, err := m.s.c.acquire(ctx, m.name, wire.AcquireRequest{Session: m.s.id, Mode: m.mode, Wait: wire.Duration(wait)})
+	r, err := m.s.c.acquire(ctx, m.name, wire.AcquireRequest{Session: m.s.id, Mode: m.mode, Wait: wire.Duration(wait), Seq: m.s.nextSeq()})
 	if err != nil {
 		if errors.Is(err, ErrSessionExpired) {
 			m.s.lose(ErrSessionExpired)
@@ -131,14 +131,14 @@ func (m *Mutex) hold(token uint64) {
 func (m *Mutex) bestEffortRelease() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	m.s.c.release(ctx, m.name, m.s.id)
+	m.s.c.release(ctx, m.name, m.s.id, m.s.nextSeq())
 }
 
 // Unlock releases the lock. A lock this session no longer holds (released
 // already, or lost with the session) is not an error.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.endHolding()
-	err := m.s.c.release(ctx, m.name, m.s.id)
+	err := m.s.c.release(ctx, m.name, m.s.id, m.s.nextSeq())
 	if errors.Is(err, ErrNotHolder) || errors.Is(err, ErrSessionExpired) {
 		return nil
 	}

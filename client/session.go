@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
@@ -67,6 +68,8 @@ type Session struct {
 	stop   chan struct{} // closed by Close
 	loopWG sync.WaitGroup
 
+	seq atomic.Uint64 // last request number handed out (see nextSeq)
+
 	mu       sync.Mutex
 	deadline time.Time // local, monotonic
 	err      error     // why the session ended
@@ -102,6 +105,11 @@ func NewSession(ctx context.Context, c *Client, opts ...SessionOption) (*Session
 	go s.keepAliveLoop()
 	return s, nil
 }
+
+// nextSeq returns the number for a new lock or election operation. Retries
+// of one operation reuse its number, so that the server can tell a late,
+// abandoned request from a new one (see wire.AcquireRequest).
+func (s *Session) nextSeq() uint64 { return s.seq.Add(1) }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.id }

@@ -53,6 +53,9 @@ type Command struct {
 	Wait      time.Duration `json:"wait,omitempty"`
 	Value     string        `json:"value,omitempty"`
 	Member    *Member       `json:"member,omitempty"`
+	// Seq is the client's request number for lock and election operations
+	// (see seq.go); 0 means none.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // Encode returns the log representation of c: the Version byte, the Op

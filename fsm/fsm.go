@@ -29,8 +29,11 @@ type FSM struct {
 // state is everything a snapshot holds. Restore swaps it as a whole, so
 // nothing of an old state can survive a restore.
 type state struct {
-	applied   uint64
-	sessions  map[string]Session
+	applied  uint64
+	sessions map[string]Session
+	// seqs holds, per session, the highest request number applied for each
+	// lock ("l/NAME") and election ("e/NAME"); see seq.go.
+	seqs      map[string]map[string]uint64
 	locks     *space
 	elections *space
 	members   map[string]Member
@@ -52,6 +55,7 @@ func New() *FSM {
 func newState() *state {
 	return &state{
 		sessions:  make(map[string]Session),
+		seqs:      make(map[string]map[string]uint64),
 		locks:     newSpace(false),
 		elections: newSpace(true),
 		members:   make(map[string]Member),
@@ -149,7 +153,7 @@ func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
 	case OpAcquire:
 		return st.acquire(st.locks, o, c)
 	case OpRelease:
-		return st.release(st.locks, o, c)
+		return st.once(st.locks, c, ErrNotHolder, func() Result { return st.release(st.locks, o, c) })
 	case OpCancelWait:
 		return st.cancelWait(st.locks, o, c)
 	case OpTick:
@@ -159,9 +163,9 @@ func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
 	case OpCampaign:
 		return st.acquire(st.elections, o, c)
 	case OpProclaim:
-		return st.proclaim(o, c)
+		return st.once(st.elections, c, ErrNotHolder, func() Result { return st.proclaim(o, c) })
 	case OpResign:
-		return st.resign(o, c)
+		return st.once(st.elections, c, ErrNotHolder, func() Result { return st.resign(o, c) })
 	case OpCancelCampaign:
 		return st.cancelWait(st.elections, o, c)
 	case OpSetMember:

@@ -43,6 +43,10 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 		value = c.Value
 	}
 	l := s.lookup(c.Name)
+	if st.repeated(s, c) {
+		return st.repeatedAcquire(s, l, mode, o, c)
+	}
+	st.noteSeq(s, c)
 	if i := l.holder(c.Session); i >= 0 {
 		// A retry of an acquire that already succeeded: same token, no change.
 		if l.Mode != mode {
@@ -155,4 +159,18 @@ func (st *state) resign(o op, c Command) Result {
 		return st.cancelWait(st.elections, o, c)
 	}
 	return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
+}
+
+// repeatedAcquire answers an acquire whose request number was applied
+// already (a retry, or an abandoned request arriving late) from the current
+// state: the session's holding or its place in the queue if it still has
+// them, and otherwise a refusal. It never grants anew.
+func (st *state) repeatedAcquire(s *space, l *Lock, mode Mode, o op, c Command) Result {
+	if i := l.holder(c.Session); i >= 0 && l.Mode == mode {
+		return Result{Granted: true, Token: l.Holders[i].Token}
+	}
+	if i := l.waiter(c.Session); i >= 0 {
+		return s.requeue(l, i, mode, o, c)
+	}
+	return Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
 }

@@ -40,6 +40,7 @@ func (st *state) endSession(o op, id string, expire bool) Result {
 		Resigned: st.elections.evict(id, delay, o),
 	}
 	delete(st.sessions, id)
+	delete(st.seqs, id)
 	return res
 }
 

@@ -23,6 +23,8 @@ type snapshotFile struct {
 	Locks          []Lock    `json:"locks"`
 	Elections      []Lock    `json:"elections"`
 	Members        []Member  `json:"members"`
+	// Seqs: per session, the last request number per object (seq.go).
+	Seqs map[string]map[string]uint64 `json:"seqs,omitempty"`
 }
 
 // Snapshot returns the whole state, encoded. Two FSMs that applied the same
@@ -40,6 +42,7 @@ func (f *FSM) Snapshot() ([]byte, error) {
 		Locks:          st.locks.list(),
 		Elections:      st.elections.list(),
 		Members:        sortedValues(st.members),
+		Seqs:           st.seqs,
 	}
 	b, err := json.Marshal(file)
 	if err != nil {
@@ -96,6 +99,12 @@ func (file *snapshotFile) state() (*state, error) {
 			return nil, fmt.Errorf("invalid or duplicate session %q", s.ID)
 		}
 		st.sessions[s.ID] = s
+	}
+	for id, seqs := range file.Seqs {
+		if _, ok := st.sessions[id]; !ok || len(seqs) == 0 {
+			return nil, fmt.Errorf("request numbers for unknown session %q", id)
+		}
+		st.seqs[id] = seqs
 	}
 	for _, m := range file.Members {
 		if _, dup := st.members[m.ID]; dup || m.ID == "" {

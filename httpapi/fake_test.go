@@ -100,8 +100,8 @@ func (f *fakeService) Acquire(ctx context.Context, name string, req wire.Acquire
 	return wire.AcquireResponse{Name: name, Mode: req.Mode, Token: 42, Session: req.Session}, f.record(ctx, "Acquire", name, req)
 }
 
-func (f *fakeService) Release(ctx context.Context, name, session string) error {
-	return f.record(ctx, "Release", name, session)
+func (f *fakeService) Release(ctx context.Context, name string, req wire.SessionRequest) error {
+	return f.record(ctx, "Release", name, req)
 }
 
 func fakeLock(name string) wire.Lock {
@@ -133,8 +133,8 @@ func (f *fakeService) Proclaim(ctx context.Context, name string, req wire.Procla
 	return f.record(ctx, "Proclaim", name, req)
 }
 
-func (f *fakeService) Resign(ctx context.Context, name, session string) error {
-	return f.record(ctx, "Resign", name, session)
+func (f *fakeService) Resign(ctx context.Context, name string, req wire.SessionRequest) error {
+	return f.record(ctx, "Resign", name, req)
 }
 
 func (f *fakeService) Election(ctx context.Context, name string, opt ReadOptions) (wire.Election, error) {

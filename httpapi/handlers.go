@@ -80,7 +80,7 @@ func (s *Server) release(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return done(s.svc.Release(r.Context(), name, req.Session))
+	return done(s.svc.Release(r.Context(), name, req))
 }
 
 // check serves POST /v1/locks/{name}/check.
@@ -159,7 +159,7 @@ func (s *Server) resign(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return done(s.svc.Resign(r.Context(), name, req.Session))
+	return done(s.svc.Resign(r.Context(), name, req))
 }
 
 // getElection serves GET /v1/elections/{name}.

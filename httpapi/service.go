@@ -31,14 +31,14 @@ type Service interface {
 	Sessions(ctx context.Context, opt ReadOptions) (wire.SessionList, error)
 
 	Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error)
-	Release(ctx context.Context, name, session string) error
+	Release(ctx context.Context, name string, req wire.SessionRequest) error
 	Lock(ctx context.Context, name string, opt ReadOptions) (wire.Lock, error)
 	Locks(ctx context.Context, opt ReadOptions) (wire.LockList, error)
 	Check(ctx context.Context, name string, token uint64) (bool, error)
 
 	Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error)
 	Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error
-	Resign(ctx context.Context, name, session string) error
+	Resign(ctx context.Context, name string, req wire.SessionRequest) error
 	Election(ctx context.Context, name string, opt ReadOptions) (wire.Election, error)
 
 	Cluster(ctx context.Context) (wire.Cluster, error)

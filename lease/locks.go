@@ -31,7 +31,7 @@ func (n *Node) Acquire(ctx context.Context, name string, req wire.AcquireRequest
 	if mode == "" {
 		mode = fsm.Exclusive
 	}
-	cmd := fsm.Command{Op: fsm.OpAcquire, Session: req.Session, Name: name, Mode: mode, Wait: req.Wait.D()}
+	cmd := fsm.Command{Op: fsm.OpAcquire, Session: req.Session, Name: name, Mode: mode, Wait: req.Wait.D(), Seq: req.Seq}
 	token, err := n.acquire(ctx, locksNS, cmd)
 	if err != nil {
 		return wire.AcquireResponse{}, err
@@ -41,7 +41,7 @@ func (n *Node) Acquire(ctx context.Context, name string, req wire.AcquireRequest
 
 // Campaign is Acquire for an election: it returns once the session leads.
 func (n *Node) Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error) {
-	cmd := fsm.Command{Op: fsm.OpCampaign, Session: req.Session, Name: name, Mode: fsm.Exclusive, Value: req.Value, Wait: req.Wait.D()}
+	cmd := fsm.Command{Op: fsm.OpCampaign, Session: req.Session, Name: name, Mode: fsm.Exclusive, Value: req.Value, Wait: req.Wait.D(), Seq: req.Seq}
 	if _, err := n.acquire(ctx, electionsNS, cmd); err != nil {
 		return wire.Election{}, err
 	}
@@ -149,18 +149,18 @@ func waits(l fsm.Lock, session string) bool {
 }
 
 // Release commits the release of a lock by its holder.
-func (n *Node) Release(ctx context.Context, name, session string) error {
-	return n.simple(ctx, locksNS, fsm.Command{Op: fsm.OpRelease, Session: session, Name: name})
+func (n *Node) Release(ctx context.Context, name string, req wire.SessionRequest) error {
+	return n.simple(ctx, locksNS, fsm.Command{Op: fsm.OpRelease, Session: req.Session, Name: name, Seq: req.Seq})
 }
 
 // Proclaim sets the leader's value of an election.
 func (n *Node) Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error {
-	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpProclaim, Session: req.Session, Name: name, Value: req.Value})
+	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpProclaim, Session: req.Session, Name: name, Value: req.Value, Seq: req.Seq})
 }
 
 // Resign gives up leadership of an election (or leaves its queue).
-func (n *Node) Resign(ctx context.Context, name, session string) error {
-	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpResign, Session: session, Name: name})
+func (n *Node) Resign(ctx context.Context, name string, req wire.SessionRequest) error {
+	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpResign, Session: req.Session, Name: name, Seq: req.Seq})
 }
 
 func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error {

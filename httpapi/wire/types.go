@@ -35,10 +35,18 @@ type KeepAliveResponse struct {
 
 // AcquireRequest is the body of POST /v1/locks/{name}/acquire. Wait is how
 // long to block in the waiter queue; 0 means try once.
+//
+// Seq, in this and the other lock and election requests, is optional: a
+// number the client makes grow with every operation of a session, and
+// repeats when it retries one. The server then ignores a request whose
+// number is not above the last it applied for that session and lock (an
+// abandoned request that arrives late), instead of re-granting a lock the
+// client has released or releasing one it has re-taken.
 type AcquireRequest struct {
 	Session string   `json:"session"`
 	Mode    string   `json:"mode,omitempty"`
 	Wait    Duration `json:"wait,omitempty"`
+	Seq     uint64   `json:"seq,omitempty"`
 }
 
 // AcquireResponse answers a successful acquire.
@@ -53,6 +61,7 @@ type AcquireResponse struct {
 // only the caller's session.
 type SessionRequest struct {
 	Session string `json:"session"`
+	Seq     uint64 `json:"seq,omitempty"`
 }
 
 // Holder is one holder of a lock.
@@ -96,12 +105,14 @@ type CampaignRequest struct {
 	Session string   `json:"session"`
 	Value   string   `json:"value"`
 	Wait    Duration `json:"wait,omitempty"`
+	Seq     uint64   `json:"seq,omitempty"`
 }
 
 // ProclaimRequest is the body of POST /v1/elections/{name}/proclaim.
 type ProclaimRequest struct {
 	Session string `json:"session"`
 	Value   string `json:"value"`
+	Seq     uint64 `json:"seq,omitempty"`
 }
 
 // Election is the state of a named election. Session is empty when nobody

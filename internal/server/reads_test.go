@@ -186,3 +186,24 @@ func TestCluster_RawBadInput(t *testing.T) {
 		t.Fatalf("bad input reached the log: commit index %d -> %d", before, after)
 	}
 }
+
+// TestCluster_LateRequestIsIgnored replays an acquire after the release
+// that followed it, as an abandoned HTTP request that reached the leader
+// late would: the request number makes the leader answer it without
+// granting the lock again.
+func TestCluster_LateRequestIsIgnored(t *testing.T) {
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
+	sid := l.session(30*time.Second, 0)
+	acq := wire.AcquireRequest{Session: sid, Seq: 1}
+	l.must("POST", "/v1/locks/z/acquire", acq, nil)
+	l.must("POST", "/v1/locks/z/release", wire.SessionRequest{Session: sid, Seq: 2}, nil)
+	if st, e := l.do("POST", "/v1/locks/z/acquire", acq, nil); st != 409 || e.Code != wire.CodeLockHeld {
+		t.Fatalf("late acquire = %d %q, want 409 lock_held", st, e.Code)
+	}
+	var lk wire.Lock
+	l.must("GET", "/v1/locks/z", nil, &lk)
+	if len(lk.Holders) != 0 {
+		t.Fatalf("late acquire re-granted the lock: %+v", lk.Holders)
+	}
+}
