@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/lockd
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-short race lint cluster cluster-down bench clean
+.PHONY: build run test test-short race lint cluster cluster-down bench jepsen jepsen-selftest clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockd
@@ -33,6 +33,15 @@ lint:
 bench:
 	$(GO) run ./cmd/lockd bench elections --out bench-out
 
+# The fault-injection campaign (about an hour): 50 seeded runs of 60 s over
+# every fault kind, appending its row to jepsen/RESULTS.md.
+jepsen:
+	$(GO) run ./jepsen --runs 50 --duration 60s --seed 1000 --faults all --results jepsen/RESULTS.md
+
+# Proves the checkers catch each --unsafe-debug switch and the unfenced control.
+jepsen-selftest:
+	LOCKD_JEPSEN_SELFTEST=1 $(GO) test -run TestSelfTest -timeout 30m -v ./jepsen
+
 # A local 3-node cluster in the background (scripts/cluster.sh).
 cluster: build
 	LOCKD_BIN=$(BIN) scripts/cluster.sh up 3
@@ -41,4 +50,4 @@ cluster-down:
 	scripts/cluster.sh down
 
 clean:
-	rm -rf bin lockd-data .cluster bench-out
+	rm -rf bin lockd-data .cluster bench-out jepsen-out

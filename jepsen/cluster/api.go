@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// httpClient is for the harness's own calls; every call also carries a
+// context deadline.
+var httpClient = &http.Client{Timeout: 3 * time.Second}
+
+// Do sends one JSON request to the node and decodes a 2xx answer into out.
+func (n *Node) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, n.HTTP+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if resp.StatusCode >= 300 {
+		var e wire.Error
+		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
+			return &e
+		}
+		return fmt.Errorf("cluster: %s %s%s: %s", method, n.HTTP, path, resp.Status)
+	}
+	if out != nil {
+		return json.Unmarshal(raw, out)
+	}
+	return nil
+}
+
+// Status reads GET /v1/cluster from the node.
+func (n *Node) Status(ctx context.Context) (wire.Cluster, error) {
+	var out wire.Cluster
+	err := n.Do(ctx, "GET", "/v1/cluster", nil, &out)
+	return out, err
+}
+
+// SetFault installs a transport fault rule on the node against peer.
+// direction is "in", "out" or "both"; rule is "drop" or "blackhole".
+func (n *Node) SetFault(ctx context.Context, peer, direction, rule string) error {
+	return n.Do(ctx, "POST", "/v1/debug/faults", wire.FaultRequest{Peer: peer, Direction: direction, Rule: rule}, nil)
+}
+
+// HealFaults removes every transport fault rule on the node.
+func (n *Node) HealFaults(ctx context.Context) error {
+	return n.Do(ctx, "DELETE", "/v1/debug/faults", nil, nil)
+}
+
+// ClockSetting is the body of the debug clock routes.
+type ClockSetting struct {
+	Offset string  `json:"offset"`
+	Rate   float64 `json:"rate"`
+}
+
+// Clock reads the node's injectable clock (GET /v1/debug/clock).
+func (n *Node) Clock(ctx context.Context) (ClockSetting, error) {
+	var out ClockSetting
+	err := n.Do(ctx, "GET", "/v1/debug/clock", nil, &out)
+	return out, err
+}
+
+// SetClock sets the node's clock to real time + offset running at rate.
+func (n *Node) SetClock(ctx context.Context, offset time.Duration, rate float64) error {
+	return n.Do(ctx, "POST", "/v1/debug/clock", ClockSetting{Offset: offset.String(), Rate: rate}, nil)
+}

@@ -1,0 +1,306 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config describes a cluster to start.
+type Config struct {
+	// Binary is the path of a built lockd.
+	Binary string
+	// Nodes is the cluster size (3 or 5).
+	Nodes int
+	// Dir holds each node's data directory and log.
+	Dir string
+	// Election is passed to "lockd serve --election" ("raft" if empty).
+	Election string
+	// UnsafeDebug is passed to "lockd serve --unsafe-debug" when not empty.
+	UnsafeDebug string
+	// Extra are more arguments for every "lockd serve".
+	Extra []string
+}
+
+// Node is one lockd process. Its methods are safe for concurrent use.
+type Node struct {
+	ID       string
+	HTTP     string // base URL, http://127.0.0.1:port
+	Peer     string // host:port
+	DataDir  string
+	LogPath  string
+	args     []string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	paused   bool
+	restarts int
+}
+
+// Cluster is a set of lockd processes started by this package.
+type Cluster struct {
+	cfg   Config
+	Nodes []*Node
+}
+
+// Build compiles cmd/lockd into dir and returns the binary's path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "lockd")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("cluster: go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// FreePort returns a 127.0.0.1 address whose port the OS just handed out.
+func FreePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// New prepares a cluster: ports and directories, no processes yet.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Nodes < 1 {
+		return nil, errors.New("cluster: need at least one node")
+	}
+	c := &Cluster{cfg: cfg}
+	var initial []string
+	peers := make([]string, cfg.Nodes)
+	for i := range peers {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		peers[i] = p
+		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, p))
+	}
+	for i := range cfg.Nodes {
+		id := fmt.Sprintf("n%d", i+1)
+		h, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		n := &Node{ID: id, HTTP: "http://" + h, Peer: peers[i], DataDir: filepath.Join(cfg.Dir, id),
+			LogPath: filepath.Join(cfg.Dir, id+".log")}
+		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
+			"--initial-cluster", strings.Join(initial, ","), "--unsafe-fault-injection"}
+		if cfg.Election != "" && cfg.Election != "raft" {
+			n.args = append(n.args, "--election", cfg.Election)
+		}
+		if cfg.UnsafeDebug != "" {
+			n.args = append(n.args, "--unsafe-debug", cfg.UnsafeDebug)
+		}
+		n.args = append(n.args, cfg.Extra...)
+		c.Nodes = append(c.Nodes, n)
+	}
+	return c, nil
+}
+
+// Start starts every node.
+func (c *Cluster) Start() error {
+	for _, n := range c.Nodes {
+		if err := n.Start(c.cfg.Binary); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Endpoints returns every node's HTTP base URL.
+func (c *Cluster) Endpoints() []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.HTTP)
+	}
+	return out
+}
+
+// Node returns the node with the given id, or nil.
+func (c *Cluster) Node(id string) *Node {
+	for _, n := range c.Nodes {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// Close kills every node's process group and waits for them. It is safe to
+// call more than once and from a deferred call after a panic.
+func (c *Cluster) Close() {
+	for _, n := range c.Nodes {
+		n.Kill()
+	}
+}
+
+// Start starts the node's process with bin in a new process group.
+func (n *Node) Start(bin string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && n.aliveLocked() {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(n.LogPath), 0o755); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "==== harness: start %s %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(bin, n.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("cluster: start %s: %w", n.ID, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	n.cmd, n.done, n.paused = cmd, done, false
+	n.restarts++
+	return nil
+}
+
+func (n *Node) aliveLocked() bool {
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Alive reports whether the node's process is running (or stopped).
+func (n *Node) Alive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.aliveLocked()
+}
+
+// Paused reports whether the harness has stopped the node with SIGSTOP.
+func (n *Node) Paused() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.paused && n.aliveLocked()
+}
+
+// PID returns the process id, or 0 when the node is down.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.aliveLocked() {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL to the node's process group and waits until the
+// process is reaped (at most 10 s).
+func (n *Node) Kill() {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	alive := n.aliveLocked()
+	n.paused = false
+	n.mu.Unlock()
+	if !alive {
+		return
+	}
+	pid := cmd.Process.Pid
+	syscall.Kill(-pid, syscall.SIGKILL)
+	syscall.Kill(-pid, syscall.SIGCONT)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// Restart kills the node if it runs and starts it again on the same data.
+func (n *Node) Restart(bin string) error {
+	n.Kill()
+	return n.Start(bin)
+}
+
+// Pause stops the node with SIGSTOP.
+func (n *Node) Pause() error { return n.signal(syscall.SIGSTOP, true) }
+
+// Resume continues a paused node with SIGCONT.
+func (n *Node) Resume() error { return n.signal(syscall.SIGCONT, false) }
+
+func (n *Node) signal(sig syscall.Signal, paused bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.aliveLocked() {
+		return fmt.Errorf("cluster: %s is not running", n.ID)
+	}
+	if err := syscall.Kill(-n.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("cluster: %v to %s: %w", sig, n.ID, err)
+	}
+	n.paused = paused
+	return nil
+}
+
+// WaitLeader polls until some running, unpaused node reports itself leader
+// with a master lease, and returns it.
+func (c *Cluster) WaitLeader(ctx context.Context, within time.Duration) (*Node, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		if n := c.Leader(ctx); n != nil {
+			return n, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: no leader with a master lease within %v", within)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Leader returns a running, unpaused node that reports itself leader with
+// a master lease, or nil.
+func (c *Cluster) Leader(ctx context.Context) *Node {
+	for _, n := range c.Nodes {
+		if !n.Alive() || n.Paused() {
+			continue
+		}
+		st, err := n.Status(ctx)
+		if err == nil && st.State == "Leader" && st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() > 0 {
+			return n
+		}
+	}
+	return nil
+}
+
+// RaftLeader returns the node that running nodes name as leader, even one
+// without a lease or one that is paused, or nil.
+func (c *Cluster) RaftLeader(ctx context.Context) *Node {
+	for _, n := range c.Nodes {
+		if !n.Alive() || n.Paused() {
+			continue
+		}
+		st, err := n.Status(ctx)
+		if err == nil && st.Leader != nil && st.Leader.ID != "" {
+			if l := c.Node(st.Leader.ID); l != nil {
+				return l
+			}
+		}
+	}
+	return nil
+}

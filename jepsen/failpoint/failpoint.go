@@ -1,0 +1,225 @@
+// Package failpoint is the harness's faults: killing, pausing and
+// restarting lockd nodes, pausing a lock-holding client, partitioning the
+// network through the nodes' transport fault hooks, skewing a node's
+// clock, and a schedule aimed at the master lease. Each fault has a Name,
+// says whether it is Available in this run, and can be Injected and then
+// Healed. A Schedule, drawn from a seed, injects and heals them one at a
+// time for a bounded time.
+//
+// Faults break things on purpose; they do not check anything.
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/traffic"
+)
+
+// Env is what a fault acts on.
+type Env struct {
+	Cluster *cluster.Cluster
+	Binary  string
+	Rec     *history.Recorder
+	// Resource holds the child fence clients (nil without the fenced
+	// workload).
+	Resource *traffic.Resource
+	// TTL is the TTL of the clients' sessions.
+	TTL time.Duration
+	// UnsafeClock allows the clock faults.
+	UnsafeClock bool
+}
+
+// Failpoint is one kind of fault.
+type Failpoint interface {
+	// Name is the fault's name in flags and reports.
+	Name() string
+	// Available returns nil if the fault can run in env, else why not.
+	Available(ctx context.Context, env *Env) error
+	// Inject breaks something and returns a description of what.
+	Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error)
+	// Heal undoes the last Inject.
+	Heal(ctx context.Context, env *Env) error
+	// Hold is how long the fault stays in force, drawn from rng.
+	Hold(env *Env, rng *rand.Rand) time.Duration
+}
+
+// Registry returns a fresh instance of every fault, by name.
+func Registry() map[string]Failpoint {
+	all := []Failpoint{
+		&kill{leader: false}, &kill{leader: true},
+		&pause{leader: false}, &pause{leader: true},
+		&pauseClient{},
+		&partition{kind: "leader"}, &partition{kind: "node"}, &partition{kind: "split"},
+		&partition{kind: "bridge"}, &partition{kind: "oneway"},
+		&iptables{},
+		&clockFault{rate: false}, &clockFault{rate: true},
+		&leaseSchedule{},
+	}
+	m := map[string]Failpoint{}
+	for _, f := range all {
+		m[f.Name()] = f
+	}
+	return m
+}
+
+// Names returns every fault's name, sorted.
+func Names() []string {
+	var out []string
+	for n := range Registry() {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Select parses a comma-separated list of fault names ("all" for every
+// fault, "none" for none).
+func Select(list string) ([]Failpoint, error) {
+	reg := Registry()
+	if list == "" || list == "none" {
+		return nil, nil
+	}
+	if list == "all" {
+		var out []Failpoint
+		for _, n := range Names() {
+			out = append(out, reg[n])
+		}
+		return out, nil
+	}
+	var out []Failpoint
+	for _, n := range strings.Split(list, ",") {
+		f, ok := reg[strings.TrimSpace(n)]
+		if !ok {
+			return nil, fmt.Errorf("failpoint: unknown fault %q (known: %s)", n, strings.Join(Names(), ", "))
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// Schedule injects faults one at a time until its deadline: a quiet
+// spell, a fault drawn from the seed, its hold, its heal, and a wait for
+// the cluster to have a leader again.
+type Schedule struct {
+	Faults []Failpoint
+	Seed   uint64
+	// Quiet bounds the pause between faults.
+	QuietMin, QuietMax time.Duration
+}
+
+// Run runs the schedule until ctx ends. It returns how many faults it
+// injected. Every fault it injects is healed before it returns, even when
+// ctx ends during the hold.
+func (s *Schedule) Run(ctx context.Context, env *Env) int {
+	rng := rand.New(rand.NewPCG(s.Seed, 0xfa17))
+	var avail []Failpoint
+	for _, f := range s.Faults {
+		if err := f.Available(ctx, env); err != nil {
+			env.Rec.Eventf("fault %s unavailable: %v", f.Name(), err)
+			continue
+		}
+		avail = append(avail, f)
+	}
+	n := 0
+	for len(avail) > 0 {
+		quiet := s.QuietMin + time.Duration(rng.Int64N(int64(s.QuietMax-s.QuietMin)+1))
+		if !wait(ctx, quiet) {
+			break
+		}
+		f := avail[rng.IntN(len(avail))]
+		what, err := f.Inject(ctx, env, rng)
+		if err != nil {
+			env.Rec.Eventf("inject %s failed: %v", f.Name(), err)
+			heal(env, f)
+			continue
+		}
+		n++
+		env.Rec.Eventf("inject %s: %s", f.Name(), what)
+		wait(ctx, f.Hold(env, rng))
+		heal(env, f)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		if _, err := env.Cluster.WaitLeader(wctx, 15*time.Second); err != nil {
+			env.Rec.Eventf("no leader 15s after healing %s", f.Name())
+		}
+		cancel()
+	}
+	return n
+}
+
+// heal heals f with a fresh bounded context, so a fault is undone even
+// after the run's context ended.
+func heal(env *Env, f Failpoint) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.Heal(ctx, env); err != nil {
+		env.Rec.Eventf("heal %s failed: %v", f.Name(), err)
+		return
+	}
+	env.Rec.Eventf("heal %s", f.Name())
+}
+
+// HealAll removes every transport fault and resumes every paused node and
+// client; the runner calls it before the final reads.
+func HealAll(ctx context.Context, env *Env) error {
+	var errs []error
+	for _, n := range env.Cluster.Nodes {
+		if n.Paused() {
+			errs = append(errs, n.Resume())
+		}
+		if n.Alive() {
+			errs = append(errs, n.HealFaults(ctx))
+		}
+	}
+	if env.Resource != nil {
+		for _, c := range env.Resource.Children() {
+			c.Resume()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+}
+
+// leaderOrAny returns the current leader, or a random running node when
+// there is none.
+func leaderOrAny(ctx context.Context, env *Env, rng *rand.Rand) *cluster.Node {
+	if l := env.Cluster.Leader(ctx); l != nil {
+		return l
+	}
+	return randomNode(env, rng, nil)
+}
+
+// randomNode returns a random running, unpaused node other than except.
+func randomNode(env *Env, rng *rand.Rand, except *cluster.Node) *cluster.Node {
+	var c []*cluster.Node
+	for _, n := range env.Cluster.Nodes {
+		if n != except && n.Alive() && !n.Paused() {
+			c = append(c, n)
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	return c[rng.IntN(len(c))]
+}

@@ -1,0 +1,141 @@
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/jepsen/cluster"
+)
+
+// partition cuts links between nodes through their transport fault hooks
+// (POST /v1/debug/faults). Kinds:
+//
+//   - leader: the leader loses every link;
+//   - node: one follower loses every link;
+//   - split: a random minority is cut from the majority;
+//   - bridge: two halves that cannot reach each other, and one node both
+//     halves reach;
+//   - oneway: the leader's messages to the others (or theirs to it) are
+//     lost in one direction only.
+type partition struct {
+	kind string
+}
+
+func (p *partition) Name() string { return "partition-" + p.kind }
+
+func (p *partition) Available(ctx context.Context, env *Env) error {
+	for _, n := range env.Cluster.Nodes {
+		if !n.Alive() {
+			continue
+		}
+		var out any
+		return n.Do(ctx, "GET", "/v1/debug/faults", nil, &out)
+	}
+	return errors.New("no running node")
+}
+
+// link is one rule: on node, against peer, in direction.
+type link struct {
+	on, peer  *cluster.Node
+	direction string
+}
+
+func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
+	nodes := env.Cluster.Nodes
+	perm := rng.Perm(len(nodes))
+	shuffled := make([]*cluster.Node, len(nodes))
+	for i, j := range perm {
+		shuffled[i] = nodes[j]
+	}
+	leader := leaderOrAny(ctx, env, rng)
+	if leader == nil {
+		return "", errors.New("no running node")
+	}
+	others := func(x *cluster.Node) []*cluster.Node {
+		var o []*cluster.Node
+		for _, n := range nodes {
+			if n != x {
+				o = append(o, n)
+			}
+		}
+		return o
+	}
+	var links []link
+	cut := func(a, b []*cluster.Node) {
+		for _, x := range a {
+			for _, y := range b {
+				links = append(links, link{x, y, "both"}, link{y, x, "both"})
+			}
+		}
+	}
+	var what string
+	switch p.kind {
+	case "leader":
+		cut([]*cluster.Node{leader}, others(leader))
+		what = "isolate leader " + leader.ID
+	case "node":
+		v := randomNode(env, rng, leader)
+		if v == nil {
+			v = leader
+		}
+		cut([]*cluster.Node{v}, others(v))
+		what = "isolate " + v.ID
+	case "split":
+		k := (len(nodes) - 1) / 2
+		cut(shuffled[:k], shuffled[k:])
+		what = fmt.Sprintf("split %s | %s", ids(shuffled[:k]), ids(shuffled[k:]))
+	case "bridge":
+		k := (len(nodes) - 1) / 2
+		a, bridge, b := shuffled[:k], shuffled[k], shuffled[k+1:]
+		cut(a, b)
+		what = fmt.Sprintf("bridge %s - %s - %s", ids(a), bridge.ID, ids(b))
+	case "oneway":
+		dir := "out"
+		if rng.IntN(2) == 0 {
+			dir = "in"
+		}
+		for _, o := range others(leader) {
+			links = append(links, link{leader, o, dir})
+		}
+		what = fmt.Sprintf("leader %s drops every %sbound message", leader.ID, dir)
+	}
+	rule := "drop"
+	if rng.IntN(2) == 0 {
+		rule = "blackhole"
+	}
+	for _, l := range links {
+		if !l.on.Alive() || l.on.Paused() {
+			continue
+		}
+		if err := l.on.SetFault(ctx, l.peer.ID, l.direction, rule); err != nil {
+			return "", fmt.Errorf("rule on %s against %s: %w", l.on.ID, l.peer.ID, err)
+		}
+	}
+	return what + " (" + rule + ")", nil
+}
+
+func (p *partition) Heal(ctx context.Context, env *Env) error {
+	var errs []error
+	for _, n := range env.Cluster.Nodes {
+		if n.Alive() && !n.Paused() {
+			errs = append(errs, n.HealFaults(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *partition) Hold(env *Env, rng *rand.Rand) time.Duration {
+	return between(rng, 500*time.Millisecond, env.TTL+3*time.Second)
+}
+
+func ids(ns []*cluster.Node) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, n.ID)
+	}
+	return "{" + strings.Join(s, ",") + "}"
+}

@@ -1,0 +1,191 @@
+// Package history records what the harness's clients did and what the
+// faults did, on one monotonic clock: every operation's invocation and
+// completion, with an outcome of ok, fail (surely not applied) or unknown
+// (timeout, lost connection: it may or may not have taken effect), and the
+// intervals during which a client's library believed it held a lock.
+//
+// It records; it does not judge. The checkers in package validate read it.
+package history
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Infinity is the completion time of an operation whose outcome is
+// unknown: it may take effect at any moment after its invocation.
+const Infinity int64 = math.MaxInt64
+
+// Kind is what an operation does to a lock.
+type Kind string
+
+// Operation kinds. Elections are recorded as locks (campaign = acquire,
+// resign = release, leader = read), since an election is an exclusive lock
+// with a value.
+const (
+	Acquire Kind = "acquire"
+	Release Kind = "release"
+	Read    Kind = "read"
+	Check   Kind = "check"
+	// End is the end of a session (destroyed, or expired): from its
+	// invocation on, the server may drop the session's holdings at any
+	// moment. Expiry has no completion (Return is Infinity).
+	End Kind = "end"
+)
+
+// Status is the outcome of an operation.
+type Status string
+
+// Outcomes.
+const (
+	OK      Status = "ok"
+	Fail    Status = "fail"
+	Unknown Status = "unknown"
+)
+
+// Op is one operation on one lock.
+type Op struct {
+	ID      int64
+	Client  int    // worker number, for the visualization
+	Lock    string // lock (or election) name
+	Kind    Kind
+	Session string
+	// Token is the acquire's token (ok), the token a check asked about, or
+	// the holder's token a read saw.
+	Token uint64
+	// Holder is the session a read saw holding the lock ("" for none).
+	Holder string
+	// Valid is a check's answer.
+	Valid bool
+	// Code is the error code of a failed operation.
+	Code   string
+	Status Status
+	Call   int64 // ns on the harness clock
+	Return int64 // ns on the harness clock; Infinity when unknown
+	Node   string
+	Err    string
+}
+
+// Hold is an interval during which a client's library believed its
+// session held a lock: from the acquire's return to the moment the belief
+// ended (Lost closed, Held false, or Unlock invoked).
+type Hold struct {
+	Client  int
+	Lock    string
+	Session string
+	Token   uint64
+	From    int64
+	To      int64 // Infinity if the belief never ended in the run
+	// Paused is set when the harness paused this client during the hold;
+	// the lease-timing checker leaves such holds out.
+	Paused bool
+}
+
+// Event is one entry of the fault timeline.
+type Event struct {
+	At   int64
+	What string
+}
+
+// Recorder collects a run's history. It is safe for concurrent use.
+type Recorder struct {
+	start  time.Time
+	nextID atomic.Int64
+	mu     sync.Mutex
+	ops    []Op
+	holds  []Hold
+	events []Event
+}
+
+// NewRecorder returns a Recorder whose clock starts now.
+func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
+
+// Now returns the harness clock: monotonic nanoseconds since the start.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// At converts a time.Time carrying a monotonic reading to the harness clock.
+func (r *Recorder) At(t time.Time) int64 { return int64(t.Sub(r.start)) }
+
+// Start returns the wall time the clock started.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Invoke stamps op's invocation and returns it for Complete.
+func (r *Recorder) Invoke(op Op) Op {
+	op.ID = r.nextID.Add(1)
+	op.Call = r.Now()
+	return op
+}
+
+// Complete stamps op's completion with st and records it. An Unknown op
+// gets Return Infinity.
+func (r *Recorder) Complete(op Op, st Status) {
+	op.Status = st
+	if st == Unknown {
+		op.Return = Infinity
+	} else {
+		op.Return = r.Now()
+	}
+	r.Add(op)
+}
+
+// Add records a fully formed op.
+func (r *Recorder) Add(op Op) {
+	if op.ID == 0 {
+		op.ID = r.nextID.Add(1)
+	}
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+// AddHold records a belief interval.
+func (r *Recorder) AddHold(h Hold) {
+	r.mu.Lock()
+	r.holds = append(r.holds, h)
+	r.mu.Unlock()
+}
+
+// Eventf adds an entry to the fault timeline.
+func (r *Recorder) Eventf(format string, args ...any) {
+	e := Event{At: r.Now(), What: fmt.Sprintf(format, args...)}
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// Ops returns the recorded operations ordered by invocation.
+func (r *Recorder) Ops() []Op {
+	r.mu.Lock()
+	out := append([]Op(nil), r.ops...)
+	r.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
+
+// Holds returns the recorded belief intervals.
+func (r *Recorder) Holds() []Hold {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Hold(nil), r.holds...)
+}
+
+// Events returns the fault timeline in order.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	out := append([]Event(nil), r.events...)
+	r.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+// Seconds formats a harness time for people.
+func Seconds(t int64) string {
+	if t == Infinity {
+		return "inf"
+	}
+	return fmt.Sprintf("%.3fs", float64(t)/1e9)
+}

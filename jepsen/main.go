@@ -1,0 +1,198 @@
+// Command jepsen is lockd's fault-injection harness. It builds lockd,
+// starts a cluster of real processes on 127.0.0.1, runs client workloads
+// while it injects faults on a schedule drawn from a seed, heals, checks
+// the history with six checkers, and reports. See RESULTS.md for the
+// campaigns run so far and the commands that reproduce them.
+//
+//	go run ./jepsen --runs 5 --duration 30s --faults all
+//	go run ./jepsen --seed 42 --faults kill-leader,partition-leader
+//	go run ./jepsen --unsafe-debug grant-held --faults none   (self-test)
+//	go run ./jepsen --no-fencing --faults pause-client         (negative control)
+//
+// It exits 0 when every checker passed in every run, 1 when a checker
+// found a violation or could not decide, and 2 on a usage error.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/jepsen/failpoint"
+	"github.com/lockd/lockd/jepsen/report"
+	"github.com/lockd/lockd/jepsen/runner"
+	"github.com/lockd/lockd/jepsen/traffic"
+)
+
+// options are the command's flags.
+type options struct {
+	nodes       int
+	runs        int
+	duration    time.Duration
+	seed        uint64
+	faults      string
+	workloads   string
+	unsafeDebug string
+	election    string
+	out         string
+	noFencing   bool
+	unsafeClock bool
+	ttl         time.Duration
+	results     string
+	binary      string
+	serveArgs   string
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.IntVar(&o.nodes, "nodes", 3, "cluster size: 3 or 5")
+	fs.IntVar(&o.runs, "runs", 1, "number of runs; run i uses seed+i")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long workloads and faults run in each run")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the first run (0: drawn at random and printed)")
+	fs.StringVar(&o.faults, "faults", "all", "comma-separated faults, all, or none; known: "+strings.Join(failpoint.Names(), ","))
+	fs.StringVar(&o.workloads, "workloads", strings.Join(traffic.All, ","), "comma-separated workloads")
+	fs.StringVar(&o.unsafeDebug, "unsafe-debug", "", "TEST ONLY: passed to lockd serve --unsafe-debug (stale-reads, no-boot-wait, grant-held, no-session-grace)")
+	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election (raft; classic modes later)")
+	fs.StringVar(&o.out, "out", "", "directory for data, logs and reports (default: a new temporary directory)")
+	fs.BoolVar(&o.noFencing, "no-fencing", false, "negative control: the fenced resource accepts every token")
+	fs.BoolVar(&o.unsafeClock, "unsafe-clock", false, "allow the clock-skew and clock-rate faults (beyond the lease's drift bound)")
+	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "TTL of the clients' sessions")
+	fs.StringVar(&o.results, "results", "", "append this campaign's row to this RESULTS.md")
+	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one")
+	fs.StringVar(&o.serveArgs, "serve-args", "", "more arguments for every lockd serve, space-separated (e.g. \"--heartbeat-timeout 2s\")")
+}
+
+func main() {
+	if traffic.IsFenceClient() {
+		os.Exit(traffic.RunFenceClient())
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("jepsen", flag.ContinueOnError)
+	var o options
+	o.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	faults, err := failpoint.Select(o.faults)
+	if err != nil || (o.nodes != 3 && o.nodes != 5) || o.runs < 1 {
+		fmt.Fprintf(os.Stderr, "jepsen: bad flags: %v (--nodes must be 3 or 5, --runs at least 1)\n", err)
+		return 2
+	}
+	if o.seed == 0 {
+		o.seed = rand.Uint64N(1 << 31)
+	}
+	if o.out == "" {
+		if o.out, err = os.MkdirTemp("", "lockd-jepsen-"); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return 1
+		}
+	}
+	if o.binary == "" {
+		if o.binary, err = cluster.Build(o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return 1
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 1
+	}
+	// SIGINT/SIGTERM end the campaign after the current run, whose
+	// processes are killed on the way out.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	camp := &report.Campaign{Mode: o.mode(), Faults: o.faults, Command: o.command()}
+	exit := 0
+	for i := range o.runs {
+		if ctx.Err() != nil {
+			fmt.Println("interrupted")
+			exit = 1
+			break
+		}
+		seed := o.seed + uint64(i)
+		r := runner.Run(o.config(seed, self, faults))
+		report.Print(os.Stdout, r, true)
+		hist := r.History
+		if r.Err == nil && r.Violations() == 0 && allDecided(r) {
+			hist = nil // keep the history of failing runs only
+		}
+		if err := report.Write(r, hist); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen: write report:", err)
+		}
+		camp.Add(r)
+		if r.Err != nil || r.Violations() > 0 || !allDecided(r) {
+			exit = 1
+		} else {
+			os.RemoveAll(filepath.Join(r.Dir, "nodes")) // keep logs of failing runs only
+		}
+	}
+	fmt.Println("\ncampaign:", camp.Row())
+	if o.results != "" {
+		f, err := os.OpenFile(o.results, os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, camp.Row())
+			f.Close()
+		}
+	}
+	return exit
+}
+
+func allDecided(r *runner.Result) bool {
+	for _, v := range r.Verdicts {
+		if v.Undecided != "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *options) config(seed uint64, self string, faults []failpoint.Failpoint) runner.Config {
+	return runner.Config{Binary: o.binary, Self: self, Nodes: o.nodes, Seed: seed, Duration: o.duration,
+		Faults: faults, Workloads: strings.Split(o.workloads, ","), UnsafeDebug: o.unsafeDebug,
+		Election: o.election, ServeArgs: strings.Fields(o.serveArgs), NoFencing: o.noFencing, UnsafeClock: o.unsafeClock, TTL: o.ttl,
+		Dir: filepath.Join(o.out, fmt.Sprintf("run-%d", seed)),
+		Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }}
+}
+
+func (o *options) mode() string {
+	m := fmt.Sprintf("%s, %d nodes, %v", o.election, o.nodes, o.duration)
+	if o.unsafeDebug != "" {
+		m += ", unsafe-debug " + o.unsafeDebug
+	}
+	if o.noFencing {
+		m += ", no fencing"
+	}
+	return m
+}
+
+func (o *options) command() string {
+	c := fmt.Sprintf("go run ./jepsen --nodes %d --runs %d --duration %v --seed %d --faults %s",
+		o.nodes, o.runs, o.duration, o.seed, o.faults)
+	if o.unsafeDebug != "" {
+		c += " --unsafe-debug " + o.unsafeDebug
+	}
+	if o.noFencing {
+		c += " --no-fencing"
+	}
+	if o.unsafeClock {
+		c += " --unsafe-clock"
+	}
+	if o.election != "raft" {
+		c += " --election " + o.election
+	}
+	if o.serveArgs != "" {
+		c += fmt.Sprintf(" --serve-args %q", o.serveArgs)
+	}
+	return c
+}

@@ -1,0 +1,126 @@
+// Package report prints a run's outcome for people and writes its files:
+// the fault timeline, the verdicts with their details, and the history as
+// JSON lines (porcupine's HTML is written by the linearizability checker).
+// It also renders a campaign's row for RESULTS.md.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/runner"
+)
+
+// Print writes a run's seed, fault timeline and one line per checker.
+func Print(w io.Writer, r *runner.Result, timeline bool) {
+	fmt.Fprintf(w, "== run seed %d (%s, %d ops, %d faults, %s)\n", r.Seed, r.Dir, r.Ops, r.Faults, r.Elapsed.Round(1e8))
+	if r.Err != nil {
+		fmt.Fprintf(w, "   run failed: %v\n", r.Err)
+		return
+	}
+	if timeline {
+		for _, e := range r.Events {
+			fmt.Fprintf(w, "   %9s  %s\n", history.Seconds(e.At), e.What)
+		}
+	}
+	for _, v := range r.Verdicts {
+		fmt.Fprintf(w, "   %s\n", v)
+		if !v.OK() {
+			for _, d := range v.Details {
+				fmt.Fprintf(w, "      %s\n", d)
+			}
+			if v.Artifact != "" {
+				fmt.Fprintf(w, "      see %s\n", v.Artifact)
+			}
+		}
+	}
+}
+
+// Write stores the run's timeline, verdicts and history in its directory.
+func Write(r *runner.Result, ops []history.Op) error {
+	var tl strings.Builder
+	for _, e := range r.Events {
+		fmt.Fprintf(&tl, "%9s  %s\n", history.Seconds(e.At), e.What)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "timeline.txt"), []byte(tl.String()), 0o644); err != nil {
+		return err
+	}
+	var vs strings.Builder
+	Print(&vs, r, false)
+	for _, v := range r.Verdicts {
+		fmt.Fprintf(&vs, "\n[%s]\n%s\n", v.Checker, strings.Join(v.Details, "\n"))
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "verdicts.txt"), []byte(vs.String()), 0o644); err != nil {
+		return err
+	}
+	if ops == nil {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(r.Dir, "history.jsonl"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	for _, op := range ops {
+		if err := enc.Encode(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Campaign sums up several runs.
+type Campaign struct {
+	Mode, Faults, Command string
+	Runs, Ops             int
+	Failed                int // runs that could not run
+	// Violations counts violations per checker over all runs.
+	Violations map[string]int
+	Undecided  int
+}
+
+// Add folds a run into the campaign.
+func (c *Campaign) Add(r *runner.Result) {
+	if c.Violations == nil {
+		c.Violations = map[string]int{}
+	}
+	c.Runs++
+	c.Ops += r.Ops
+	if r.Err != nil {
+		c.Failed++
+	}
+	for _, v := range r.Verdicts {
+		c.Violations[v.Checker] += v.Violations
+		if v.Undecided != "" {
+			c.Undecided++
+		}
+	}
+}
+
+// Row renders the campaign as a RESULTS.md table row.
+func (c *Campaign) Row() string {
+	var names []string
+	total := 0
+	for n, k := range c.Violations {
+		total += k
+		if k > 0 {
+			names = append(names, fmt.Sprintf("%s %d", n, k))
+		}
+	}
+	sort.Strings(names)
+	viol := fmt.Sprint(total)
+	if len(names) > 0 {
+		viol += " (" + strings.Join(names, ", ") + ")"
+	}
+	if c.Undecided > 0 || c.Failed > 0 {
+		viol += fmt.Sprintf("; %d undecided verdicts, %d runs failed to run", c.Undecided, c.Failed)
+	}
+	return fmt.Sprintf("| %s | %s | %d | %d | %s | `%s` |", c.Mode, c.Faults, c.Runs, c.Ops, viol, c.Command)
+}

@@ -1,0 +1,220 @@
+// Package runner runs one harness run from start to end: start a cluster
+// of real lockd processes, run the workloads and the fault schedule for a
+// bounded time, heal, wait for recovery, gather the final state, kill -9
+// and restart every node to check durability, run the checkers, and stop
+// everything. A run never outlives its hard deadline and never leaves a
+// process behind: every process it starts is killed on the way out, also
+// after a panic.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/jepsen/failpoint"
+	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/traffic"
+	"github.com/lockd/lockd/jepsen/validate"
+)
+
+// Config configures one run.
+type Config struct {
+	// Binary is a built lockd; Self is this harness's own executable (it
+	// re-executes itself as the child fence clients), SelfEnv extra
+	// environment for it.
+	Binary, Self string
+	SelfEnv      []string
+	Nodes        int
+	Seed         uint64
+	// Duration is how long workloads and faults run.
+	Duration time.Duration
+	Faults   []failpoint.Failpoint
+	// Workloads are traffic workload names.
+	Workloads []string
+	// UnsafeDebug is passed to lockd serve --unsafe-debug.
+	UnsafeDebug string
+	// Election is passed to lockd serve --election.
+	Election string
+	// ServeArgs are more arguments for every lockd serve.
+	ServeArgs []string
+	// NoFencing turns the fenced resource's token check off.
+	NoFencing bool
+	// UnsafeClock allows the clock faults.
+	UnsafeClock bool
+	// TTL of the clients' sessions. Default 2s.
+	TTL time.Duration
+	// Dir is where this run's data, logs and reports go.
+	Dir string
+	// Quiet bounds between faults. Defaults 1s and 3s.
+	QuietMin, QuietMax time.Duration
+	// Log receives progress lines (nil: none).
+	Log func(format string, args ...any)
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Seed     uint64
+	Dir      string
+	Ops      int
+	Faults   int
+	Stats    map[string]int
+	Verdicts []validate.Verdict
+	Events   []history.Event
+	History  []history.Op
+	Err      error // the run itself failed (no cluster, ...): no verdict
+	Elapsed  time.Duration
+}
+
+// Violations returns the number of checkers that found violations.
+func (r *Result) Violations() int {
+	n := 0
+	for _, v := range r.Verdicts {
+		if v.Violations > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Verdict returns the named checker's verdict.
+func (r *Result) Verdict(name string) (validate.Verdict, bool) {
+	for _, v := range r.Verdicts {
+		if v.Checker == name {
+			return v, true
+		}
+	}
+	return validate.Verdict{}, false
+}
+
+// HardDeadline is how far past Duration a run may go before it is cut off.
+const HardDeadline = 3 * time.Minute
+
+// Run runs one run.
+func Run(cfg Config) (res *Result) {
+	start := time.Now()
+	res = &Result{Seed: cfg.Seed, Dir: cfg.Dir}
+	if cfg.TTL == 0 {
+		cfg.TTL = 2 * time.Second
+	}
+	if cfg.QuietMax == 0 {
+		cfg.QuietMin, cfg.QuietMax = time.Second, 3*time.Second
+	}
+	logf := cfg.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		res.Err = err
+		return res
+	}
+	c, err := cluster.New(cluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
+		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer c.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			res.Err = fmt.Errorf("runner: panic: %v", p)
+		}
+		res.Elapsed = time.Since(start)
+	}()
+	hard, cancelHard := context.WithTimeout(context.Background(), cfg.Duration+HardDeadline)
+	defer cancelHard()
+	stopWatchdog := context.AfterFunc(hard, c.Close) // a stuck run loses its cluster, so every wait ends
+	defer stopWatchdog()
+
+	if err := c.Start(); err != nil {
+		res.Err = err
+		return res
+	}
+	if _, err := c.WaitLeader(hard, 30*time.Second); err != nil {
+		res.Err = err
+		return res
+	}
+	rec := history.NewRecorder()
+	rec.Eventf("cluster of %d up; seed %d", cfg.Nodes, cfg.Seed)
+	poll := newPoller(c, rec)
+	pollCtx, stopPoll := context.WithCancel(hard)
+	go poll.run(pollCtx)
+
+	tr := traffic.New(traffic.Config{Endpoints: c.Endpoints(), NodeIDs: nodeIDs(c), Recorder: rec, Seed: cfg.Seed,
+		TTL: cfg.TTL, Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
+		LogDir: cfg.Dir})
+	work, stopWork := context.WithTimeout(hard, cfg.Duration)
+	defer stopWork()
+	if err := tr.Start(work); err != nil {
+		stopWork()
+		tr.Wait()
+		stopPoll()
+		res.Err = err
+		return res
+	}
+	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
+		UnsafeClock: cfg.UnsafeClock}
+	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); res.Faults = sched.Run(work, env) }()
+	logf("seed %d: workloads and faults for %v", cfg.Seed, cfg.Duration)
+	<-work.Done()
+	wg.Wait()
+
+	healCtx, cancel := context.WithTimeout(hard, 20*time.Second)
+	if err := failpoint.HealAll(healCtx, env); err != nil {
+		rec.Eventf("heal all: %v", err)
+	}
+	cancel()
+	rec.Eventf("healed everything")
+	if _, err := c.WaitLeader(hard, 30*time.Second); err != nil {
+		rec.Eventf("no leader 30s after healing: %v", err)
+	}
+	tr.Wait()
+	rec.Eventf("workloads stopped")
+	logf("seed %d: final reads, then kill -9 and restart of every node", cfg.Seed)
+	durable := checkDurability(hard, c, cfg.Binary, rec)
+	stopPoll()
+	poll.wait()
+
+	ops := rec.Ops()
+	res.Ops, res.History = len(ops), ops
+	res.Stats = tr.Stats()
+	res.Events = rec.Events()
+	skip := map[string]bool{traffic.FencedLock: true}
+	res.Verdicts = append(res.Verdicts, validate.CheckLinearizable(ops, skip, 2*time.Minute, cfg.Dir))
+	var extra []validate.ExtraGrant
+	var writes []traffic.Write
+	if r := tr.Resource(); r != nil {
+		for _, g := range r.Grants() {
+			extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
+		}
+		writes = r.Writes()
+	}
+	res.Verdicts = append(res.Verdicts, validate.CheckTokens(ops, extra), validate.CheckLeaseTiming(ops, rec.Holds()))
+	fv := validate.CheckFencing(writes)
+	if tr.Resource() == nil {
+		fv.Details = append(fv.Details, "fenced workload not run")
+	}
+	res.Verdicts = append(res.Verdicts, fv, durable,
+		validate.CheckLeaders(poll.samples(), cfg.Election != "" && cfg.Election != "raft"))
+	for _, e := range rec.Events() {
+		if len(e.What) > 9 && e.What[:9] == "VIOLATION" {
+			res.Verdicts[0].Details = append(res.Verdicts[0].Details, e.What)
+		}
+	}
+	return res
+}
+
+func nodeIDs(c *cluster.Cluster) []string {
+	var out []string
+	for _, n := range c.Nodes {
+		out = append(out, n.ID)
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package traffic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/client"
+)
+
+// Environment of a child fence client.
+const (
+	EnvRole      = "LOCKD_JEPSEN_ROLE"
+	EnvEndpoints = "LOCKD_JEPSEN_ENDPOINTS"
+	EnvResource  = "LOCKD_JEPSEN_RESOURCE"
+	EnvClient    = "LOCKD_JEPSEN_CLIENT"
+	EnvTTL       = "LOCKD_JEPSEN_TTL"
+	EnvDeadline  = "LOCKD_JEPSEN_DEADLINE" // unix milliseconds
+)
+
+// IsFenceClient reports whether this process was started as a child fence
+// client (the harness binary re-executes itself).
+func IsFenceClient() bool { return os.Getenv(EnvRole) == "fence-client" }
+
+func joinComma(s []string) string { return strings.Join(s, ",") }
+
+// RunFenceClient is the main function of a child fence client. It takes
+// FencedLock with try acquires and, while it holds it, repeats: check that
+// the library still believes it holds the lock, wait a moment, write to
+// the resource with its token. A SIGSTOP that lands in the wait lets the
+// session expire; on waking the client writes with its old token, which
+// only fencing stops. It exits at its deadline. It returns an exit code.
+func RunFenceClient() int {
+	eps := strings.Split(os.Getenv(EnvEndpoints), ",")
+	res, name := os.Getenv(EnvResource), os.Getenv(EnvClient)
+	ttl, err := time.ParseDuration(os.Getenv(EnvTTL))
+	ms, err2 := strconv.ParseInt(os.Getenv(EnvDeadline), 10, 64)
+	if err != nil || err2 != nil || res == "" {
+		fmt.Fprintln(os.Stderr, "fence client: bad environment")
+		return 2
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.UnixMilli(ms))
+	defer cancel()
+	c, err := client.NewWithConfig(client.Config{Endpoints: eps, RequestTimeout: time.Second, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	hc := &http.Client{Timeout: 2 * time.Second}
+	post := func(path string, v any) int {
+		b, _ := json.Marshal(v)
+		resp, err := hc.Post(res+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var s *client.Session
+	for sleep(ctx, time.Duration(50+rand.IntN(200))*time.Millisecond) {
+		if s == nil || !s.Alive() {
+			if s != nil {
+				s.Close()
+			}
+			cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+			s, err = client.NewSession(cctx, c, client.WithTTL(ttl), client.WithLockDelay(0))
+			ccancel()
+			if err != nil {
+				s = nil
+				continue
+			}
+		}
+		m := client.NewMutex(s, FencedLock)
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		err := m.TryLock(actx)
+		acancel()
+		if err != nil {
+			continue
+		}
+		tok := m.Token()
+		post("/grant", Grant{Client: name, Session: s.ID(), Token: tok})
+		for range 3 + rand.IntN(4) {
+			if !m.Held() {
+				break
+			}
+			time.Sleep(150 * time.Millisecond) // the window a pause is meant to land in
+			st := post("/write", Write{Client: name, Session: s.ID(), Token: tok})
+			fmt.Fprintf(os.Stderr, "%s write token %d -> %d\n", time.Now().Format(time.StampMilli), tok, st)
+		}
+		post("/released", Grant{Client: name})
+		uctx, ucancel := context.WithTimeout(ctx, 2*time.Second)
+		m.Unlock(uctx)
+		ucancel()
+	}
+	if s != nil {
+		s.Close()
+	}
+	return 0
+}

@@ -1,0 +1,109 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+// electionWorker campaigns for ElectionName, leads a little while, and
+// resigns. An election is an exclusive lock with a value, so campaign and
+// resign go into the history as acquire and release.
+func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
+	w := t.newWorker([]string{ElectionName}, rng)
+	defer w.endSession()
+	rec := t.rec
+	for sleep(ctx, jitter(rng, 20*time.Millisecond, 200*time.Millisecond)) {
+		s := w.session(ctx)
+		if s == nil || !s.Alive() {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		e := client.NewElection(s, ElectionName)
+		t.count("campaign")
+		op := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Acquire, Session: s.ID()})
+		octx, cancel := context.WithTimeout(ctx, opTimeout)
+		err := e.Campaign(octx, fmt.Sprintf("worker-%d", w.id))
+		timedOut := octx.Err() != nil
+		cancel()
+		st, code := status(err)
+		if st == history.OK {
+			if op.Token = e.Token(); op.Token == 0 {
+				st = history.Unknown
+			}
+		}
+		op.Code, op.Err = code, errString(err)
+		rec.Complete(op, st)
+		if timedOut && st != history.OK {
+			// Campaign resigns behind our back when its context ends, in
+			// case the grant raced with the deadline.
+			rec.Complete(rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release,
+				Session: s.ID(), Err: "best-effort resign"}), history.Unknown)
+		}
+		if st != history.OK {
+			continue
+		}
+		w.watchHold(ctx, ElectionName, op.Token, e.Lost(), s)
+		sleep(ctx, jitter(rng, 50*time.Millisecond, 400*time.Millisecond))
+		t.count("resign")
+		op = rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release, Session: s.ID()})
+		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+		err = e.Resign(octx)
+		cancel()
+		st, code = status(err)
+		op.Code, op.Err = code, errString(err)
+		rec.Complete(op, st)
+	}
+}
+
+// electionReader reads the election's leader, and keeps an Observe
+// running to exercise blocking queries; every value Observe delivers must
+// carry a token no lower than the one before.
+func (t *Traffic) electionReader(ctx context.Context) {
+	c := t.newClient(t.nextClient())
+	id := t.nextClient()
+	obs := c.Observe(ctx, ElectionName)
+	var lastObserved uint64
+	ticker := time.NewTicker(30 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if obs != nil {
+				for range obs { // drain until Observe closes the channel
+				}
+			}
+			return
+		case l, ok := <-obs:
+			if !ok {
+				obs = nil
+				continue
+			}
+			t.count("observe")
+			if l.Token != 0 && l.Token < lastObserved {
+				t.rec.Eventf("VIOLATION observe went back: token %d after %d", l.Token, lastObserved)
+			}
+			lastObserved = max(lastObserved, l.Token)
+		case <-ticker.C:
+			t.count("leader")
+			op := t.rec.Invoke(history.Op{Client: id, Lock: ElectionName, Kind: history.Read})
+			octx, cancel := context.WithTimeout(ctx, time.Second)
+			l, err := c.Election(octx, ElectionName)
+			cancel()
+			if errors.Is(err, client.ErrNoElectionLeader) {
+				err = nil
+			}
+			st, code := status(err)
+			if st != history.OK {
+				st = history.Fail
+			}
+			op.Holder, op.Token, op.Code, op.Err = l.Session, l.Token, code, errString(err)
+			t.rec.Complete(op, st)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package traffic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+// expiryTTL is the TTL of the sessions the expiry workload abandons.
+const expiryTTL = time.Second
+
+// idleSessions is how many sessions the expiry workload keeps alive as
+// background load on the leader's keepalive path.
+const idleSessions = 20
+
+// expiryWorker creates sessions, takes a lock with each, and abandons them
+// (no keepalive, no destroy) so that the server must expire them under
+// load. The history learns that each such session may end from creation +
+// TTL x (1 - 2%) on: the server may not expire it earlier.
+func (t *Traffic) expiryWorker(ctx context.Context, rng *rand.Rand) {
+	c := t.newClient(t.nextClient())
+	var idle []*client.Session
+	defer func() {
+		for _, s := range idle {
+			s.Close()
+		}
+	}()
+	for range idleSessions {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		if s, err := client.NewSession(cctx, c, client.WithTTL(2*time.Second)); err == nil {
+			idle = append(idle, s)
+		}
+		cancel()
+	}
+	id := t.nextClient()
+	hc := &http.Client{}
+	for i := 0; sleep(ctx, jitter(rng, 300*time.Millisecond, 900*time.Millisecond)); i++ {
+		ep := t.cfg.Endpoints[i%len(t.cfg.Endpoints)]
+		created := t.rec.Now()
+		zero := wire.Duration(0)
+		var s wire.Session
+		if rawCall(ctx, hc, ep, "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(expiryTTL), LockDelay: &zero, Name: "abandoned"}, &s) != nil {
+			continue
+		}
+		l := LockNames[rng.IntN(len(LockNames))]
+		t.count("abandon")
+		op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Acquire, Session: s.ID})
+		var r wire.AcquireResponse
+		err := rawCall(ctx, hc, ep, "/v1/locks/"+l+"/acquire", wire.AcquireRequest{Session: s.ID}, &r)
+		st, code := status(err)
+		op.Token, op.Code, op.Err = r.Token, code, errString(err)
+		t.rec.Complete(op, st)
+		t.rec.Add(history.Op{Client: id, Lock: l, Kind: history.End, Session: s.ID, Status: history.Unknown,
+			Call: created + int64(float64(expiryTTL)*0.98), Return: history.Infinity, Err: "abandoned"})
+	}
+}
+
+// rawCall sends one request without the client library (which would keep
+// the session alive), once, with a one-second deadline.
+func rawCall(ctx context.Context, hc *http.Client, base, path string, in, out any) error {
+	b, _ := json.Marshal(in)
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		e := &wire.Error{}
+		if json.Unmarshal(raw, e) == nil && e.Code != "" {
+			return e
+		}
+		return &wire.Error{Code: "http", Message: resp.Status}
+	}
+	return json.Unmarshal(raw, out)
+}

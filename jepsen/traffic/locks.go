@@ -1,0 +1,138 @@
+package traffic
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+// opTimeout bounds one operation of a worker.
+const opTimeout = 2 * time.Second
+
+// lockWorker takes, checks and releases the locks of LockNames with try
+// acquires (a blocking acquire cut off by a timeout would release behind
+// the history's back).
+func (t *Traffic) lockWorker(ctx context.Context, rng *rand.Rand) {
+	w := t.newWorker(LockNames, rng)
+	defer w.endSession()
+	var m *client.Mutex
+	var lastToken uint64
+	for ctx.Err() == nil {
+		if !sleep(ctx, jitter(rng, 5*time.Millisecond, 60*time.Millisecond)) {
+			break
+		}
+		s := w.session(ctx)
+		if s == nil {
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		if m != nil && !m.Held() {
+			m = nil
+		}
+		switch r := rng.Float64(); {
+		case m == nil:
+			l := LockNames[rng.IntN(len(LockNames))]
+			nm := client.NewMutex(s, l)
+			if tok, ok := w.acquire(ctx, nm, l); ok {
+				m, lastToken = nm, tok
+			}
+		case r < 0.3:
+			w.release(ctx, m)
+			m = nil
+		case r < 0.55:
+			tok := lastToken
+			if rng.IntN(3) == 0 && tok > 1 {
+				tok = uint64(rng.Int64N(int64(tok))) // some old or foreign token
+			}
+			w.check(ctx, m.Name(), tok)
+		}
+	}
+}
+
+// acquire records a try acquire of lock by m.
+func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uint64, bool) {
+	s := w.s
+	if !s.Alive() {
+		return 0, false
+	}
+	rec := w.t.rec
+	w.t.count("acquire")
+	op := rec.Invoke(history.Op{Client: w.id, Lock: lock, Kind: history.Acquire, Session: s.ID()})
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	err := m.TryLock(octx)
+	cancel()
+	st, code := status(err)
+	op.Code, op.Err = code, errString(err)
+	if st == history.OK {
+		op.Token = m.Token()
+		if op.Token == 0 { // lost at once: granted, but with what token we cannot say
+			st = history.Unknown
+		}
+	}
+	rec.Complete(op, st)
+	if st != history.OK {
+		return 0, false
+	}
+	w.watchHold(ctx, lock, op.Token, m.Lost(), s)
+	return op.Token, true
+}
+
+// release records m.Unlock.
+func (w *worker) release(ctx context.Context, m *client.Mutex) {
+	rec := w.t.rec
+	w.t.count("release")
+	op := rec.Invoke(history.Op{Client: w.id, Lock: m.Name(), Kind: history.Release, Session: w.s.ID()})
+	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
+	err := m.Unlock(octx)
+	cancel()
+	st, code := status(err)
+	op.Code, op.Err = code, errString(err)
+	rec.Complete(op, st)
+}
+
+// check records a CheckToken of token on lock.
+func (w *worker) check(ctx context.Context, lock string, token uint64) {
+	rec := w.t.rec
+	w.t.count("check")
+	op := rec.Invoke(history.Op{Client: w.id, Lock: lock, Kind: history.Check, Token: token})
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	valid, err := w.c.CheckToken(octx, lock, token)
+	cancel()
+	st, code := status(err)
+	if st != history.OK {
+		st = history.Fail // a check changes nothing: an unanswered one is a no-op
+	}
+	op.Valid, op.Code, op.Err = valid, code, errString(err)
+	rec.Complete(op, st)
+}
+
+// reader reads the locks with default consistency through one node only,
+// so that a node serving stale reads (an old leader past its lease) is
+// asked directly.
+func (t *Traffic) reader(ctx context.Context, node int, rng *rand.Rand) {
+	c, err := client.NewWithConfig(client.Config{Endpoints: []string{t.cfg.Endpoints[node]},
+		RequestTimeout: 500 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	if err != nil {
+		return
+	}
+	id := t.nextClient()
+	for sleep(ctx, jitter(rng, 10*time.Millisecond, 40*time.Millisecond)) {
+		l := LockNames[rng.IntN(len(LockNames))]
+		t.count("read")
+		op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Read, Node: t.cfg.NodeIDs[node]})
+		octx, cancel := context.WithTimeout(ctx, time.Second)
+		lk, err := c.Lock(octx, l, client.Default)
+		cancel()
+		st, code := status(err)
+		if st != history.OK {
+			st = history.Fail // a read changes nothing
+		} else if len(lk.Holders) > 0 {
+			op.Holder, op.Token = lk.Holders[0].Session, lk.Holders[0].Token
+		}
+		op.Code, op.Err = code, errString(err)
+		t.rec.Complete(op, st)
+	}
+}

@@ -1,0 +1,242 @@
+package traffic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+// FencedLock is the lock that guards the fenced resource.
+const FencedLock = "jepsen/fenced"
+
+// Write is one write the resource received, in the order it decided them.
+type Write struct {
+	Seq      int
+	At       int64 // harness clock, when the resource decided
+	Client   string
+	Session  string
+	Token    uint64
+	Accepted bool
+}
+
+// Grant is a grant of FencedLock that a writer reported to the resource.
+type Grant struct {
+	Client  string
+	Session string
+	Token   uint64
+}
+
+// Resource is a shared log guarded by FencedLock: holders append to it,
+// each write carrying its fencing token. With fencing on, it refuses a
+// token lower than the highest it has accepted (client.Fence); with
+// fencing off (the negative control) it accepts everything, so a paused
+// holder's late write lands after a newer holder's. It serves HTTP on
+// 127.0.0.1 for the child clients.
+type Resource struct {
+	fencing bool
+	rec     *history.Recorder
+	fence   client.Fence
+	ln      net.Listener
+	srv     *http.Server
+
+	mu       sync.Mutex
+	writes   []Write
+	grants   []Grant
+	holding  map[string]bool
+	children []*Child
+}
+
+// Child is a fence client running as a separate process, so that the
+// harness can stop it with SIGSTOP while it holds the lock.
+type Child struct {
+	Name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// NewResource starts the resource's HTTP server on 127.0.0.1.
+func NewResource(fencing bool, rec *history.Recorder) (*Resource, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &Resource{fencing: fencing, rec: rec, ln: ln, holding: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /write", func(w http.ResponseWriter, req *http.Request) {
+		var wr Write
+		if json.NewDecoder(req.Body).Decode(&wr) != nil {
+			http.Error(w, "bad write", 400)
+			return
+		}
+		if !r.Write(wr.Client, wr.Session, wr.Token) {
+			http.Error(w, "stale token", 409)
+		}
+	})
+	mux.HandleFunc("POST /grant", func(w http.ResponseWriter, req *http.Request) {
+		var g Grant
+		if json.NewDecoder(req.Body).Decode(&g) == nil {
+			r.Granted(g)
+		}
+	})
+	mux.HandleFunc("POST /released", func(w http.ResponseWriter, req *http.Request) {
+		var g Grant
+		if json.NewDecoder(req.Body).Decode(&g) == nil {
+			r.mu.Lock()
+			r.holding[g.Client] = false
+			r.mu.Unlock()
+		}
+	})
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second}
+	go r.srv.Serve(ln)
+	return r, nil
+}
+
+// URL returns the resource's base URL.
+func (r *Resource) URL() string { return "http://" + r.ln.Addr().String() }
+
+// Fencing reports whether the resource checks tokens.
+func (r *Resource) Fencing() bool { return r.fencing }
+
+// Write decides one write atomically with the token check, records it,
+// and reports whether it was accepted.
+func (r *Resource) Write(clientName, session string, token uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ok := true
+	if r.fencing {
+		ok = r.fence.Admit(FencedLock, token) == nil
+	}
+	r.writes = append(r.writes, Write{Seq: len(r.writes), At: r.rec.Now(), Client: clientName,
+		Session: session, Token: token, Accepted: ok})
+	return ok
+}
+
+// Granted records that a writer was granted FencedLock.
+func (r *Resource) Granted(g Grant) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.grants = append(r.grants, g)
+	r.holding[g.Client] = true
+}
+
+// Writes returns every write in decision order.
+func (r *Resource) Writes() []Write {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Write(nil), r.writes...)
+}
+
+// Grants returns the grants writers reported.
+func (r *Resource) Grants() []Grant {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Grant(nil), r.grants...)
+}
+
+// Children returns the child clients.
+func (r *Resource) Children() []*Child {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*Child(nil), r.children...)
+}
+
+// Holding reports whether the child last said it holds the lock.
+func (r *Resource) Holding(c *Child) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.holding[c.Name]
+}
+
+// StartChildren starts n child fence clients that run until ctx ends (and
+// exit by themselves at its deadline plus a few seconds at the latest).
+func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Hour)
+	}
+	for i := range n {
+		name := fmt.Sprintf("child-%d", i)
+		logf, err := os.Create(filepath.Join(cfg.LogDir, name+".log"))
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(cfg.Binary)
+		cmd.Env = append(append(os.Environ(), cfg.Env...), EnvRole+"=fence-client",
+			EnvEndpoints+"="+joinComma(cfg.Endpoints), EnvResource+"="+r.URL(), EnvClient+"="+name,
+			EnvTTL+"="+cfg.TTL.String(), fmt.Sprintf("%s=%d", EnvDeadline, deadline.UnixMilli()))
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			logf.Close()
+			return fmt.Errorf("traffic: start %s: %w", name, err)
+		}
+		c := &Child{Name: name, cmd: cmd, done: make(chan struct{})}
+		go func() { cmd.Wait(); logf.Close(); close(c.done) }()
+		r.mu.Lock()
+		r.children = append(r.children, c)
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// Pause stops the child with SIGSTOP.
+func (c *Child) Pause() error { return syscall.Kill(c.cmd.Process.Pid, syscall.SIGSTOP) }
+
+// Resume continues the child with SIGCONT.
+func (c *Child) Resume() error { return syscall.Kill(c.cmd.Process.Pid, syscall.SIGCONT) }
+
+// Close waits for the children to exit (up to 10 s past their deadline,
+// then kills them), and stops the HTTP server.
+func (r *Resource) Close() {
+	for _, c := range r.Children() {
+		c.Resume()
+		select {
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+			<-c.done
+		}
+	}
+	r.srv.Close()
+}
+
+// fencedWorker is an in-process holder of FencedLock: it takes the lock
+// with try acquires, and while the library says it holds it, appends to
+// the resource with its token.
+func (t *Traffic) fencedWorker(ctx context.Context, rng interface{ IntN(int) int }) {
+	w := t.newWorker([]string{FencedLock}, nil)
+	defer w.endSession()
+	name := fmt.Sprintf("worker-%d", w.id)
+	for sleep(ctx, time.Duration(20+rng.IntN(200))*time.Millisecond) {
+		s := w.session(ctx)
+		if s == nil {
+			continue
+		}
+		m := client.NewMutex(s, FencedLock)
+		tok, ok := w.acquire(ctx, m, FencedLock)
+		if !ok {
+			continue
+		}
+		r := t.fence
+		r.Granted(Grant{Client: name, Session: s.ID(), Token: tok})
+		for range 2 + rng.IntN(5) {
+			if !m.Held() || !sleep(ctx, 50*time.Millisecond) {
+				break
+			}
+			t.count("write")
+			r.Write(name, s.ID(), tok)
+		}
+		w.release(ctx, m)
+	}
+}

@@ -1,0 +1,101 @@
+package traffic
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+// worker is one client of a workload: a client.Client, its current
+// session, and its number in the history.
+type worker struct {
+	t     *Traffic
+	id    int
+	c     *client.Client
+	s     *client.Session
+	locks []string // the locks whose histories must learn of the session's end
+	rng   *rand.Rand
+}
+
+func (t *Traffic) newWorker(locks []string, rng *rand.Rand) *worker {
+	id := t.nextClient()
+	return &worker{t: t, id: id, c: t.newClient(id), locks: locks, rng: rng}
+}
+
+// session returns a live session, replacing a lost one.
+func (w *worker) session(ctx context.Context) *client.Session {
+	if w.s != nil && w.s.Alive() {
+		return w.s
+	}
+	if w.s != nil {
+		w.endSession()
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := client.NewSession(cctx, w.c, client.WithTTL(w.t.cfg.TTL), client.WithLockDelay(0),
+		client.WithName("jepsen"))
+	if err != nil {
+		return nil
+	}
+	w.s = s
+	return s
+}
+
+// endSession ends the current session and records the end in the history
+// of every lock the worker uses. A session the library lost may be expired
+// by the server at any moment from its local deadline on (that deadline is
+// conservative by design); a live one is destroyed now.
+func (w *worker) endSession() {
+	s := w.s
+	w.s = nil
+	if s == nil {
+		return
+	}
+	rec := w.t.rec
+	if !s.Alive() {
+		at := rec.At(s.Deadline())
+		for _, l := range w.locks {
+			rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),
+				Status: history.Unknown, Call: at, Return: history.Infinity, Err: "expired"})
+		}
+		s.Close() // stops its goroutines; the destroy, if it lands, is inside the End above
+		return
+	}
+	call := rec.Now()
+	err := s.Close()
+	st, _ := status(err)
+	ret := rec.Now()
+	if st != history.OK {
+		ret = history.Infinity
+	}
+	for _, l := range w.locks {
+		rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),
+			Status: st, Call: min(call, rec.At(s.Deadline())), Return: ret, Err: errString(err)})
+	}
+}
+
+// watchHold records the library's belief that m holds its lock, from now
+// until Lost closes (Unlock, or the session lost). It returns at the
+// latest when ctx has ended and a grace period passed, recording an open
+// hold.
+func (w *worker) watchHold(ctx context.Context, lock string, token uint64, lost <-chan struct{}, s *client.Session) {
+	rec := w.t.rec
+	h := history.Hold{Client: w.id, Lock: lock, Session: s.ID(), Token: token, From: rec.Now()}
+	w.t.spawn(func() {
+		select {
+		case <-lost:
+			h.To = min(rec.Now(), rec.At(s.Deadline()))
+		case <-ctx.Done():
+			select {
+			case <-lost:
+				h.To = min(rec.Now(), rec.At(s.Deadline()))
+			case <-time.After(30 * time.Second):
+				h.To = history.Infinity
+			}
+		}
+		rec.AddHold(h)
+	})
+}

@@ -1,0 +1,227 @@
+// Package traffic is the harness's client workloads: lock operations on a
+// few lock names, a fenced resource written by lock holders (some of them
+// child processes the harness can SIGSTOP), elections, and session expiry
+// under load. Workers use the lockd client library, record every operation
+// in a history.Recorder, and stop by themselves when their context ends;
+// every call carries a deadline.
+//
+// Traffic does not judge what it sees; package validate does.
+package traffic
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+// Workload names, as the --workloads flag takes them.
+const (
+	Locks     = "locks"
+	Fenced    = "fenced"
+	Elections = "elections"
+	Expiry    = "expiry"
+)
+
+// All lists every workload.
+var All = []string{Locks, Fenced, Elections, Expiry}
+
+// Config configures the workloads of one run.
+type Config struct {
+	// Endpoints are the HTTP base URLs of every node.
+	Endpoints []string
+	// NodeIDs names each endpoint, in the same order.
+	NodeIDs []string
+	// Recorder receives the history.
+	Recorder *history.Recorder
+	// Seed drives every random choice of the workers.
+	Seed uint64
+	// TTL is the TTL of the workers' sessions.
+	TTL time.Duration
+	// Workloads to run (names above).
+	Workloads []string
+	// NoFencing turns the fenced resource's token check off (negative
+	// control: the resource then accepts stale writes).
+	NoFencing bool
+	// Binary and Env start the child fence clients (see RunFenceClient).
+	Binary string
+	Env    []string
+	// LogDir receives the child clients' logs.
+	LogDir string
+}
+
+// LockNames are the locks the lock workload uses.
+var LockNames = []string{"jepsen/l0", "jepsen/l1", "jepsen/l2"}
+
+// ElectionName is the election the election workload uses.
+const ElectionName = "jepsen/e0"
+
+// Traffic runs the configured workloads.
+type Traffic struct {
+	cfg    Config
+	rec    *history.Recorder
+	wg     sync.WaitGroup
+	fence  *Resource
+	mu     sync.Mutex
+	client int
+	stats  map[string]int
+}
+
+// New returns a Traffic. It does no I/O.
+func New(cfg Config) *Traffic {
+	return &Traffic{cfg: cfg, rec: cfg.Recorder, stats: map[string]int{}}
+}
+
+func (t *Traffic) has(w string) bool {
+	for _, x := range t.cfg.Workloads {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// nextClient numbers workers for the visualization.
+func (t *Traffic) nextClient() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.client++
+	return t.client - 1
+}
+
+func (t *Traffic) count(what string) {
+	t.mu.Lock()
+	t.stats[what]++
+	t.mu.Unlock()
+}
+
+// Stats returns how many operations of each kind the workers invoked.
+func (t *Traffic) Stats() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range t.stats {
+		out[k] = v
+	}
+	return out
+}
+
+// Resource returns the fenced resource, or nil when the fenced workload
+// does not run.
+func (t *Traffic) Resource() *Resource { return t.fence }
+
+// Start starts every configured workload; they stop when ctx ends. Wait
+// waits for them.
+func (t *Traffic) Start(ctx context.Context) error {
+	rng := rand.New(rand.NewPCG(t.cfg.Seed, 0x7a11))
+	if t.has(Locks) {
+		for i := range 4 {
+			t.spawn(func() { t.lockWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+		}
+		for i := range t.cfg.Endpoints {
+			t.spawn(func() { t.reader(ctx, i, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+		}
+	}
+	if t.has(Elections) {
+		for i := range 2 {
+			t.spawn(func() { t.electionWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+		}
+		t.spawn(func() { t.electionReader(ctx) })
+	}
+	if t.has(Expiry) {
+		t.spawn(func() { t.expiryWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), 9))) })
+	}
+	if t.has(Fenced) {
+		r, err := NewResource(!t.cfg.NoFencing, t.rec)
+		if err != nil {
+			return err
+		}
+		t.fence = r
+		for i := range 2 {
+			t.spawn(func() { t.fencedWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+		}
+		if err := r.StartChildren(ctx, t.cfg, 2); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Traffic) spawn(f func()) {
+	t.wg.Add(1)
+	go func() { defer t.wg.Done(); f() }()
+}
+
+// Wait waits for every worker and child client to stop, and closes the
+// resource's server.
+func (t *Traffic) Wait() {
+	t.wg.Wait()
+	if t.fence != nil {
+		t.fence.Close()
+	}
+}
+
+// newClient returns a client for the endpoints, starting at a different
+// one per worker so that requests land on every node.
+func (t *Traffic) newClient(first int) *client.Client {
+	eps := append([]string(nil), t.cfg.Endpoints[first%len(t.cfg.Endpoints):]...)
+	eps = append(eps, t.cfg.Endpoints[:first%len(t.cfg.Endpoints)]...)
+	c, err := client.NewWithConfig(client.Config{Endpoints: eps, RequestTimeout: time.Second, MaxBackoff: 200 * time.Millisecond})
+	if err != nil {
+		panic(err) // the endpoints are ours and well formed
+	}
+	return c
+}
+
+// status classifies a call's error: nil is OK; an API error that says the
+// request was refused is Fail; anything else (timeouts, lost connections,
+// no leader after retries, a cancelled context) is Unknown.
+func status(err error) (history.Status, string) {
+	if err == nil {
+		return history.OK, ""
+	}
+	code := wire.CodeOf(err)
+	switch code {
+	case wire.CodeLockHeld, wire.CodeNotHolder, wire.CodeLockDelay, wire.CodeSessionExpired, wire.CodeBadRequest:
+		return history.Fail, code
+	}
+	if errors.Is(err, client.ErrSessionLost) {
+		// Callers check the session before invoking, so a loss reported
+		// now may have come after the server acted.
+		return history.Unknown, "session_lost"
+	}
+	return history.Unknown, code
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func jitter(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if i := strings.Index(s, "\n"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

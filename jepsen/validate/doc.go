@@ -1,0 +1,69 @@
+// Package validate is the harness's checkers. Each reads a run's history
+// (operations, holds, writes to the fenced resource, cluster polls) and
+// returns a Verdict: how many violations it found and a few lines about
+// each. The checkers are:
+//
+//  1. linearizability: each lock's history against model.Lock, with
+//     porcupine, one partition per lock name;
+//  2. tokens: every grant's token is unique and tokens grow in real-time
+//     order;
+//  3. lease timing: no successful acquire completes while another,
+//     unpaused client's library believes it holds the lock;
+//  4. fencing: the fenced resource never accepted a write whose token is
+//     lower than one it had accepted before;
+//  5. durability: every acknowledged acquire and release survives a kill
+//     -9 and restart of every node (the runner gathers the evidence);
+//  6. leaders: at most one leader per Raft term, and, for the classic
+//     election modes, at most one coordinator at a time.
+//
+// A checker that could not decide (porcupine's timeout) says so instead
+// of passing.
+package validate
+
+import "fmt"
+
+// Verdict is one checker's result.
+type Verdict struct {
+	Checker    string
+	Violations int
+	// Undecided is set when the checker could not decide (and why).
+	Undecided string
+	// Details describe the first violations (and notes).
+	Details []string
+	// Artifact is a file the checker wrote (for example porcupine's HTML).
+	Artifact string
+}
+
+// OK reports whether the checker found nothing wrong and decided.
+func (v Verdict) OK() bool { return v.Violations == 0 && v.Undecided == "" }
+
+// String renders the verdict on one line.
+func (v Verdict) String() string {
+	switch {
+	case v.Violations > 0:
+		return fmt.Sprintf("%-16s FAIL %d violation(s)", v.Checker, v.Violations)
+	case v.Undecided != "":
+		return fmt.Sprintf("%-16s UNDECIDED (%s)", v.Checker, v.Undecided)
+	}
+	return fmt.Sprintf("%-16s ok", v.Checker)
+}
+
+// maxDetails bounds the lines a verdict keeps.
+const maxDetails = 20
+
+func (v *Verdict) addf(format string, args ...any) {
+	v.Violations++
+	if len(v.Details) < maxDetails {
+		v.Details = append(v.Details, fmt.Sprintf(format, args...))
+	}
+}
+
+// Checker names, as reports and self-tests use them.
+const (
+	Linearizability = "linearizability"
+	Tokens          = "tokens"
+	LeaseTiming     = "lease-timing"
+	Fencing         = "fencing"
+	Durability      = "durability"
+	Leaders         = "leaders"
+)

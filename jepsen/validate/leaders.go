@@ -1,0 +1,71 @@
+package validate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Sample is one node's answer to GET /v1/cluster in one poll round.
+type Sample struct {
+	Round int
+	At    int64
+	Node  string
+	State string
+	Term  uint64
+}
+
+// CheckLeaders checks that no two nodes ever said they were leader in the
+// same term. With classic set (the ring, bully and invitation modes, which
+// have no terms), it instead counts poll rounds in which more than one
+// node called itself coordinator.
+func CheckLeaders(samples []Sample, classic bool) Verdict {
+	v := Verdict{Checker: Leaders}
+	if classic {
+		rounds := map[int][]string{}
+		for _, s := range samples {
+			if isLeaderState(s.State) {
+				rounds[s.Round] = append(rounds[s.Round], s.Node)
+			}
+		}
+		var keys []int
+		for r, ns := range rounds {
+			if len(ns) > 1 {
+				keys = append(keys, r)
+			}
+		}
+		sort.Ints(keys)
+		for _, r := range keys {
+			v.addf("poll round %d: %d simultaneous coordinators %s", r, len(rounds[r]), strings.Join(rounds[r], ","))
+		}
+		v.Details = append(v.Details, fmt.Sprintf("%d poll rounds", len(rounds)))
+		return v
+	}
+	byTerm := map[uint64]map[string]bool{}
+	for _, s := range samples {
+		if !isLeaderState(s.State) {
+			continue
+		}
+		if byTerm[s.Term] == nil {
+			byTerm[s.Term] = map[string]bool{}
+		}
+		byTerm[s.Term][s.Node] = true
+	}
+	for term, ns := range byTerm {
+		if len(ns) > 1 {
+			var ids []string
+			for n := range ns {
+				ids = append(ids, n)
+			}
+			sort.Strings(ids)
+			v.addf("term %d had %d leaders: %s", term, len(ns), strings.Join(ids, ","))
+		}
+	}
+	v.Details = append(v.Details, fmt.Sprintf("%d samples, %d terms with a leader", len(samples), len(byTerm)))
+	return v
+}
+
+func isLeaderState(s string) bool {
+	s = strings.ToLower(s)
+	return s == "leader" || s == "coordinator"
+}

@@ -1,0 +1,130 @@
+package validate
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// grantKey names a session's holdings of a lock.
+type grantKey struct{ lock, session string }
+
+// grantID names one grant: a holding of a lock by a session with a token.
+type grantID struct {
+	lock, session string
+	token         uint64
+}
+
+// firstGrants returns, for every grant, its first successful acquire
+// (re-acquiring a held lock returns the same token and is the same grant).
+func firstGrants(ops []history.Op) []history.Op {
+	seen := map[grantID]bool{}
+	var out []history.Op
+	for _, op := range ops {
+		if op.Kind != history.Acquire || op.Status != history.OK {
+			continue
+		}
+		k := grantID{op.Lock, op.Session, op.Token}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, op)
+	}
+	return out
+}
+
+// ExtraGrant is a grant learned outside the history (the child fence
+// clients report theirs to the resource).
+type ExtraGrant struct {
+	Lock, Session string
+	Token         uint64
+}
+
+// CheckTokens checks that no token was handed to two grants (tokens are
+// Raft indexes, unique across locks), and that a grant acknowledged before
+// another was invoked has the lower token.
+func CheckTokens(ops []history.Op, extra []ExtraGrant) Verdict {
+	v := Verdict{Checker: Tokens}
+	owner := map[uint64]grantKey{}
+	claim := func(tok uint64, k grantKey) {
+		if o, ok := owner[tok]; ok && o != k {
+			v.addf("token %d granted twice: %s to %s and %s to %s", tok, o.lock, short(o.session), k.lock, short(k.session))
+			return
+		}
+		owner[tok] = k
+	}
+	grants := effectiveCalls(firstGrants(ops), ops)
+	for _, g := range grants {
+		claim(g.Token, grantKey{g.Lock, g.Session})
+	}
+	for _, g := range extra {
+		claim(g.Token, grantKey{g.Lock, g.Session})
+	}
+	byReturn := append([]history.Op(nil), grants...)
+	sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
+	byCall := append([]history.Op(nil), grants...)
+	sort.Slice(byCall, func(i, j int) bool { return byCall[i].Call < byCall[j].Call })
+	var maxTok uint64
+	var maxOp history.Op
+	j := 0
+	for _, b := range byCall {
+		for j < len(byReturn) && byReturn[j].Return < b.Call {
+			if byReturn[j].Token > maxTok {
+				maxTok, maxOp = byReturn[j].Token, byReturn[j]
+			}
+			j++
+		}
+		if b.Token <= maxTok {
+			v.addf("token went back: %s granted %d to %s at %s, after %d to %s had returned at %s",
+				b.Lock, b.Token, short(b.Session), history.Seconds(b.Return), maxTok, short(maxOp.Session), history.Seconds(maxOp.Return))
+		}
+	}
+	v.Details = append(v.Details, fmt.Sprintf("checked %d grants", len(grants)+len(extra)))
+	return v
+}
+
+func short(s string) string {
+	if len(s) > 8 {
+		return s[:8]
+	}
+	return s
+}
+
+// effectiveCalls moves each grant's invocation back to the first acquire
+// of the same session and lock whose outcome was unknown since that
+// session last held or released the lock: such an acquire may have been
+// the one the server granted, and the later acquire that reported the
+// token only found it held already (acquires are idempotent per session).
+func effectiveCalls(grants, ops []history.Op) []history.Op {
+	pending := map[grantKey]int64{}
+	eff := map[int64]int64{} // op ID -> effective call
+	for _, op := range ops { // ops are in invocation order
+		k := grantKey{op.Lock, op.Session}
+		switch {
+		case op.Kind == history.Acquire && op.Status == history.Unknown:
+			if _, ok := pending[k]; !ok {
+				pending[k] = op.Call
+			}
+		case op.Kind == history.Acquire && op.Status == history.OK:
+			if c, ok := pending[k]; ok {
+				eff[op.ID] = c
+			}
+			delete(pending, k)
+		case op.Kind == history.Release:
+			delete(pending, k)
+		}
+	}
+	out := make([]history.Op, len(grants))
+	for i, g := range grants {
+		if c, ok := eff[g.ID]; ok && c < g.Call {
+			g.Call = c
+		}
+		out[i] = g
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package validate
+
+import (
+	"testing"
+
+	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/traffic"
+)
+
+func acq(lock, session string, token uint64, call, ret int64) history.Op {
+	return history.Op{Lock: lock, Kind: history.Acquire, Session: session, Status: history.OK, Token: token, Call: call, Return: ret}
+}
+
+func TestCheckTokens_Violations(t *testing.T) {
+	tests := []struct {
+		name string
+		ops  []history.Op
+		want int
+	}{
+		{"increasing", []history.Op{acq("l", "a", 5, 0, 10), acq("l", "b", 7, 20, 30)}, 0},
+		{"concurrent may go either way", []history.Op{acq("l", "a", 7, 0, 30), acq("l", "b", 5, 10, 40)}, 0},
+		{"same grant twice", []history.Op{acq("l", "a", 5, 0, 10), acq("l", "a", 5, 20, 30)}, 0},
+		{"goes back in real time", []history.Op{acq("l", "a", 7, 0, 10), acq("m", "b", 5, 20, 30)}, 1},
+		{"re-acquire after an unknown acquire", []history.Op{
+			{Lock: "l", Kind: history.Acquire, Session: "a", Status: history.Unknown, Call: 0, Return: history.Infinity},
+			acq("m", "b", 7, 10, 20), acq("l", "a", 5, 30, 40)}, 0},
+		{"one token, two sessions", []history.Op{acq("l", "a", 5, 0, 10), acq("l", "b", 5, 5, 30)}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckTokens(tt.ops, nil).Violations; got != tt.want {
+				t.Fatalf("violations = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckLeaseTiming_Violations(t *testing.T) {
+	hold := history.Hold{Lock: "l", Session: "a", Token: 5, From: 10, To: 100}
+	tests := []struct {
+		name  string
+		ops   []history.Op
+		holds []history.Hold
+		want  int
+	}{
+		{"after the belief ended", []history.Op{acq("l", "b", 7, 90, 110)}, []history.Hold{hold}, 0},
+		{"inside the belief", []history.Op{acq("l", "b", 7, 40, 50)}, []history.Hold{hold}, 1},
+		{"paused holder left out", []history.Op{acq("l", "b", 7, 40, 50)},
+			[]history.Hold{{Lock: "l", Session: "a", From: 10, To: 100, Paused: true}}, 0},
+		{"own session", []history.Op{acq("l", "a", 5, 40, 50)}, []history.Hold{hold}, 0},
+		{"other lock", []history.Op{acq("m", "b", 7, 40, 50)}, []history.Hold{hold}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckLeaseTiming(tt.ops, tt.holds).Violations; got != tt.want {
+				t.Fatalf("violations = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckFencing_Violations(t *testing.T) {
+	w := func(tok uint64, ok bool) traffic.Write { return traffic.Write{Token: tok, Accepted: ok} }
+	if got := CheckFencing([]traffic.Write{w(5, true), w(7, true), w(7, true), w(5, false)}).Violations; got != 0 {
+		t.Fatalf("fenced log: %d violations, want 0", got)
+	}
+	if got := CheckFencing([]traffic.Write{w(5, true), w(7, true), w(5, true)}).Violations; got != 1 {
+		t.Fatalf("stale write accepted: %d violations, want 1", got)
+	}
+}
+
+func TestCheckLeaders_Violations(t *testing.T) {
+	s := func(round int, node, state string, term uint64) Sample {
+		return Sample{Round: round, Node: node, State: state, Term: term}
+	}
+	fine := []Sample{s(0, "n1", "Leader", 2), s(0, "n2", "Follower", 2), s(1, "n1", "Leader", 2), s(1, "n2", "Leader", 3)}
+	if got := CheckLeaders(fine, false).Violations; got != 0 {
+		t.Fatalf("raft, one leader per term: %d violations", got)
+	}
+	if got := CheckLeaders(append(fine, s(2, "n3", "Leader", 3)), false).Violations; got != 1 {
+		t.Fatalf("raft, two leaders in term 3: %d violations, want 1", got)
+	}
+	if got := CheckLeaders(fine, true).Violations; got != 1 {
+		t.Fatalf("classic, two coordinators in round 1: %d violations, want 1", got)
+	}
+}
