@@ -21,22 +21,25 @@ func TestSelfTest(t *testing.T) {
 	tests := []struct {
 		name, debug, faults string
 		noFencing           bool
+		serveArgs           []string
 		// catch lists checkers of which at least one must fail.
 		catch []string
 	}{
-		{"grant-held", "grant-held", "none", false,
+		{"grant-held", "grant-held", "none", false, nil,
 			[]string{validate.Linearizability, validate.Tokens, validate.LeaseTiming, validate.Fencing}},
-		{"stale-reads", "stale-reads", "partition-leader,pause-leader", false,
+		{"stale-reads", "stale-reads", "partition-leader,pause-leader", false, nil,
 			[]string{validate.Linearizability, validate.LeaseTiming}},
-		{"no-boot-wait", "no-boot-wait", "lease-schedule", false,
+		// Raft's own step-down (LeaderLeaseTimeout) would otherwise end the
+		// old leader's service before the restarted follower has voted.
+		{"no-boot-wait", "no-boot-wait", "lease-schedule", false, []string{"--leader-lease-timeout", "500ms"},
 			[]string{validate.Linearizability, validate.LeaseTiming}},
-		{"no-session-grace", "no-session-grace", "kill-leader,pause-leader", false,
+		{"no-session-grace", "no-session-grace", "kill-leader,pause-leader", false, nil,
 			[]string{validate.LeaseTiming, validate.Linearizability}},
-		{"no-fencing", "", "pause-client", true, []string{validate.Fencing}},
+		{"no-fencing", "", "pause-client", true, nil, []string{validate.Fencing}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := mustRun(t, uint64(7000+i), 60*time.Second, tt.faults, tt.debug, tt.noFencing)
+			r := mustRun(t, uint64(7000+i), 60*time.Second, tt.faults, tt.debug, tt.noFencing, tt.serveArgs...)
 			var caught []string
 			for _, name := range tt.catch {
 				if v, ok := r.Verdict(name); ok && v.Violations > 0 {

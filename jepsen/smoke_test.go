@@ -49,7 +49,7 @@ func mustBuild(t *testing.T) string {
 }
 
 // mustRun runs one harness run and logs its report.
-func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug string, noFencing bool) *runner.Result {
+func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug string, noFencing bool, serveArgs ...string) *runner.Result {
 	t.Helper()
 	fps, err := failpoint.Select(faults)
 	if err != nil {
@@ -60,7 +60,7 @@ func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug str
 		t.Fatal(err)
 	}
 	r := runner.Run(runner.Config{Binary: mustBuild(t), Self: self, Nodes: 3, Seed: seed, Duration: d,
-		Faults: fps, Workloads: traffic.All, UnsafeDebug: unsafeDebug, NoFencing: noFencing,
+		Faults: fps, Workloads: traffic.All, UnsafeDebug: unsafeDebug, NoFencing: noFencing, ServeArgs: serveArgs,
 		Dir: filepath.Join(t.TempDir(), "run"), QuietMin: 500 * time.Millisecond, QuietMax: 2 * time.Second})
 	var b strings.Builder
 	report.Print(&b, r, true)

@@ -12,10 +12,11 @@ import (
 
 // leaseSchedule is aimed at the master lease's boot hole: it cuts the
 // leader from half of its followers, waits until one of them campaigns,
-// then kills and at once restarts the other half. A restarted follower has forgotten that it heard from the
-// leader; if it votes at once (no boot wait), the cut-off followers and it
-// elect a new leader while the old one still serves reads under a lease
-// that the restarted follower had confirmed. The readers of the lock
+// then cuts the leader from the other half too, and kills and at once
+// restarts that half. A restarted follower has forgotten that it heard from
+// the leader; if it votes at once (no boot wait), the cut-off followers and
+// it elect a new leader while the old one still serves reads under a lease
+// that the restarted follower had confirmed just before it died. The readers of the lock
 // workload ask every node, the old leader included.
 type leaseSchedule struct{}
 
@@ -54,6 +55,13 @@ func (l *leaseSchedule) Inject(ctx context.Context, env *Env, rng *rand.Rand) (s
 	for campaigning(ctx, cut) == nil && time.Now().Before(deadline) && wait(ctx, 20*time.Millisecond) {
 	}
 	for _, f := range crash {
+		// The old leader must not hear from the restarted follower either:
+		// its answers (at a higher term, once it votes) would make the old
+		// leader step down at once and close the window under test. Rules
+		// set on the leader's side hold for both directions.
+		if err := leader.SetFault(ctx, f.ID, "both", "drop"); err != nil {
+			return "", err
+		}
 		if err := f.Restart(env.Binary); err != nil {
 			return "", err
 		}
