@@ -30,6 +30,9 @@ type Cluster struct {
 // each node's configuration. The cluster is stopped when the test ends.
 func New(t testing.TB, n int, tune ...func(*lease.Config)) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an in-process cluster; skipped under -short")
+	}
 	c := &Cluster{t: t, Nodes: make([]*server.Server, n), cfgs: make([]server.Config, n)}
 	var peers []lease.Peer
 	for i := range n {

@@ -28,6 +28,9 @@ var (
 // mustBuild builds cmd/lockd once per test binary.
 func mustBuild(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds lockd and starts processes; skipped under -short")
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "lockd-system-")
 		if err != nil {
