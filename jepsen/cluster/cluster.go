@@ -77,28 +77,32 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, errors.New("cluster: need at least one node")
 	}
 	c := &Cluster{cfg: cfg}
-	var initial []string
-	peers := make([]string, cfg.Nodes)
+	var initial, httpList []string
+	peers, https := make([]string, cfg.Nodes), make([]string, cfg.Nodes)
 	for i := range peers {
 		p, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
-		peers[i] = p
-		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, p))
-	}
-	for i := range cfg.Nodes {
-		id := fmt.Sprintf("n%d", i+1)
 		h, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
+		peers[i], https[i] = p, h
+		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, p))
+		httpList = append(httpList, fmt.Sprintf("n%d=http://%s", i+1, h))
+	}
+	for i := range cfg.Nodes {
+		id := fmt.Sprintf("n%d", i+1)
+		h := https[i]
 		n := &Node{ID: id, HTTP: "http://" + h, Peer: peers[i], DataDir: filepath.Join(cfg.Dir, id),
 			LogPath: filepath.Join(cfg.Dir, id+".log")}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
 			"--initial-cluster", strings.Join(initial, ","), "--unsafe-fault-injection"}
 		if cfg.Election != "" && cfg.Election != "raft" {
-			n.args = append(n.args, "--election", cfg.Election)
+			// The classic modes keep no member table: every node needs the
+			// others' HTTP addresses to forward to the coordinator.
+			n.args = append(n.args, "--election", cfg.Election, "--cluster-http", strings.Join(httpList, ","))
 		}
 		if cfg.UnsafeDebug != "" {
 			n.args = append(n.args, "--unsafe-debug", cfg.UnsafeDebug)
