@@ -9,9 +9,11 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-// maxWaitChunk is how long one blocking acquire asks the server to wait; a
-// longer Lock is several of them.
-const maxWaitChunk = time.Minute
+// maxWaitChunk is how long one blocking acquire asks the server to wait,
+// the API's limit. A longer Lock is several of them, and each new one
+// queues afresh at the back, so a Lock that waits longer than this is not
+// served strictly in arrival order.
+const maxWaitChunk = wire.MaxWait
 
 // MutexOption configures NewMutex.
 type MutexOption func(*Mutex)
