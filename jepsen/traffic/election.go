@@ -28,6 +28,7 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		t.count("campaign")
 		op := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Acquire, Session: s.ID()})
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
+		deadline, _ := octx.Deadline()
 		err := e.Campaign(octx, fmt.Sprintf("worker-%d", w.id))
 		timedOut := octx.Err() != nil
 		cancel()
@@ -42,8 +43,17 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		if timedOut && st != history.OK {
 			// Campaign resigns behind our back when its context ends, in
 			// case the grant raced with the deadline.
-			rec.Complete(rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release,
-				Session: s.ID(), Err: "best-effort resign"}), history.Unknown)
+			// The library sends that resign as soon as the context ends,
+			// before Campaign returns: the op's invocation is the deadline
+			// (or now, if the run's context ended first), not the moment
+			// we get control back, or a resign that already freed the
+			// election would look like it came after the next grant.
+			resign := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release,
+				Session: s.ID(), Err: "best-effort resign"})
+			if errors.Is(octx.Err(), context.DeadlineExceeded) {
+				resign.Call = min(resign.Call, rec.At(deadline))
+			}
+			rec.Complete(resign, history.Unknown)
 		}
 		if st != history.OK {
 			continue
