@@ -285,12 +285,16 @@ func (c *Cluster) Leader(ctx context.Context) *Node {
 			continue
 		}
 		st, err := n.Status(ctx)
-		if err == nil && st.State == "Leader" && st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() > 0 {
+		if err == nil && leads(st.State) && st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() > 0 {
 			return n
 		}
 	}
 	return nil
 }
+
+// leads reports whether a node's state in GET /v1/cluster is the serving
+// one: "Leader" in Raft mode, "coordinator" in the classic modes.
+func leads(state string) bool { return state == "Leader" || state == "coordinator" }
 
 // RaftLeader returns the node that running nodes name as leader, even one
 // without a lease or one that is paused, or nil.
