@@ -139,13 +139,32 @@ func run(args []string) int {
 	}
 	fmt.Println("\ncampaign:", camp.Row())
 	if o.results != "" {
-		f, err := os.OpenFile(o.results, os.O_APPEND|os.O_WRONLY, 0o644)
-		if err == nil {
-			fmt.Fprintln(f, camp.Row())
-			f.Close()
+		if err := addResultsRow(o.results, camp.Row()); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen: results:", err)
 		}
 	}
 	return exit
+}
+
+// addResultsRow adds row at the end of the first table of the results file
+// (the campaign table), or at the end of the file if it has no table.
+func addResultsRow(path, row string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	at, inTable := len(lines), false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "|") {
+			inTable = true
+		} else if inTable {
+			at = i
+			break
+		}
+	}
+	lines = append(lines[:at], append([]string{row}, lines[at:]...)...)
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 func allDecided(r *runner.Result) bool {
