@@ -1,8 +1,11 @@
-// Package lease is the replicated lockd node in Raft mode: it opens
+// Package lease is the lockd node. In Raft mode (New) it opens
 // hashicorp/raft with a bbolt log and stable store and a file snapshot store,
 // bootstraps or recovers the cluster, and on the leader keeps the master
 // lease, the session deadlines, the expiry and lock-delay timers, and serves
-// reads under the lease.
+// reads under the lease. In a classic mode (NewLocal) the same node logic
+// runs on a local engine: the coordinator a classic elector names serves
+// from its own, unreplicated state machine (see local.go for what that
+// does not guarantee).
 //
 // Safety rests on two things, stated here because callers would otherwise
 // assume too much:
@@ -24,6 +27,7 @@
 // leader gives the lease up before it transfers leadership (a transfer lets
 // followers vote early).
 //
-// Node implements the Service interface httpapi declares. It knows nothing
+// The safety argument below is about Raft mode. Node implements the Service
+// interface httpapi declares. It knows nothing
 // of HTTP: cmd/lockd wires the two together.
 package lease
