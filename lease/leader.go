@@ -93,8 +93,9 @@ func (t *leaderTerm) establish() {
 		}
 	}
 	t.ready = true
+	inherited := len(t.sessions)
 	t.mu.Unlock()
-	n.log.Info("serving as leader", "term", t.raftTerm, "sessions", len(t.sessions),
+	n.log.Info("serving as leader", "term", t.raftTerm, "sessions", inherited,
 		"lease", n.cfg.leaseDuration())
 	t.wg.Add(2)
 	go t.expiryLoop()
