@@ -61,9 +61,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	s.writeErrorStatus(w, r, http.StatusServiceUnavailable, publicError(err), err)
 }
 
+// faultList is the answer of every fault route.
+func (s *Server) faultList() wire.FaultList {
+	return wire.FaultList{Faults: s.faults.Faults(), Refused: s.faults.Refused()}
+}
+
 // listFaults serves GET /v1/debug/faults.
 func (s *Server) listFaults(*http.Request) (any, error) {
-	return wire.FaultList{Faults: s.faults.Faults()}, nil
+	return s.faultList(), nil
 }
 
 // setFault serves POST /v1/debug/faults. The injector validates direction
@@ -82,14 +87,14 @@ func (s *Server) setFault(r *http.Request) (any, error) {
 		return nil, badRequest("%s", err.Error())
 	}
 	s.log.Warn("fault injected", "peer", req.Peer, "direction", req.Direction, "rule", req.Rule)
-	return wire.FaultList{Faults: s.faults.Faults()}, nil
+	return s.faultList(), nil
 }
 
 // healAll serves DELETE /v1/debug/faults.
 func (s *Server) healAll(*http.Request) (any, error) {
 	s.faults.Heal("")
 	s.log.Info("faults healed", "peer", "all")
-	return wire.FaultList{Faults: s.faults.Faults()}, nil
+	return s.faultList(), nil
 }
 
 // healPeer serves DELETE /v1/debug/faults/{peer}.
@@ -97,7 +102,7 @@ func (s *Server) healPeer(r *http.Request) (any, error) {
 	peer := mux.Vars(r)["peer"]
 	s.faults.Heal(peer)
 	s.log.Info("faults healed", "peer", peer)
-	return wire.FaultList{Faults: s.faults.Faults()}, nil
+	return s.faultList(), nil
 }
 
 // getClock serves GET /v1/debug/clock.

@@ -204,6 +204,8 @@ func (f *fakeFaults) Faults() any {
 	return out
 }
 
+func (f *fakeFaults) Refused() any { return map[string]int{"n9": 3} }
+
 // testConfig returns a Config over svc whose log goes to the test's output,
 // shown for failing tests and under -v.
 func testConfig(t *testing.T, svc Service) Config {

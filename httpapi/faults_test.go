@@ -38,15 +38,15 @@ func TestFaults_Routes(t *testing.T) {
 		wantBody                 string // substring
 		wantCall                 *call
 	}{
-		{"list", "GET", "/v1/debug/faults", "", 200, `{"faults":{"n9":"in drop"}}`, nil},
+		{"list", "GET", "/v1/debug/faults", "", 200, `{"faults":{"n9":"in drop"},"refused":{"n9":3}}`, nil},
 		{"set", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"both","rule":"blackhole"}`, 200,
 			`"n2":"both blackhole"`, &call{"SetFault", []any{"n2", "both", "blackhole"}}},
 		{"set, rejected by injector", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"slow"}`, 400,
 			`unknown rule \"slow\"`, &call{"SetFault", []any{"n2", "in", "slow"}}},
 		{"set, missing rule", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in"}`, 400, "rule is required", nil},
 		{"set, unknown field", "POST", "/v1/debug/faults", `{"peer":"n2","dir":"in"}`, 400, `unknown field \"dir\"`, nil},
-		{"heal all", "DELETE", "/v1/debug/faults", "", 200, `{"faults":{}}`, &call{"Heal", []any{""}}},
-		{"heal one", "DELETE", "/v1/debug/faults/n9", "", 200, `{"faults":{}}`, &call{"Heal", []any{"n9"}}},
+		{"heal all", "DELETE", "/v1/debug/faults", "", 200, `{"faults":{},"refused":{"n9":3}}`, &call{"Heal", []any{""}}},
+		{"heal one", "DELETE", "/v1/debug/faults/n9", "", 200, `{"faults":{},"refused":{"n9":3}}`, &call{"Heal", []any{"n9"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

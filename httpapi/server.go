@@ -36,6 +36,9 @@ type FaultInjector interface {
 	Heal(peer string)
 	// Faults returns the rules in force. The value must be JSON-encodable.
 	Faults() any
+	// Refused returns how many connections the rules refused, by peer.
+	// The value must be JSON-encodable.
+	Refused() any
 }
 
 // ClockSkewer changes the node's clock on purpose, for the fault harness:

@@ -49,6 +49,7 @@ type options struct {
 	results     string
 	binary      string
 	serveArgs   string
+	keep        bool
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -59,13 +60,14 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.faults, "faults", "all", "comma-separated faults, all, or none; known: "+strings.Join(failpoint.Names(), ","))
 	fs.StringVar(&o.workloads, "workloads", strings.Join(traffic.All, ","), "comma-separated workloads")
 	fs.StringVar(&o.unsafeDebug, "unsafe-debug", "", "TEST ONLY: passed to lockd serve --unsafe-debug (stale-reads, no-boot-wait, grant-held, no-session-grace)")
-	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election (raft; classic modes later)")
+	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election: raft, ring, bully or invitation")
 	fs.StringVar(&o.out, "out", "", "directory for data, logs and reports (default: a new temporary directory)")
 	fs.BoolVar(&o.noFencing, "no-fencing", false, "negative control: the fenced resource accepts every token")
 	fs.BoolVar(&o.unsafeClock, "unsafe-clock", false, "allow the clock-skew and clock-rate faults (beyond the lease's drift bound)")
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "TTL of the clients' sessions")
 	fs.StringVar(&o.results, "results", "", "append this campaign's row to this RESULTS.md")
 	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one")
+	fs.BoolVar(&o.keep, "keep", false, "keep every run's node logs and history (default: failing runs' only)")
 	fs.StringVar(&o.serveArgs, "serve-args", "", "more arguments for every lockd serve, space-separated (e.g. \"--heartbeat-timeout 2s\")")
 }
 
@@ -124,7 +126,7 @@ func run(args []string) int {
 		r := runner.Run(o.config(seed, self, faults))
 		report.Print(os.Stdout, r, true)
 		hist := r.History
-		if r.Err == nil && r.Violations() == 0 && allDecided(r) {
+		if r.Err == nil && r.Violations() == 0 && allDecided(r) && !o.keep {
 			hist = nil // keep the history of failing runs only
 		}
 		if err := report.Write(r, hist); err != nil {
@@ -133,7 +135,7 @@ func run(args []string) int {
 		camp.Add(r)
 		if r.Err != nil || r.Violations() > 0 || !allDecided(r) {
 			exit = 1
-		} else {
+		} else if !o.keep {
 			os.RemoveAll(filepath.Join(r.Dir, "nodes")) // keep logs of failing runs only
 		}
 	}
@@ -212,6 +214,12 @@ func (o *options) command() string {
 	}
 	if o.serveArgs != "" {
 		c += fmt.Sprintf(" --serve-args %q", o.serveArgs)
+	}
+	if o.workloads != strings.Join(traffic.All, ",") {
+		c += " --workloads " + o.workloads
+	}
+	if o.ttl != 2*time.Second {
+		c += fmt.Sprintf(" --ttl %v", o.ttl)
 	}
 	return c
 }

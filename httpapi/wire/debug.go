@@ -10,10 +10,13 @@ type FaultRequest struct {
 	Rule      string `json:"rule"`
 }
 
-// FaultList answers the fault routes: the rules in force after the request.
-// Faults is whatever the node's fault injector reports.
+// FaultList answers the fault routes: the rules in force after the request,
+// and how many peer connections the rules refused since the node started.
+// Both are whatever the node's fault injector reports; lockd's are maps by
+// peer of {"in","out"} rules and of {"dials","accepts"} counts.
 type FaultList struct {
-	Faults any `json:"faults"`
+	Faults  any `json:"faults"`
+	Refused any `json:"refused"`
 }
 
 // ClockSkew is the body and answer of /v1/debug/clock, which exists only on

@@ -21,10 +21,11 @@ import (
 type Faults struct {
 	logger *slog.Logger
 
-	mu    sync.Mutex
-	rules map[string]PeerRules          // peers with at least one rule
-	addrs map[string]string             // dialed address -> peer ID
-	conns map[string]map[*Conn]struct{} // open connections by peer
+	mu      sync.Mutex
+	rules   map[string]PeerRules          // peers with at least one rule
+	refused map[string]Refused            // connections a Drop refused, by peer
+	addrs   map[string]string             // dialed address -> peer ID
+	conns   map[string]map[*Conn]struct{} // open connections by peer
 	// changed is closed and replaced whenever a rule changes, waking dials
 	// that wait in a blackhole.
 	changed chan struct{}
@@ -38,6 +39,7 @@ func newFaults(logger *slog.Logger) *Faults {
 	return &Faults{
 		logger:  logger,
 		rules:   make(map[string]PeerRules),
+		refused: make(map[string]Refused),
 		addrs:   make(map[string]string),
 		conns:   make(map[string]map[*Conn]struct{}),
 		changed: make(chan struct{}),
@@ -125,6 +127,35 @@ func (f *Faults) Snapshot() map[string]PeerRules {
 	return maps.Clone(f.rules)
 }
 
+// Refused counts the connections with one peer that a Drop rule refused
+// since the Mux started: Dials this node attempted, Accepts the peer did.
+// Raft sends each request for votes on a connection of its own pool or a
+// new one, so a refused dial to a peer marks a round of votes (or any other
+// RPC) that found no pooled connection.
+type Refused struct {
+	Dials   uint64 `json:"dials"`
+	Accepts uint64 `json:"accepts"`
+}
+
+// Refused returns the counts, by peer; peers never refused are left out.
+// The map is a copy the caller owns.
+func (f *Faults) Refused() map[string]Refused {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.refused)
+}
+
+// countLocked counts one connection with peer refused by a Drop.
+func (f *Faults) countLocked(peer string, outbound bool) {
+	r := f.refused[peer]
+	if outbound {
+		r.Dials++
+	} else {
+		r.Accepts++
+	}
+	f.refused[peer] = r
+}
+
 // applyLocked makes next the rules for peer, pushes them to the peer's open
 // connections and wakes waiting dials. It returns the connections to close
 // (when a Drop is newly set; the caller closes them after unlocking, since
@@ -167,6 +198,9 @@ func (f *Faults) awaitDial(peer string, deadline time.Time, done <-chan struct{}
 	for {
 		f.mu.Lock()
 		rule, changed := f.rules[peer].Out, f.changed
+		if rule == Drop {
+			f.countLocked(peer, true)
+		}
 		f.mu.Unlock()
 		switch rule {
 		case None:
@@ -201,6 +235,7 @@ func (f *Faults) track(raw net.Conn, peer string, outbound bool) (*Conn, error) 
 	}
 	r := f.rules[peer]
 	if (outbound && r.Out == Drop) || (!outbound && r.In == Drop) {
+		f.countLocked(peer, outbound)
 		return nil, ErrDropped
 	}
 	c := &Conn{Conn: raw, remoteID: peer, faults: f}

@@ -31,10 +31,17 @@ func TestFaults_DropOut(t *testing.T) {
 		t.Errorf("Dial under Drop Out took %v, want an immediate refusal", elapsed)
 	}
 
+	if got := p.a.Faults().Refused()["b"]; got != (Refused{Dials: 1}) {
+		t.Errorf("Refused()[b] = %+v after one refused dial, want 1 dial", got)
+	}
+
 	p.a.Faults().Heal("b")
 	aEnd, bEnd := p.mustConnectAB(t)
 	mustWrite(t, aEnd, "healed")
 	mustRead(t, bEnd, "healed")
+	if got := p.a.Faults().Refused()["b"]; got != (Refused{Dials: 1}) {
+		t.Errorf("Refused()[b] = %+v after a healed dial, want still 1 dial", got)
+	}
 }
 
 func TestFaults_DropIn(t *testing.T) {
@@ -49,6 +56,7 @@ func TestFaults_DropIn(t *testing.T) {
 	// connection right after reading it and never hands it to its layer.
 	refused := mustDial(t, p.lb, p.a.Addr().String())
 	mustBeClosed(t, refused)
+	waitFor(t, "a to count the refused accept", func() bool { return p.a.Faults().Refused()["b"] == Refused{Accepts: 1} })
 
 	// a may still dial b and be heard, but b's answers are dropped.
 	aEnd, bEnd := p.mustConnectAB(t)

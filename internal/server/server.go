@@ -379,3 +379,5 @@ func (fi faultInjector) Heal(peer string) {
 }
 
 func (fi faultInjector) Faults() any { return fi.f.Snapshot() }
+
+func (fi faultInjector) Refused() any { return fi.f.Refused() }

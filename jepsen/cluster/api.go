@@ -64,6 +64,23 @@ func (n *Node) SetFault(ctx context.Context, peer, direction, rule string) error
 	return n.Do(ctx, "POST", "/v1/debug/faults", wire.FaultRequest{Peer: peer, Direction: direction, Rule: rule}, nil)
 }
 
+// HealPeer removes the node's transport fault rules against peer.
+func (n *Node) HealPeer(ctx context.Context, peer string) error {
+	return n.Do(ctx, "DELETE", "/v1/debug/faults/"+peer, nil, nil)
+}
+
+// RefusedDials returns how many of the node's dials to peer a drop rule
+// refused since the node started.
+func (n *Node) RefusedDials(ctx context.Context, peer string) (uint64, error) {
+	var out struct {
+		Refused map[string]struct {
+			Dials uint64 `json:"dials"`
+		} `json:"refused"`
+	}
+	err := n.Do(ctx, "GET", "/v1/debug/faults", nil, &out)
+	return out.Refused[peer].Dials, err
+}
+
 // HealFaults removes every transport fault rule on the node.
 func (n *Node) HealFaults(ctx context.Context) error {
 	return n.Do(ctx, "DELETE", "/v1/debug/faults", nil, nil)

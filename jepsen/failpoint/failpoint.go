@@ -35,6 +35,11 @@ type Env struct {
 	TTL time.Duration
 	// UnsafeClock allows the clock faults.
 	UnsafeClock bool
+	// Writes holds the workers' writes back while a fault needs a quiet
+	// log (nil: never held).
+	Writes *traffic.Gate
+	// ElectionTimeout is the nodes' Raft candidate timeout.
+	ElectionTimeout time.Duration
 }
 
 // Failpoint is one kind of fault.
@@ -169,6 +174,8 @@ func heal(env *Env, f Failpoint) {
 // HealAll removes every transport fault and resumes every paused node and
 // client; the runner calls it before the final reads.
 func HealAll(ctx context.Context, env *Env) error {
+	env.Writes.Uncut()
+	env.Writes.Open()
 	var errs []error
 	for _, n := range env.Cluster.Nodes {
 		if n.Paused() {

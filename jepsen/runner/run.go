@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/lease"
 )
 
 // Config configures one run.
@@ -157,7 +159,7 @@ func Run(cfg Config) (res *Result) {
 		return res
 	}
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
-		UnsafeClock: cfg.UnsafeClock}
+		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs)}
 	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -217,4 +219,20 @@ func nodeIDs(c *cluster.Cluster) []string {
 		out = append(out, n.ID)
 	}
 	return out
+}
+
+// electionTimeout is the Raft candidate timeout the nodes run with: the
+// value of --election-timeout in args, else lockd's default.
+func electionTimeout(args []string) time.Duration {
+	d := lease.DefaultConfig().ElectionTimeout
+	for i, a := range args {
+		v, ok := strings.CutPrefix(a, "--election-timeout=")
+		if !ok && a == "--election-timeout" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if x, err := time.ParseDuration(v); ok && err == nil {
+			d = x
+		}
+	}
+	return d
 }

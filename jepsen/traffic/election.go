@@ -24,6 +24,10 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
+		leave, ok := t.gate.pass(ctx)
+		if !ok {
+			break
+		}
 		e := client.NewElection(s, ElectionName)
 		t.count("campaign")
 		op := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Acquire, Session: s.ID()})
@@ -55,11 +59,13 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 			}
 			rec.Complete(resign, history.Unknown)
 		}
+		leave()
 		if st != history.OK {
 			continue
 		}
 		w.watchHold(ctx, ElectionName, op.Token, e.Lost(), s)
 		sleep(ctx, jitter(rng, 50*time.Millisecond, 400*time.Millisecond))
+		leave = t.gate.passSoon(ctx)
 		t.count("resign")
 		op = rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release, Session: s.ID()})
 		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
@@ -68,6 +74,7 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		st, code = status(err)
 		op.Code, op.Err = code, errString(err)
 		rec.Complete(op, st)
+		leave()
 	}
 }
 

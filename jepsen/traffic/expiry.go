@@ -34,33 +34,48 @@ func (t *Traffic) expiryWorker(ctx context.Context, rng *rand.Rand) {
 		}
 	}()
 	for range idleSessions {
+		leave, ok := t.gate.pass(ctx)
+		if !ok {
+			return
+		}
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		if s, err := client.NewSession(cctx, c, client.WithTTL(2*time.Second)); err == nil {
 			idle = append(idle, s)
 		}
 		cancel()
+		leave()
 	}
 	id := t.nextClient()
 	hc := &http.Client{}
 	for i := 0; sleep(ctx, jitter(rng, 300*time.Millisecond, 900*time.Millisecond)); i++ {
-		ep := t.cfg.Endpoints[i%len(t.cfg.Endpoints)]
-		created := t.rec.Now()
-		zero := wire.Duration(0)
-		var s wire.Session
-		if rawCall(ctx, hc, ep, "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(expiryTTL), LockDelay: &zero, Name: "abandoned"}, &s) != nil {
-			continue
-		}
-		l := LockNames[rng.IntN(len(LockNames))]
-		t.count("abandon")
-		op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Acquire, Session: s.ID})
-		var r wire.AcquireResponse
-		err := rawCall(ctx, hc, ep, "/v1/locks/"+l+"/acquire", wire.AcquireRequest{Session: s.ID}, &r)
-		st, code := status(err)
-		op.Token, op.Code, op.Err = r.Token, code, errString(err)
-		t.rec.Complete(op, st)
-		t.rec.Add(history.Op{Client: id, Lock: l, Kind: history.End, Session: s.ID, Status: history.Unknown,
-			Call: created + int64(float64(expiryTTL)*0.98), Return: history.Infinity, Err: "abandoned"})
+		t.abandonOne(ctx, hc, id, t.cfg.Endpoints[i%len(t.cfg.Endpoints)], rng)
 	}
+}
+
+// abandonOne creates a session through endpoint ep, takes a lock with it,
+// and abandons it.
+func (t *Traffic) abandonOne(ctx context.Context, hc *http.Client, id int, ep string, rng *rand.Rand) {
+	leave, ok := t.gate.pass(ctx)
+	defer leave()
+	if !ok {
+		return
+	}
+	created := t.rec.Now()
+	zero := wire.Duration(0)
+	var s wire.Session
+	if rawCall(ctx, hc, ep, "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(expiryTTL), LockDelay: &zero, Name: "abandoned"}, &s) != nil {
+		return
+	}
+	l := LockNames[rng.IntN(len(LockNames))]
+	t.count("abandon")
+	op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Acquire, Session: s.ID})
+	var r wire.AcquireResponse
+	err := rawCall(ctx, hc, ep, "/v1/locks/"+l+"/acquire", wire.AcquireRequest{Session: s.ID}, &r)
+	st, code := status(err)
+	op.Token, op.Code, op.Err = r.Token, code, errString(err)
+	t.rec.Complete(op, st)
+	t.rec.Add(history.Op{Client: id, Lock: l, Kind: history.End, Session: s.ID, Status: history.Unknown,
+		Call: created + int64(float64(expiryTTL)*0.98), Return: history.Infinity, Err: "abandoned"})
 }
 
 // rawCall sends one request without the client library (which would keep

@@ -58,6 +58,11 @@ func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uin
 	if !s.Alive() {
 		return 0, false
 	}
+	leave, ok := w.t.gate.pass(ctx)
+	defer leave()
+	if !ok {
+		return 0, false
+	}
 	rec := w.t.rec
 	w.t.count("acquire")
 	op := rec.Invoke(history.Op{Client: w.id, Lock: lock, Kind: history.Acquire, Session: s.ID()})
@@ -82,6 +87,8 @@ func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uin
 
 // release records m.Unlock.
 func (w *worker) release(ctx context.Context, m *client.Mutex) {
+	leave := w.t.gate.passSoon(ctx)
+	defer leave()
 	rec := w.t.rec
 	w.t.count("release")
 	op := rec.Invoke(history.Op{Client: w.id, Lock: m.Name(), Kind: history.Release, Session: w.s.ID()})

@@ -33,6 +33,11 @@ func (w *worker) session(ctx context.Context) *client.Session {
 	if w.s != nil {
 		w.endSession()
 	}
+	leave, ok := w.t.gate.pass(ctx)
+	defer leave()
+	if !ok {
+		return nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	s, err := client.NewSession(cctx, w.c, client.WithTTL(w.t.cfg.TTL), client.WithLockDelay(0),
@@ -64,8 +69,10 @@ func (w *worker) endSession() {
 		s.Close() // stops its goroutines; the destroy, if it lands, is inside the End above
 		return
 	}
+	leave := w.t.gate.passSoon(context.Background())
 	call := rec.Now()
 	err := s.Close()
+	leave()
 	st, _ := status(err)
 	ret := rec.Now()
 	if st != history.OK {

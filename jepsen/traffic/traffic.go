@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,7 @@ type Traffic struct {
 	rec    *history.Recorder
 	wg     sync.WaitGroup
 	fence  *Resource
+	gate   *Gate
 	mu     sync.Mutex
 	client int
 	stats  map[string]int
@@ -75,8 +77,11 @@ type Traffic struct {
 
 // New returns a Traffic. It does no I/O.
 func New(cfg Config) *Traffic {
-	return &Traffic{cfg: cfg, rec: cfg.Recorder, stats: map[string]int{}}
+	return &Traffic{cfg: cfg, rec: cfg.Recorder, stats: map[string]int{}, gate: &Gate{}}
 }
+
+// Writes is the gate every write of the in-process workers passes.
+func (t *Traffic) Writes() *Gate { return t.gate }
 
 func (t *Traffic) has(w string) bool {
 	for _, x := range t.cfg.Workloads {
@@ -172,7 +177,9 @@ func (t *Traffic) Wait() {
 func (t *Traffic) newClient(first int) *client.Client {
 	eps := append([]string(nil), t.cfg.Endpoints[first%len(t.cfg.Endpoints):]...)
 	eps = append(eps, t.cfg.Endpoints[:first%len(t.cfg.Endpoints)]...)
-	c, err := client.NewWithConfig(client.Config{Endpoints: eps, RequestTimeout: time.Second, MaxBackoff: 200 * time.Millisecond})
+	hc := &http.Client{Transport: t.gate.transport(http.DefaultTransport)}
+	c, err := client.NewWithConfig(client.Config{Endpoints: eps, HTTPClient: hc, RequestTimeout: time.Second,
+		MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		panic(err) // the endpoints are ours and well formed
 	}
