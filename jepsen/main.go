@@ -1,6 +1,7 @@
 // Command jepsen is lockd's fault-injection harness. It builds lockd,
-// starts a cluster of real processes on 127.0.0.1, runs client workloads
-// while it injects faults on a schedule drawn from a seed, heals, checks
+// starts a cluster of real processes on loopback addresses (127.0.0.x),
+// runs client workloads while it injects faults on a schedule drawn from a
+// seed, heals, checks
 // the history with six checkers, and reports. See RESULTS.md for the
 // campaigns run so far and the commands that reproduce them.
 //

@@ -48,8 +48,15 @@ func mustBuild(t *testing.T) string {
 	return lockdBin
 }
 
-// mustRun runs one harness run and logs its report.
+// mustRun runs one harness run of every workload and logs its report.
 func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug string, noFencing bool, serveArgs ...string) *runner.Result {
+	t.Helper()
+	return mustRunWorkloads(t, traffic.All, seed, d, faults, unsafeDebug, noFencing, serveArgs...)
+}
+
+// mustRunWorkloads is mustRun with a choice of workloads.
+func mustRunWorkloads(t *testing.T, workloads []string, seed uint64, d time.Duration, faults, unsafeDebug string,
+	noFencing bool, serveArgs ...string) *runner.Result {
 	t.Helper()
 	fps, err := failpoint.Select(faults)
 	if err != nil {
@@ -60,7 +67,7 @@ func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug str
 		t.Fatal(err)
 	}
 	r := runner.Run(runner.Config{Binary: mustBuild(t), Self: self, Nodes: 3, Seed: seed, Duration: d,
-		Faults: fps, Workloads: traffic.All, UnsafeDebug: unsafeDebug, NoFencing: noFencing, ServeArgs: serveArgs,
+		Faults: fps, Workloads: workloads, UnsafeDebug: unsafeDebug, NoFencing: noFencing, ServeArgs: serveArgs,
 		Dir: filepath.Join(t.TempDir(), "run"), QuietMin: 500 * time.Millisecond, QuietMax: 2 * time.Second})
 	var b strings.Builder
 	report.Print(&b, r, true)

@@ -72,7 +72,7 @@ func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 	if err := m.faults.awaitDial(peer, deadline, m.closing); err != nil {
 		return nil, dialError(addr, peer, err)
 	}
-	d := net.Dialer{Deadline: deadline}
+	d := net.Dialer{Deadline: deadline, LocalAddr: loopbackSource(m.Addr(), addr)}
 	raw, err := d.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -87,6 +87,28 @@ func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 		return nil, dialError(addr, peer, err)
 	}
 	return c, nil
+}
+
+// loopbackSource returns the address a dial from a Mux listening on local
+// to addr should come from: the listening IP, when both are loopback
+// addresses (127.0.0.x), else nil (the kernel chooses). Nodes that share
+// a machine on distinct loopback addresses are then told apart by source
+// address too, which lets packet filters cut the links between them (the
+// fault harness's iptables partitions). A loopback-bound node can only
+// reach loopback peers, so this never changes which peers it can reach.
+func loopbackSource(local net.Addr, addr string) net.Addr {
+	l, ok := local.(*net.TCPAddr)
+	if !ok || !l.IP.IsLoopback() {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || ip.To4() == nil != (l.IP.To4() == nil) {
+		return nil
+	}
+	return &net.TCPAddr{IP: l.IP}
 }
 
 // deliver hands c to Accept, or closes it if the Layer or the Mux closes

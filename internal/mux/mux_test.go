@@ -196,3 +196,44 @@ func TestMux_Close_StopsEverything(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestDial_FromLoopbackListenAddress checks that a node listening on a
+// loopback address dials loopback peers from it, so that nodes on
+// 127.0.0.x are told apart by source address, and that anything else is
+// left to the kernel.
+func TestDial_FromLoopbackListenAddress(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 on this machine: %v", err)
+	}
+	a := New(ln, "a", testLogger(t))
+	go func() { _ = a.Serve() }()
+	t.Cleanup(func() { _ = a.Close() })
+	b := mustNewMux(t, "b")
+	lb := b.Listen(ProtoRaft)
+	c := mustDial(t, a.Listen(ProtoRaft), b.Addr().String())
+	defer c.Close()
+	got := mustAccept(t, lb)
+	defer got.Close()
+	if ip := got.RemoteAddr().(*net.TCPAddr).IP.String(); ip != "127.0.0.2" {
+		t.Errorf("b sees a's connection from %s, want 127.0.0.2", ip)
+	}
+
+	for _, tt := range []struct {
+		local, addr string
+		want        string // "" for nil
+	}{
+		{"127.0.0.2:1", "127.0.0.3:2", "127.0.0.2:0"},
+		{"127.0.0.2:1", "localhost:2", ""}, // not an IP: the kernel chooses
+		{"127.0.0.2:1", "10.0.0.1:2", ""},
+		{"0.0.0.0:1", "127.0.0.3:2", ""},
+		{"10.0.0.1:1", "10.0.0.2:2", ""},
+		{"127.0.0.2:1", "[::1]:2", ""},
+	} {
+		local, _ := net.ResolveTCPAddr("tcp", tt.local)
+		got := loopbackSource(local, tt.addr)
+		if (got == nil && tt.want != "") || (got != nil && got.String() != tt.want) {
+			t.Errorf("loopbackSource(%s, %s) = %v, want %q", tt.local, tt.addr, got, tt.want)
+		}
+	}
+}

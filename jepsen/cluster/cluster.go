@@ -32,9 +32,13 @@ type Config struct {
 
 // Node is one lockd process. Its methods are safe for concurrent use.
 type Node struct {
-	ID       string
-	HTTP     string // base URL, http://127.0.0.1:port
-	Peer     string // host:port
+	ID   string
+	HTTP string // base URL, http://127.0.0.x:port
+	Peer string // host:port
+	// IP is the loopback address the node listens on: 127.0.0.2 for n1,
+	// 127.0.0.3 for n2, ..., or 127.0.0.1 for all where the machine has
+	// no other loopback address. The harness's own clients use 127.0.0.1.
+	IP       string
 	DataDir  string
 	LogPath  string
 	args     []string
@@ -61,14 +65,28 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
-// FreePort returns a 127.0.0.1 address whose port the OS just handed out.
-func FreePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// FreePort returns an address on ip whose port the OS just handed out.
+func FreePort(ip string) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return "", err
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// nodeIP returns the loopback address of the i-th node (from 0): its own
+// 127.0.0.x where the machine routes 127.0.0.0/8 to the loopback device
+// (Linux does), so that packet filters can cut links between nodes; else
+// 127.0.0.1.
+func nodeIP(i int) string {
+	ip := fmt.Sprintf("127.0.0.%d", i+2)
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		return "127.0.0.1"
+	}
+	ln.Close()
+	return ip
 }
 
 // New prepares a cluster: ports and directories, no processes yet.
@@ -79,12 +97,14 @@ func New(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg}
 	var initial, httpList []string
 	peers, https := make([]string, cfg.Nodes), make([]string, cfg.Nodes)
+	ips := make([]string, cfg.Nodes)
 	for i := range peers {
-		p, err := FreePort()
+		ips[i] = nodeIP(i)
+		p, err := FreePort(ips[i])
 		if err != nil {
 			return nil, err
 		}
-		h, err := FreePort()
+		h, err := FreePort(ips[i])
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +115,7 @@ func New(cfg Config) (*Cluster, error) {
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("n%d", i+1)
 		h := https[i]
-		n := &Node{ID: id, HTTP: "http://" + h, Peer: peers[i], DataDir: filepath.Join(cfg.Dir, id),
+		n := &Node{ID: id, HTTP: "http://" + h, Peer: peers[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
 			LogPath: filepath.Join(cfg.Dir, id+".log")}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
 			"--initial-cluster", strings.Join(initial, ","), "--unsafe-fault-injection"}

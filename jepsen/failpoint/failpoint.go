@@ -64,7 +64,9 @@ func Registry() map[string]Failpoint {
 		&pauseClient{},
 		&partition{kind: "leader"}, &partition{kind: "node"}, &partition{kind: "split"},
 		&partition{kind: "bridge"}, &partition{kind: "oneway"},
-		&iptables{},
+		&partition{kind: "leader", filter: true}, &partition{kind: "node", filter: true},
+		&partition{kind: "split", filter: true}, &partition{kind: "bridge", filter: true},
+		&partition{kind: "oneway", filter: true},
 		&clockFault{rate: false}, &clockFault{rate: true},
 		&leaseSchedule{},
 	}
@@ -177,6 +179,9 @@ func HealAll(ctx context.Context, env *Env) error {
 	env.Writes.Uncut()
 	env.Writes.Open()
 	var errs []error
+	if filterAvailable(env) == nil {
+		errs = append(errs, removeLeftoverChain(ctx))
+	}
 	for _, n := range env.Cluster.Nodes {
 		if n.Paused() {
 			errs = append(errs, n.Resume())

@@ -11,8 +11,9 @@ import (
 	"github.com/lockd/lockd/jepsen/cluster"
 )
 
-// partition cuts links between nodes through their transport fault hooks
-// (POST /v1/debug/faults). Kinds:
+// partition cuts links between nodes, through their transport fault hooks
+// (POST /v1/debug/faults), or, with filter set, with real packet drops
+// between the nodes' loopback addresses (iptables; see filter.go). Kinds:
 //
 //   - leader: the leader loses every link;
 //   - node: one follower loses every link;
@@ -22,12 +23,22 @@ import (
 //   - oneway: the leader's messages to the others (or theirs to it) are
 //     lost in one direction only.
 type partition struct {
-	kind string
+	kind   string
+	filter bool
+	chain  *chain // the filter's rules in force, nil when none
 }
 
-func (p *partition) Name() string { return "partition-" + p.kind }
+func (p *partition) Name() string {
+	if p.filter {
+		return "iptables-" + p.kind
+	}
+	return "partition-" + p.kind
+}
 
 func (p *partition) Available(ctx context.Context, env *Env) error {
+	if p.filter {
+		return filterAvailable(env)
+	}
 	for _, n := range env.Cluster.Nodes {
 		if !n.Alive() {
 			continue
@@ -107,6 +118,14 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 	if rng.IntN(2) == 0 {
 		rule = "blackhole"
 	}
+	if p.filter {
+		c, err := newChain(ctx, links, rule)
+		if err != nil {
+			return "", err
+		}
+		p.chain = c
+		return what + " (iptables " + rule + ")", nil
+	}
 	for _, l := range links {
 		if !l.on.Alive() || l.on.Paused() {
 			continue
@@ -119,6 +138,11 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 }
 
 func (p *partition) Heal(ctx context.Context, env *Env) error {
+	if p.filter {
+		err := p.chain.remove(ctx)
+		p.chain = nil
+		return err
+	}
 	var errs []error
 	for _, n := range env.Cluster.Nodes {
 		if n.Alive() && !n.Paused() {

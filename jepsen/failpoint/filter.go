@@ -1,0 +1,133 @@
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// The iptables partitions drop real packets between the nodes' loopback
+// addresses. Each node listens on its own 127.0.0.x and dials its peers
+// from it (lockd does so for loopback peers), so a rule matching source
+// and destination address cuts exactly one direction of one link, for
+// every connection, whoever opened it. The harness's clients use
+// 127.0.0.1 and are never cut.
+//
+// "drop" rules answer with a TCP reset (the connection fails at once, as
+// with the transport hooks' drop); "blackhole" rules discard the packets
+// silently (the sender waits for its timeouts).
+//
+// A fault's rules live in a chain of their own, jumped to from INPUT for
+// loopback traffic, and healing removes the jump and the chain: nothing
+// is left behind, and other rules of the machine are never touched.
+
+// filterAvailable reports why the iptables partitions cannot run, or nil.
+func filterAvailable(env *Env) error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root")
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return errors.New("needs the iptables command")
+	}
+	seen := map[string]bool{}
+	for _, n := range env.Cluster.Nodes {
+		if seen[n.IP] {
+			return errors.New("needs a loopback address per node (127.0.0.x)")
+		}
+		seen[n.IP] = true
+	}
+	return nil
+}
+
+// chain is one fault's iptables rules.
+type chain struct {
+	name string
+}
+
+// chainName is this process's chain: runs of one harness process take
+// turns, and harness processes running side by side do not meet.
+func chainName() string { return fmt.Sprintf("LOCKD-JEPSEN-%d", os.Getpid()) }
+
+// removeLeftoverChain removes this process's chain if a failed heal left
+// it behind; it is not an error that there is none.
+func removeLeftoverChain(ctx context.Context) error {
+	c := &chain{name: chainName()}
+	if c.run(ctx, "-n", "-L", c.name) != nil {
+		return nil
+	}
+	return c.remove(ctx)
+}
+
+// filterRules returns the match and target of one rule per direction of
+// every link, in order, without duplicates.
+func filterRules(links []link, rule string) [][]string {
+	target := []string{"-j", "REJECT", "--reject-with", "tcp-reset"}
+	if rule == "blackhole" {
+		target = []string{"-j", "DROP"}
+	}
+	// A rule on node X against peer Y "in" cuts Y -> X; "out" cuts X -> Y.
+	var out [][]string
+	seen := map[[2]string]bool{}
+	add := func(src, dst string) {
+		if k := [2]string{src, dst}; !seen[k] {
+			seen[k] = true
+			out = append(out, append([]string{"-p", "tcp", "-s", src, "-d", dst}, target...))
+		}
+	}
+	for _, l := range links {
+		if l.direction == "in" || l.direction == "both" {
+			add(l.peer.IP, l.on.IP)
+		}
+		if l.direction == "out" || l.direction == "both" {
+			add(l.on.IP, l.peer.IP)
+		}
+	}
+	return out
+}
+
+// newChain installs a chain with filterRules(links, rule) and the jump to
+// it. On error it removes what it installed.
+func newChain(ctx context.Context, links []link, rule string) (*chain, error) {
+	c := &chain{name: chainName()}
+	// A chain left by a run of this process that did not heal is reused.
+	_ = c.run(ctx, "-N", c.name)
+	if err := c.run(ctx, "-F", c.name); err != nil {
+		return nil, err
+	}
+	for _, r := range filterRules(links, rule) {
+		if err := c.run(ctx, append([]string{"-A", c.name}, r...)...); err != nil {
+			c.remove(ctx)
+			return nil, err
+		}
+	}
+	if err := c.run(ctx, "-I", "INPUT", "-i", "lo", "-j", c.name); err != nil {
+		c.remove(ctx)
+		return nil, err
+	}
+	return c, nil
+}
+
+// remove deletes the jump and the chain. A nil chain has nothing to remove.
+func (c *chain) remove(ctx context.Context) error {
+	if c == nil {
+		return nil
+	}
+	// Delete every jump (there is one unless an earlier heal failed).
+	for c.run(ctx, "-D", "INPUT", "-i", "lo", "-j", c.name) == nil {
+	}
+	if err := c.run(ctx, "-F", c.name); err != nil {
+		return err
+	}
+	return c.run(ctx, "-X", c.name)
+}
+
+func (c *chain) run(ctx context.Context, args ...string) error {
+	out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w"}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("iptables %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
