@@ -141,7 +141,10 @@ func run(args []string) int {
 		}
 	}
 	fmt.Println("\ncampaign:", camp.Row())
-	if o.results != "" {
+	switch {
+	case o.results != "" && ctx.Err() != nil:
+		fmt.Fprintln(os.Stderr, "jepsen: interrupted: not recorded in", o.results)
+	case o.results != "":
 		if err := addResultsRow(o.results, camp.Row()); err != nil {
 			fmt.Fprintln(os.Stderr, "jepsen: results:", err)
 		}

@@ -119,6 +119,13 @@ func (n *Node) Abort() error {
 	return n.Close()
 }
 
+// isClosing reports whether Close has begun.
+func (n *Node) isClosing() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closing
+}
+
 // watchLeadership starts a leader term when Raft makes this node leader and
 // ends it when Raft takes leadership away. It polls as well as listening to
 // LeaderCh, because LeaderCh may coalesce a lose-and-regain into nothing.

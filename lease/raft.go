@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,6 +26,9 @@ type raftEngine struct {
 	store  *raftboltdb.BoltStore
 	stable *stableStore // guards store's stable-store role across close
 	trans  *raft.NetworkTransport
+	// removed is done once the node has logged that Raft stopped because
+	// the node was removed from the configuration.
+	removed sync.Once
 }
 
 // open waits one HeartbeatTimeout (see the package doc), opens the stores,
@@ -115,7 +119,17 @@ func (e *raftEngine) bootstrapConfiguration() raft.Configuration {
 }
 
 func (e *raftEngine) state() (bool, uint64) {
-	return e.raft.State() == raft.Leader, e.raft.CurrentTerm()
+	st := e.raft.State()
+	if st == raft.Shutdown && !e.n.isClosing() {
+		// hashicorp/raft stops a node once a configuration without it is
+		// applied (ShutdownOnRemove). Say so once: the process stays up
+		// and answers 503 no_leader until it is restarted.
+		e.removed.Do(func() {
+			e.n.log.Warn("Raft stopped: this node was removed from the cluster; " +
+				"restart it once it has been added back (POST /v1/cluster/members) to rejoin")
+		})
+	}
+	return st == raft.Leader, e.raft.CurrentTerm()
 }
 
 func (e *raftEngine) leaderID() string {

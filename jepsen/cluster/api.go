@@ -64,6 +64,24 @@ func (n *Node) SetFault(ctx context.Context, peer, direction, rule string) error
 	return n.Do(ctx, "POST", "/v1/debug/faults", wire.FaultRequest{Peer: peer, Direction: direction, Rule: rule}, nil)
 }
 
+// Members reads the cluster's voters from the node's own view.
+func (n *Node) Members(ctx context.Context) ([]wire.Member, error) {
+	st, err := n.Status(ctx)
+	return st.Members, err
+}
+
+// RemoveMember asks the node (which forwards to the leader) to remove id
+// from the cluster.
+func (n *Node) RemoveMember(ctx context.Context, id string) error {
+	return n.Do(ctx, "DELETE", "/v1/cluster/members/"+id, nil, nil)
+}
+
+// AddMember asks the node (which forwards to the leader) to add m as a
+// voter.
+func (n *Node) AddMember(ctx context.Context, m *Node) error {
+	return n.Do(ctx, "POST", "/v1/cluster/members", wire.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}, nil)
+}
+
 // HealPeer removes the node's transport fault rules against peer.
 func (n *Node) HealPeer(ctx context.Context, peer string) error {
 	return n.Do(ctx, "DELETE", "/v1/debug/faults/"+peer, nil, nil)

@@ -171,7 +171,24 @@ func (c *Cluster) Close() {
 }
 
 // Start starts the node's process with bin in a new process group.
-func (n *Node) Start(bin string) error {
+func (n *Node) Start(bin string) error { return n.start(bin, n.args) }
+
+// StartJoin starts the node, which has no data, as a new member that joins
+// the cluster through the node at via (an HTTP base URL) instead of
+// bootstrapping it. Later starts are plain ones: the node has data then.
+func (n *Node) StartJoin(bin, via string) error {
+	var args []string
+	for i := 0; i < len(n.args); i++ {
+		if n.args[i] == "--initial-cluster" {
+			i++ // and its value
+			continue
+		}
+		args = append(args, n.args[i])
+	}
+	return n.start(bin, append(args, "--join", via))
+}
+
+func (n *Node) start(bin string, args []string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd != nil && n.aliveLocked() {
@@ -185,7 +202,7 @@ func (n *Node) Start(bin string) error {
 		return err
 	}
 	fmt.Fprintf(logf, "==== harness: start %s %s\n", n.ID, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(bin, n.args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -253,6 +270,13 @@ func (n *Node) Kill() {
 	case <-done:
 	case <-time.After(10 * time.Second):
 	}
+}
+
+// Wipe kills the node if it runs and deletes its data directory: the node
+// has lost its disk.
+func (n *Node) Wipe() error {
+	n.Kill()
+	return os.RemoveAll(n.DataDir)
 }
 
 // Restart kills the node if it runs and starts it again on the same data.

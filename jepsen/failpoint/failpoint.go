@@ -69,6 +69,7 @@ func Registry() map[string]Failpoint {
 		&partition{kind: "oneway", filter: true},
 		&clockFault{rate: false}, &clockFault{rate: true},
 		&leaseSchedule{},
+		&membership{},
 	}
 	m := map[string]Failpoint{}
 	for _, f := range all {

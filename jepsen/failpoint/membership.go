@@ -1,0 +1,156 @@
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockd/lockd/jepsen/cluster"
+)
+
+// membership removes a node from the cluster through the API and adds it
+// back at the heal. The node is the leader one time in four (a leader that
+// removes itself gives up its master lease and steps down), else a
+// follower. Half of the time the node also loses its disk: it is killed
+// and its data directory deleted, and at the heal it starts empty with
+// --join, as an operator replaces a dead machine. Otherwise the heal adds
+// it back through the API and restarts it on its data (Raft stops on a
+// node once it is removed). Raft mode only (the classic modes' membership
+// is static).
+type membership struct {
+	victim *cluster.Node
+	wiped  bool
+}
+
+func (m *membership) Name() string { return "membership" }
+
+func (m *membership) Available(ctx context.Context, env *Env) error {
+	leader := env.Cluster.Leader(ctx)
+	if leader == nil {
+		return errors.New("no leader")
+	}
+	st, err := leader.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Mode != "raft" {
+		return fmt.Errorf("membership is static in %s mode", st.Mode)
+	}
+	return nil
+}
+
+func (m *membership) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
+	leader := env.Cluster.Leader(ctx)
+	if leader == nil {
+		return "", errors.New("no leader")
+	}
+	v := leader
+	if rng.IntN(4) != 0 {
+		if f := randomNode(env, rng, leader); f != nil {
+			v = f
+		}
+	}
+	wipe := rng.IntN(2) == 0
+	// Set before the call: a removal can take effect and still answer an
+	// error (a leader removing itself steps down), and Heal must add the
+	// node back either way.
+	m.victim, m.wiped = v, false
+	if err := leader.RemoveMember(ctx, v.ID); err != nil {
+		return "", fmt.Errorf("remove %s: %w", v.ID, err)
+	}
+	what := "remove " + v.ID
+	if v == leader {
+		what = "remove leader " + v.ID
+	}
+	if wipe {
+		if err := v.Wipe(); err != nil {
+			return "", err
+		}
+		m.wiped = true
+		what += ", kill -9 it and delete its data"
+	}
+	return what, nil
+}
+
+// Heal adds the node back: a wiped node by starting it with --join, a
+// running one through the API. It retries until the node is a voter
+// again or ctx ends.
+func (m *membership) Heal(ctx context.Context, env *Env) error {
+	v := m.victim
+	if v == nil {
+		return nil
+	}
+	if m.wiped {
+		via := anyOtherRunning(env, v)
+		if via == nil {
+			return errors.New("no running node to join through")
+		}
+		if err := v.StartJoin(env.Binary, via.HTTP); err != nil {
+			return err
+		}
+	} else if err := v.Restart(env.Binary); err != nil {
+		return err
+	}
+	for {
+		err := m.readd(ctx, env, v)
+		if err == nil {
+			m.victim = nil
+			return nil
+		}
+		if !wait(ctx, 200*time.Millisecond) {
+			return fmt.Errorf("%s is not a voter again: %v", v.ID, err)
+		}
+	}
+}
+
+// readd returns nil once the leader names v a voter, and otherwise asks
+// it to add v (unless v joins by itself).
+func (m *membership) readd(ctx context.Context, env *Env, v *cluster.Node) error {
+	leader := env.Cluster.Leader(ctx)
+	if leader == nil {
+		return errors.New("no leader")
+	}
+	ok, err := isVoter(ctx, leader, v.ID)
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		return nil
+	case m.wiped:
+		return errors.New("not joined yet")
+	}
+	if err := leader.AddMember(ctx, v); err != nil {
+		return err
+	}
+	return errors.New("added, not seen yet")
+}
+
+func (m *membership) Hold(env *Env, rng *rand.Rand) time.Duration {
+	return between(rng, time.Second, env.TTL+3*time.Second)
+}
+
+// isVoter reports whether the node n names id a voter.
+func isVoter(ctx context.Context, n *cluster.Node, id string) (bool, error) {
+	ms, err := n.Members(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range ms {
+		if m.ID == id && m.Voter {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// anyOtherRunning returns a running, unpaused node other than x, or nil.
+func anyOtherRunning(env *Env, x *cluster.Node) *cluster.Node {
+	for _, n := range env.Cluster.Nodes {
+		if n != x && n.Alive() && !n.Paused() {
+			return n
+		}
+	}
+	return nil
+}
