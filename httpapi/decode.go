@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +55,7 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequest("%s", describeJSONError(err))
+		return badRequest("%s", describeJSONError(err, b))
 	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err != io.EOF {
@@ -63,12 +64,39 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	return nil
 }
 
-// describeJSONError turns an encoding/json error into a sentence for the
-// client, naming the field where the decoder says which one it was.
-func describeJSONError(err error) string {
+// fieldWithValue returns the name of the first top-level field of the JSON
+// object body whose value is exactly raw, or "" (request bodies are flat).
+func fieldWithValue(body []byte, raw string) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return ""
+	}
+	var names []string
+	for k, v := range fields {
+		if string(bytes.TrimSpace(v)) == raw {
+			names = append(names, k)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	return names[0]
+}
+
+// describeJSONError turns an encoding/json error on body into a sentence
+// for the client, naming the field where the decoder says which one it was
+// or, for a bad duration, where the body has the offending value.
+func describeJSONError(err error, body []byte) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var dur *wire.DurationError
 	switch {
+	case errors.As(err, &dur):
+		if f := fieldWithValue(body, dur.Value); f != "" {
+			return f + ": " + dur.Error()
+		}
+		return dur.Error()
 	case errors.As(err, &syntax):
 		return "malformed JSON at byte " + strconv.FormatInt(syntax.Offset, 10) + ": " + syntax.Error()
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -36,8 +36,9 @@ func TestInput_Rejected(t *testing.T) {
 		{"string for string field", "POST", "/v1/locks/a/acquire", `{"session":1}`, 0, "session must be a string, not number"},
 		{"string token", "POST", "/v1/locks/a/check", `{"token":"42"}`, 0, "token must be a non-negative integer, not string"},
 		{"negative token", "POST", "/v1/locks/a/check", `{"token":-1}`, 0, "token must be a non-negative integer"},
-		{"number for duration", "POST", "/v1/locks/a/acquire", `{"session":"s1","wait":5}`, 0, "duration must be a string"},
-		{"bad duration", "POST", "/v1/sessions", `{"ttl":"5x"}`, 0, `bad duration "5x": use`},
+		{"number for duration", "POST", "/v1/locks/a/acquire", `{"session":"s1","wait":5}`, 0, "wait: duration must be a string"},
+		{"bad duration", "POST", "/v1/sessions", `{"ttl":"5x"}`, 0, `ttl: bad duration "5x": use`},
+		{"bad second duration", "POST", "/v1/sessions", `{"ttl":"5s","lock_delay":"soon"}`, 0, `lock_delay: bad duration "soon"`},
 		{"body too large", "POST", "/v1/locks/a/acquire", huge, 413, "larger than the limit"},
 		{"session body too large", "POST", "/v1/sessions", huge, 413, "larger than the limit"},
 

@@ -22,16 +22,27 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
-// UnmarshalJSON decodes a duration string such as "15s".
+// UnmarshalJSON decodes a duration string such as "15s". Its errors are
+// *DurationError.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string such as \"15s\" or \"250ms\", got %s", b)
+		return &DurationError{Value: string(b), msg: fmt.Sprintf("duration must be a string such as \"15s\" or \"250ms\", got %s", b)}
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("bad duration %q: use a number with a unit, such as \"15s\" or \"250ms\"", s)
+		return &DurationError{Value: string(b), msg: fmt.Sprintf("bad duration %q: use a number with a unit, such as \"15s\" or \"250ms\"", s)}
 	}
 	*d = Duration(v)
 	return nil
 }
+
+// DurationError is a JSON value that is not a duration. encoding/json does
+// not say which field an Unmarshaler failed on; Value, the raw JSON, lets
+// the decoder find it.
+type DurationError struct {
+	Value string
+	msg   string
+}
+
+func (e *DurationError) Error() string { return e.msg }
