@@ -115,6 +115,9 @@ func run(args []string) int {
 	// processes are killed on the way out.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if err := failpoint.RemoveStaleChains(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen: stale iptables rules of a killed harness:", err)
+	}
 	camp := &report.Campaign{Mode: o.mode(), Faults: o.faults, Command: o.command()}
 	exit := 0
 	for i := range o.runs {

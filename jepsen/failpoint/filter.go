@@ -47,9 +47,45 @@ type chain struct {
 	name string
 }
 
+// RemoveStaleChains removes the chains (and their jumps) of harness
+// processes that no longer run: a harness killed with SIGKILL during an
+// iptables partition cannot heal it, and its rules would cut the next
+// runs' nodes. It does nothing without root or iptables.
+func RemoveStaleChains(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return nil
+	}
+	out, err := exec.CommandContext(ctx, "iptables", "-w", "-S").Output()
+	if err != nil {
+		return fmt.Errorf("iptables -S: %w", err)
+	}
+	var errs []error
+	for _, line := range strings.Split(string(out), "\n") {
+		name, ok := strings.CutPrefix(line, "-N ")
+		if !ok {
+			continue
+		}
+		pid, ok := strings.CutPrefix(name, chainPrefix)
+		if !ok {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			continue // its harness still runs
+		}
+		errs = append(errs, (&chain{name: name}).remove(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// chainPrefix starts every harness chain's name; the harness's pid ends it.
+const chainPrefix = "LOCKD-JEPSEN-"
+
 // chainName is this process's chain: runs of one harness process take
 // turns, and harness processes running side by side do not meet.
-func chainName() string { return fmt.Sprintf("LOCKD-JEPSEN-%d", os.Getpid()) }
+func chainName() string { return fmt.Sprintf("%s%d", chainPrefix, os.Getpid()) }
 
 // removeLeftoverChain removes this process's chain if a failed heal left
 // it behind; it is not an error that there is none.
