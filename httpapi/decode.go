@@ -55,7 +55,7 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return badRequest("%s", describeJSONError(err, b))
+		return badRequest("%s", describeJSONError(err, b, v))
 	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err != io.EOF {
@@ -64,16 +64,31 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	return nil
 }
 
-// fieldWithValue returns the name of the first top-level field of the JSON
-// object body whose value is exactly raw, or "" (request bodies are flat).
-func fieldWithValue(body []byte, raw string) string {
+// durationField returns the name of the first top-level field of the JSON
+// object body that is a wire.Duration field of v (a pointer to the struct
+// being decoded) and whose value is exactly raw, or "" (request bodies are
+// flat).
+func durationField(body []byte, raw string, v any) string {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) != nil {
 		return ""
 	}
+	durations := map[string]bool{}
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		dt := reflect.TypeFor[wire.Duration]()
+		for f := range t.Elem().Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			if f.Type == dt || f.Type == reflect.PointerTo(dt) {
+				durations[strings.ToLower(name)] = true
+			}
+		}
+	}
 	var names []string
 	for k, v := range fields {
-		if string(bytes.TrimSpace(v)) == raw {
+		if durations[strings.ToLower(k)] && string(bytes.TrimSpace(v)) == raw {
 			names = append(names, k)
 		}
 	}
@@ -84,16 +99,17 @@ func fieldWithValue(body []byte, raw string) string {
 	return names[0]
 }
 
-// describeJSONError turns an encoding/json error on body into a sentence
-// for the client, naming the field where the decoder says which one it was
-// or, for a bad duration, where the body has the offending value.
-func describeJSONError(err error, body []byte) string {
+// describeJSONError turns an encoding/json error on body, decoded into v,
+// into a sentence for the client, naming the field where the decoder says
+// which one it was or, for a bad duration, the duration field of v that has
+// the offending value in body.
+func describeJSONError(err error, body []byte, v any) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	var dur *wire.DurationError
 	switch {
 	case errors.As(err, &dur):
-		if f := fieldWithValue(body, dur.Value); f != "" {
+		if f := durationField(body, dur.Value, v); f != "" {
 			return f + ": " + dur.Error()
 		}
 		return dur.Error()

@@ -39,6 +39,7 @@ func TestInput_Rejected(t *testing.T) {
 		{"number for duration", "POST", "/v1/locks/a/acquire", `{"session":"s1","wait":5}`, 0, "wait: duration must be a string"},
 		{"bad duration", "POST", "/v1/sessions", `{"ttl":"5x"}`, 0, `ttl: bad duration "5x": use`},
 		{"bad second duration", "POST", "/v1/sessions", `{"ttl":"5s","lock_delay":"soon"}`, 0, `lock_delay: bad duration "soon"`},
+		{"bad duration, same text in a string field", "POST", "/v1/sessions", `{"name":"5x","ttl":"5x"}`, 0, `ttl: bad duration "5x"`},
 		{"body too large", "POST", "/v1/locks/a/acquire", huge, 413, "larger than the limit"},
 		{"session body too large", "POST", "/v1/sessions", huge, 413, "larger than the limit"},
 

@@ -1,5 +1,5 @@
 // Command jepsen is lockd's fault-injection harness. It builds lockd,
-// starts a cluster of real processes on loopback addresses (127.0.0.x),
+// starts a cluster of real processes on loopback addresses (127.a.b.x),
 // runs client workloads while it injects faults on a schedule drawn from a
 // seed, heals, checks
 // the history with six checkers, and reports. See RESULTS.md for the

@@ -199,6 +199,7 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 	c.Term = e.raft.CurrentTerm()
 	c.CommitIndex = e.raft.CommitIndex()
 	c.AppliedIndex = e.raft.AppliedIndex()
+	c.LastLogIndex = e.raft.LastIndex()
 	f := e.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return raftErr(err)

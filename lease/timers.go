@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/lockd/lockd/fsm"
@@ -11,38 +12,63 @@ import (
 // expiryLoop proposes the expiry of every session whose leader-local
 // deadline has passed. Deadlines live only on the leader: keepalives move
 // them without writing the log, and a new leader starts every session on a
-// full TTL.
+// full TTL. Up to maxExpiring expiries are in flight at once, so that Raft
+// commits many in one round when many sessions end together (a fleet of
+// clients dying at once).
 func (t *leaderTerm) expiryLoop() {
 	defer t.wg.Done()
-	n := t.n
-	every := n.cfg.HeartbeatTimeout / 5
+	every := t.n.cfg.HeartbeatTimeout / 5
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
+	sem := make(chan struct{}, maxExpiring)
 	for {
 		select {
 		case <-t.ctx.Done():
 			return
 		case <-ticker.C:
 		}
+		var wg sync.WaitGroup
 		for _, id := range t.expired() {
 			// The lease check keeps a leader that lost its quorum from
 			// expiring sessions whose keepalives now go elsewhere; Raft
 			// would refuse the entry anyway, this only saves the attempt.
-			if !t.leaseValid() {
+			if !t.leaseValid() || t.ctx.Err() != nil {
 				break
 			}
-			res, err := n.propose(t.ctx, fsm.Command{Op: fsm.OpExpireSession, Session: id})
-			switch {
-			case err != nil && t.ctx.Err() != nil:
-				return
-			case err != nil:
-				n.log.Warn("session expiry not committed; will retry", "session", id, "err", err)
-			default:
-				t.forget(id)
-				if res.Err == nil {
-					n.log.Info("session expired", "session", id, "released", res.Released, "resigned", res.Resigned)
-				}
+			select {
+			case sem <- struct{}{}:
+			case <-t.ctx.Done():
 			}
+			if t.ctx.Err() != nil {
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				t.expire(id)
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// maxExpiring bounds the session expiries the leader has in flight.
+const maxExpiring = 64
+
+// expire proposes the expiry of session id and forgets its deadline once
+// the expiry is committed; a failed proposal is retried at the next tick.
+func (t *leaderTerm) expire(id string) {
+	n := t.n
+	res, err := n.propose(t.ctx, fsm.Command{Op: fsm.OpExpireSession, Session: id})
+	switch {
+	case err != nil && t.ctx.Err() != nil:
+	case err != nil:
+		n.log.Warn("session expiry not committed; will retry", "session", id, "err", err)
+	default:
+		t.forget(id)
+		if res.Err == nil {
+			n.log.Info("session expired", "session", id, "released", res.Released, "resigned", res.Resigned)
 		}
 	}
 }

@@ -143,15 +143,18 @@ type LeaderInfo struct {
 
 // Cluster answers GET /v1/cluster.
 type Cluster struct {
-	Mode                 string      `json:"mode"`
-	NodeID               string      `json:"node_id"`
-	State                string      `json:"state"`
-	Leader               *LeaderInfo `json:"leader"`
-	Term                 uint64      `json:"term"`
-	CommitIndex          uint64      `json:"commit_index"`
-	AppliedIndex         uint64      `json:"applied_index"`
-	MasterLeaseRemaining *Duration   `json:"master_lease_remaining,omitempty"`
-	Members              []Member    `json:"members"`
+	Mode         string      `json:"mode"`
+	NodeID       string      `json:"node_id"`
+	State        string      `json:"state"`
+	Leader       *LeaderInfo `json:"leader"`
+	Term         uint64      `json:"term"`
+	CommitIndex  uint64      `json:"commit_index"`
+	AppliedIndex uint64      `json:"applied_index"`
+	// LastLogIndex is the index of the node's last log entry, committed or
+	// not (Raft mode): what a vote request compares.
+	LastLogIndex         uint64    `json:"last_log_index,omitempty"`
+	MasterLeaseRemaining *Duration `json:"master_lease_remaining,omitempty"`
+	Members              []Member  `json:"members"`
 	// Coordinator, Epoch and Election are set in the classic modes only.
 	Coordinator string         `json:"coordinator,omitempty"`
 	Epoch       uint64         `json:"epoch,omitempty"`

@@ -91,11 +91,11 @@ func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 
 // loopbackSource returns the address a dial from a Mux listening on local
 // to addr should come from: the listening IP, when both are loopback
-// addresses (127.0.0.x), else nil (the kernel chooses). Nodes that share
+// addresses (127.x.y.z), else nil (the kernel chooses). Nodes that share
 // a machine on distinct loopback addresses are then told apart by source
 // address too, which lets packet filters cut the links between them (the
-// fault harness's iptables partitions). A loopback-bound node can only
-// reach loopback peers, so this never changes which peers it can reach.
+// fault harness's iptables partitions). Only dials to a loopback IP are
+// bound, so this never changes which peers a node can reach.
 func loopbackSource(local net.Addr, addr string) net.Addr {
 	l, ok := local.(*net.TCPAddr)
 	if !ok || !l.IP.IsLoopback() {

@@ -381,3 +381,45 @@ func TestCluster_BadInputLeavesStateUnchanged(t *testing.T) {
 		t.Fatalf("commit index moved by %d for bad requests", after-before)
 	}
 }
+
+// TestCluster_ManySessionsExpireTogether checks the expiry promise (within
+// TTL + 2 s of the last keepalive) when many sessions end at once, as when
+// a fleet of clients dies together: the leader must not expire them one
+// commit at a time.
+func TestCluster_ManySessionsExpireTogether(t *testing.T) {
+	c := servertest.New(t, 3)
+	l := newAPI(t, c, c.WaitLeader())
+	const n, ttl = 500, 3 * time.Second
+	var wg sync.WaitGroup
+	ids := make(chan string, n)
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range n / 10 {
+				var s wire.Session
+				d := wire.Duration(0)
+				if st, _ := l.do("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &d}, &s); st == 201 {
+					ids <- s.ID
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	created := time.Now() // every session's last (and only) keepalive is before this
+	if len(ids) != n {
+		t.Fatalf("created %d of %d sessions", len(ids), n)
+	}
+	var gone time.Time
+	servertest.WaitFor(t, ttl+10*time.Second, "every session to expire", func() bool {
+		var list wire.SessionList
+		l.must("GET", "/v1/sessions", nil, &list)
+		gone = time.Now()
+		return len(list.Sessions) == 0
+	})
+	took := gone.Sub(created)
+	t.Logf("%d sessions with TTL %v all expired %v after the last was created", n, ttl, took)
+	if took > ttl+2*time.Second {
+		t.Fatalf("the last of %d sessions expired %v after its creation; want within TTL + 2s", n, took)
+	}
+}

@@ -33,11 +33,12 @@ type Config struct {
 // Node is one lockd process. Its methods are safe for concurrent use.
 type Node struct {
 	ID   string
-	HTTP string // base URL, http://127.0.0.x:port
+	HTTP string // base URL, http://127.a.b.x:port
 	Peer string // host:port
-	// IP is the loopback address the node listens on: 127.0.0.2 for n1,
-	// 127.0.0.3 for n2, ..., or 127.0.0.1 for all where the machine has
-	// no other loopback address. The harness's own clients use 127.0.0.1.
+	// IP is the loopback address the node listens on: 127.a.b.2 for n1,
+	// 127.a.b.3 for n2, ... (a.b from the harness's pid), or 127.0.0.1 for
+	// all where the machine has no other loopback address. The harness's
+	// own clients use 127.0.0.1.
 	IP       string
 	DataDir  string
 	LogPath  string
@@ -76,11 +77,14 @@ func FreePort(ip string) (string, error) {
 }
 
 // nodeIP returns the loopback address of the i-th node (from 0): its own
-// 127.0.0.x where the machine routes 127.0.0.0/8 to the loopback device
-// (Linux does), so that packet filters can cut links between nodes; else
-// 127.0.0.1.
+// 127.a.b.(i+2), where the machine routes 127.0.0.0/8 to the loopback
+// device (Linux does), so that packet filters can cut links between nodes;
+// else 127.0.0.1. a.b comes from the process id, so that the clusters of
+// harnesses running side by side have addresses, and filter rules, of
+// their own; it is never 0.0, the harness's own 127.0.0.1.
 func nodeIP(i int) string {
-	ip := fmt.Sprintf("127.0.0.%d", i+2)
+	pid := os.Getpid()
+	ip := fmt.Sprintf("127.%d.%d.%d", 1+pid%254, pid/254%256, i+2)
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		return "127.0.0.1"
@@ -276,6 +280,9 @@ func (n *Node) Kill() {
 // has lost its disk.
 func (n *Node) Wipe() error {
 	n.Kill()
+	if n.Alive() {
+		return fmt.Errorf("cluster: %s did not die; its data is kept", n.ID)
+	}
 	return os.RemoveAll(n.DataDir)
 }
 

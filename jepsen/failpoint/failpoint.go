@@ -159,6 +159,12 @@ func (s *Schedule) Run(ctx context.Context, env *Env) int {
 		}
 		cancel()
 	}
+	// A fault whose heal failed gets one more try before the final checks.
+	for _, f := range avail {
+		if p, ok := f.(interface{ Pending() bool }); ok && p.Pending() {
+			heal(env, f)
+		}
+	}
 	return n
 }
 

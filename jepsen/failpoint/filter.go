@@ -10,15 +10,19 @@ import (
 )
 
 // The iptables partitions drop real packets between the nodes' loopback
-// addresses. Each node listens on its own 127.0.0.x and dials its peers
+// addresses. Each node listens on its own 127.a.b.x and dials its peers
 // from it (lockd does so for loopback peers), so a rule matching source
-// and destination address cuts exactly one direction of one link, for
-// every connection, whoever opened it. The harness's clients use
-// 127.0.0.1 and are never cut.
+// and destination address cuts one direction of one link, for every peer
+// connection, whoever opened it. HTTP forwarding between nodes comes from
+// 127.0.0.1 and is not cut (as with the transport hooks), nor are the
+// harness's clients.
 //
-// "drop" rules answer with a TCP reset (the connection fails at once, as
-// with the transport hooks' drop); "blackhole" rules discard the packets
-// silently (the sender waits for its timeouts).
+// "drop" rules answer with a TCP reset, so a new connection fails at once
+// (as with the transport hooks' drop) while an open one stalls until its
+// sender gives up; "blackhole" rules discard the packets silently. Over
+// TCP a one-way cut stalls the other direction too, since acknowledgements
+// no longer come back: iptables-oneway is the real-network version of the
+// hooks' one-way partition, not an exact copy.
 //
 // A fault's rules live in a chain of their own, jumped to from INPUT for
 // loopback traffic, and healing removes the jump and the chain: nothing
@@ -35,7 +39,7 @@ func filterAvailable(env *Env) error {
 	seen := map[string]bool{}
 	for _, n := range env.Cluster.Nodes {
 		if seen[n.IP] {
-			return errors.New("needs a loopback address per node (127.0.0.x)")
+			return errors.New("needs a loopback address per node (127.a.b.x)")
 		}
 		seen[n.IP] = true
 	}
@@ -73,7 +77,7 @@ func RemoveStaleChains(ctx context.Context) error {
 			continue
 		}
 		if _, err := os.Stat("/proc/" + pid); err == nil {
-			continue // its harness still runs
+			continue // its harness still runs (or its pid was reused: then the chain stays)
 		}
 		errs = append(errs, (&chain{name: name}).remove(ctx))
 	}
@@ -84,7 +88,8 @@ func RemoveStaleChains(ctx context.Context) error {
 const chainPrefix = "LOCKD-JEPSEN-"
 
 // chainName is this process's chain: runs of one harness process take
-// turns, and harness processes running side by side do not meet.
+// turns, and harness processes running side by side have chains, and node
+// addresses (see cluster.Node.IP), of their own.
 func chainName() string { return fmt.Sprintf("%s%d", chainPrefix, os.Getpid()) }
 
 // removeLeftoverChain removes this process's chain if a failed heal left

@@ -42,6 +42,11 @@ func (m *membership) Available(ctx context.Context, env *Env) error {
 }
 
 func (m *membership) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
+	if m.victim != nil {
+		// The last heal failed: removing another node could leave the
+		// cluster without a quorum. The schedule heals again now.
+		return "", fmt.Errorf("%s is not back in the cluster yet", m.victim.ID)
+	}
 	leader := env.Cluster.Leader(ctx)
 	if leader == nil {
 		return "", errors.New("no leader")
@@ -90,6 +95,14 @@ func (m *membership) Heal(ctx context.Context, env *Env) error {
 		if err := v.StartJoin(env.Binary, via.HTTP); err != nil {
 			return err
 		}
+	} else if leader := env.Cluster.Leader(ctx); leader != nil {
+		if ok, err := isVoter(ctx, leader, v.ID); err == nil && ok {
+			m.victim = nil // the removal never took effect
+			return nil
+		}
+		if err := v.Restart(env.Binary); err != nil {
+			return err
+		}
 	} else if err := v.Restart(env.Binary); err != nil {
 		return err
 	}
@@ -126,6 +139,10 @@ func (m *membership) readd(ctx context.Context, env *Env, v *cluster.Node) error
 	}
 	return errors.New("added, not seen yet")
 }
+
+// Pending reports whether a node removed by the last Inject is not back
+// yet (its heal failed); the schedule heals again before it returns.
+func (m *membership) Pending() bool { return m.victim != nil }
 
 func (m *membership) Hold(env *Env, rng *rand.Rand) time.Duration {
 	return between(rng, time.Second, env.TTL+3*time.Second)

@@ -21,7 +21,7 @@ import (
 //   - bridge: two halves that cannot reach each other, and one node both
 //     halves reach;
 //   - oneway: the leader's messages to the others (or theirs to it) are
-//     lost in one direction only.
+//     lost in one direction only (with iptables, see filter.go).
 type partition struct {
 	kind   string
 	filter bool

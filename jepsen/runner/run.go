@@ -226,8 +226,9 @@ func nodeIDs(c *cluster.Cluster) []string {
 func electionTimeout(args []string) time.Duration {
 	d := lease.DefaultConfig().ElectionTimeout
 	for i, a := range args {
-		v, ok := strings.CutPrefix(a, "--election-timeout=")
-		if !ok && a == "--election-timeout" && i+1 < len(args) {
+		a = "-" + strings.TrimLeft(a, "-") // flags take one dash or two
+		v, ok := strings.CutPrefix(a, "-election-timeout=")
+		if !ok && a == "-election-timeout" && i+1 < len(args) {
 			v, ok = args[i+1], true
 		}
 		if x, err := time.ParseDuration(v); ok && err == nil {

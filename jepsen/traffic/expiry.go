@@ -29,6 +29,8 @@ func (t *Traffic) expiryWorker(ctx context.Context, rng *rand.Rand) {
 	c := t.newClient(t.nextClient())
 	var idle []*client.Session
 	defer func() {
+		leave := t.gate.passSoon(ctx)
+		defer leave()
 		for _, s := range idle {
 			s.Close()
 		}
@@ -46,7 +48,7 @@ func (t *Traffic) expiryWorker(ctx context.Context, rng *rand.Rand) {
 		leave()
 	}
 	id := t.nextClient()
-	hc := &http.Client{}
+	hc := &http.Client{Transport: t.gate.transport(http.DefaultTransport)}
 	for i := 0; sleep(ctx, jitter(rng, 300*time.Millisecond, 900*time.Millisecond)); i++ {
 		t.abandonOne(ctx, hc, id, t.cfg.Endpoints[i%len(t.cfg.Endpoints)], rng)
 	}

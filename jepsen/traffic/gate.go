@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -25,9 +26,21 @@ type Gate struct {
 	cut      map[string]bool // host:port the workers may not reach
 }
 
-// errCut is what a worker's client gets for a node it is cut from; the
-// library moves on to the next endpoint as it would for a dead node.
+// errCut is what a worker's client gets for a node it is cut from. It
+// comes wrapped as a failed dial (cutError), so that the library knows the
+// request was not sent and moves on to the next endpoint, as it would for
+// a dead node, whatever the call.
 var errCut = errors.New("traffic: cut from this node by the harness")
+
+func cutError(host string) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: cutAddr(host), Err: errCut}
+}
+
+// cutAddr is a net.Addr for the host:port a request was refused for.
+type cutAddr string
+
+func (a cutAddr) Network() string { return "tcp" }
+func (a cutAddr) String() string  { return string(a) }
 
 // Cut stops the workers' clients from reaching the nodes at these base
 // URLs (http://host:port) until Uncut. Requests already sent go on.
@@ -66,7 +79,7 @@ func (g *Gate) isCut(host string) bool {
 func (g *Gate) transport(base http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if g.isCut(r.URL.Host) {
-			return nil, errCut
+			return nil, cutError(r.URL.Host)
 		}
 		return base.RoundTrip(r)
 	})
@@ -132,9 +145,11 @@ func (g *Gate) passSoon(ctx context.Context) (leave func()) {
 	return leave
 }
 
-// passWait bounds passSoon's wait; a fault closes the gate for a few
-// seconds at most.
-const passWait = 10 * time.Second
+// passWait bounds passSoon's wait. The lease schedule keeps the gate
+// closed for at most about 20 s (its waits for writes in flight, a settled
+// log and a vote round, with 1 s election timeouts), so it is never
+// bypassed.
+const passWait = 30 * time.Second
 
 // Close stops new writes and waits until the writes in flight have
 // returned, or ctx ends (then the gate stays closed and Close returns

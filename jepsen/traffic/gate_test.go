@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -99,8 +100,10 @@ func TestGate_CutRefusesRequestsToTheNode(t *testing.T) {
 		t.Fatalf("before Cut: %v", err)
 	}
 	g.Cut(srv.URL)
-	if err := get(); !errors.Is(err, errCut) {
-		t.Fatalf("after Cut: %v, want errCut", err)
+	err := get()
+	var op *net.OpError
+	if !errors.Is(err, errCut) || !errors.As(err, &op) || op.Op != "dial" {
+		t.Fatalf("after Cut: %v, want errCut as a failed dial (so that clients try the next node)", err)
 	}
 	g.Uncut()
 	if err := get(); err != nil {

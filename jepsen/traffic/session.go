@@ -66,7 +66,9 @@ func (w *worker) endSession() {
 			rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),
 				Status: history.Unknown, Call: at, Return: history.Infinity, Err: "expired"})
 		}
+		leave := w.t.gate.passSoon(context.Background())
 		s.Close() // stops its goroutines; the destroy, if it lands, is inside the End above
+		leave()
 		return
 	}
 	leave := w.t.gate.passSoon(context.Background())
