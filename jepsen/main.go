@@ -51,6 +51,7 @@ type options struct {
 	binary      string
 	serveArgs   string
 	keep        bool
+	check       string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -68,6 +69,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "TTL of the clients' sessions")
 	fs.StringVar(&o.results, "results", "", "append this campaign's row to this RESULTS.md")
 	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one")
+	fs.StringVar(&o.check, "check", "", "check a saved history.jsonl again (linearizability, tokens) and exit; no cluster")
 	fs.BoolVar(&o.keep, "keep", false, "keep every run's node logs and history (default: failing runs' only)")
 	fs.StringVar(&o.serveArgs, "serve-args", "", "more arguments for every lockd serve, space-separated (e.g. \"--heartbeat-timeout 2s\")")
 }
@@ -86,9 +88,19 @@ func run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if o.check != "" {
+		return checkHistory(o.check, 5*time.Minute)
+	}
 	faults, err := failpoint.Select(o.faults)
-	if err != nil || (o.nodes != 3 && o.nodes != 5) || o.runs < 1 {
-		fmt.Fprintf(os.Stderr, "jepsen: bad flags: %v (--nodes must be 3 or 5, --runs at least 1)\n", err)
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 2
+	case o.nodes != 3 && o.nodes != 5:
+		fmt.Fprintln(os.Stderr, "jepsen: --nodes must be 3 or 5")
+		return 2
+	case o.runs < 1:
+		fmt.Fprintln(os.Stderr, "jepsen: --runs must be at least 1")
 		return 2
 	}
 	if o.seed == 0 {

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -40,7 +41,13 @@ func CheckLinearizable(ops []history.Op, skip map[string]bool, timeout time.Dura
 	res, info := porcupine.CheckOperationsVerbose(m, pops, timeout)
 	switch res {
 	case porcupine.Illegal:
-		v.addf("a lock's history is not linearizable (see the visualization)")
+		broken := whereBroken(pops, info)
+		if len(broken) == 0 {
+			v.addf("a lock's history is not linearizable (see the visualization)")
+		}
+		for _, b := range broken {
+			v.addf("%s", b)
+		}
 		path := filepath.Join(dir, "linearizability.html")
 		if err := porcupine.VisualizePath(m, info, path); err == nil {
 			v.Artifact = path
@@ -50,4 +57,50 @@ func CheckLinearizable(ops []history.Op, skip map[string]bool, timeout time.Dura
 	}
 	v.Details = append(v.Details, "checked "+itoa(len(pops))+" operations")
 	return v
+}
+
+// whereBroken says, for each lock whose history porcupine could not
+// linearize, how far the longest linearizable prefix it found goes and
+// which operation, earliest by invocation, it could not place: where to
+// start reading the visualization.
+func whereBroken(pops []porcupine.Operation, info porcupine.LinearizationInfo) []string {
+	total := map[string]int{}
+	for _, p := range pops {
+		total[p.Input.(history.Op).Lock]++
+	}
+	var out []string
+	for _, partials := range info.PartialLinearizationsOperations() {
+		var longest []porcupine.Operation
+		var lock string
+		for _, pl := range partials {
+			if len(pl) > len(longest) {
+				longest = pl
+			}
+			if len(pl) > 0 {
+				lock = pl[0].Input.(history.Op).Lock
+			}
+		}
+		if lock == "" || len(longest) >= total[lock] {
+			continue
+		}
+		placed := map[int64]bool{}
+		for _, p := range longest {
+			placed[p.Input.(history.Op).ID] = true
+		}
+		var first *porcupine.Operation
+		for i := range pops {
+			p := &pops[i]
+			if op := p.Input.(history.Op); op.Lock == lock && !placed[op.ID] && (first == nil || p.Call < first.Call) {
+				first = p
+			}
+		}
+		msg := fmt.Sprintf("%s is not linearizable: the longest linearizable prefix has %d of its %d operations",
+			lock, len(longest), total[lock])
+		if first != nil {
+			msg += fmt.Sprintf("; the earliest operation left out is %s, invoked at %.3fs",
+				model.Describe(first.Input.(history.Op)), float64(first.Call)/1e9)
+		}
+		out = append(out, msg)
+	}
+	return out
 }

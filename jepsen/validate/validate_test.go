@@ -1,7 +1,9 @@
 package validate
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
@@ -82,5 +84,30 @@ func TestCheckLeaders_Violations(t *testing.T) {
 	}
 	if got := CheckLeaders(fine, true).Violations; got != 1 {
 		t.Fatalf("classic, two coordinators in round 1: %d violations, want 1", got)
+	}
+}
+
+// TestCheckLinearizable_NamesTheBrokenLock checks that a violation says
+// which lock broke and which operation could not be placed.
+func TestCheckLinearizable_NamesTheBrokenLock(t *testing.T) {
+	ms := int64(time.Millisecond)
+	ops := []history.Op{
+		{ID: 1, Client: 0, Lock: "a", Kind: history.Acquire, Session: "s1", Token: 5, Status: history.OK, Call: 0, Return: 10 * ms},
+		{ID: 2, Client: 1, Lock: "a", Kind: history.Read, Node: "n2", Status: history.OK, Call: 20 * ms, Return: 30 * ms}, // free: stale
+		{ID: 3, Client: 0, Lock: "b", Kind: history.Acquire, Session: "s1", Token: 6, Status: history.OK, Call: 0, Return: 10 * ms},
+		{ID: 4, Client: 1, Lock: "b", Kind: history.Read, Node: "n1", Holder: "s1", Token: 6, Status: history.OK, Call: 20 * ms, Return: 30 * ms},
+	}
+	v := CheckLinearizable(ops, nil, 10*time.Second, t.TempDir())
+	if v.Violations != 1 {
+		t.Fatalf("violations = %d, want 1 (lock a only): %v", v.Violations, v.Details)
+	}
+	d := strings.Join(v.Details, "\n")
+	for _, want := range []string{"a is not linearizable", "1 of its 2 operations", "read@n2 -> free", "0.020s"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("details lack %q:\n%s", want, d)
+		}
+	}
+	if strings.Contains(d, "b is not") {
+		t.Errorf("lock b is linearizable, yet reported:\n%s", d)
 	}
 }
