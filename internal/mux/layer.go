@@ -90,22 +90,24 @@ func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 }
 
 // loopbackSource returns the address a dial from a Mux listening on local
-// to addr should come from: the listening IP, when both are loopback
-// addresses (127.x.y.z), else nil (the kernel chooses). Nodes that share
+// to addr should come from: the listening IP, when both are IPv4 loopback
+// addresses (127.x.y.z) and the listening one is not 127.0.0.1, which the
+// kernel chooses anyway; else nil (the kernel chooses, and binds no port
+// before connecting). Nodes that share
 // a machine on distinct loopback addresses are then told apart by source
 // address too, which lets packet filters cut the links between them (the
 // fault harness's iptables partitions). Only dials to a loopback IP are
 // bound, so this never changes which peers a node can reach.
 func loopbackSource(local net.Addr, addr string) net.Addr {
 	l, ok := local.(*net.TCPAddr)
-	if !ok || !l.IP.IsLoopback() {
+	if !ok || !l.IP.IsLoopback() || l.IP.To4() == nil || l.IP.Equal(net.IPv4(127, 0, 0, 1)) {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || ip.To4() == nil != (l.IP.To4() == nil) {
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() || ip.To4() == nil {
 		return nil
 	}
 	return &net.TCPAddr{IP: l.IP}

@@ -229,6 +229,8 @@ func TestDial_FromLoopbackListenAddress(t *testing.T) {
 		{"0.0.0.0:1", "127.0.0.3:2", ""},
 		{"10.0.0.1:1", "10.0.0.2:2", ""},
 		{"127.0.0.2:1", "[::1]:2", ""},
+		{"127.0.0.1:1", "127.0.0.3:2", ""}, // the kernel's choice anyway
+		{"[::1]:1", "[::1]:2", ""},
 	} {
 		local, _ := net.ResolveTCPAddr("tcp", tt.local)
 		got := loopbackSource(local, tt.addr)

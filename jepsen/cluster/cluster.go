@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lockd/lockd/internal/testnet"
 )
 
 // Config describes a cluster to start.
@@ -66,16 +68,6 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
-// FreePort returns an address on ip whose port the OS just handed out.
-func FreePort(ip string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // nodeIP returns the loopback address of the i-th node (from 0): its own
 // 127.a.b.(i+2), where the machine routes 127.0.0.0/8 to the loopback
 // device (Linux does), so that packet filters can cut links between nodes;
@@ -104,17 +96,13 @@ func New(cfg Config) (*Cluster, error) {
 	ips := make([]string, cfg.Nodes)
 	for i := range peers {
 		ips[i] = nodeIP(i)
-		p, err := FreePort(ips[i])
+		addrs, err := testnet.Ports(ips[i], 2)
 		if err != nil {
 			return nil, err
 		}
-		h, err := FreePort(ips[i])
-		if err != nil {
-			return nil, err
-		}
-		peers[i], https[i] = p, h
-		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, p))
-		httpList = append(httpList, fmt.Sprintf("n%d=http://%s", i+1, h))
+		peers[i], https[i] = addrs[0], addrs[1]
+		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
+		httpList = append(httpList, fmt.Sprintf("n%d=http://%s", i+1, https[i]))
 	}
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("n%d", i+1)

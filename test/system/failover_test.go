@@ -18,7 +18,8 @@ const failoverBound = 2 * time.Second
 func TestSystem_DefaultsFromEnvironmentAndRecoverAfterRestart(t *testing.T) {
 	bin := mustBuild(t)
 	dir := t.TempDir()
-	httpAddr, peerAddr := freePort(t), freePort(t)
+	addrs := freePorts(t, 2)
+	httpAddr, peerAddr := addrs[0], addrs[1]
 	p := &proc{t: t, id: "n1", args: []string{bin, "serve"}, http: "http://" + httpAddr, logPath: filepath.Join(dir, "n1.log")}
 	start := func() {
 		p.start()

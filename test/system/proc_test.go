@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/testnet"
 )
 
 var (
@@ -49,15 +49,15 @@ func mustBuild(t *testing.T) string {
 	return binPath
 }
 
-// freePort returns a port on 127.0.0.1 the OS just handed out.
-func freePort(t *testing.T) string {
+// freePorts returns n distinct free addresses on 127.0.0.1 (see
+// internal/testnet for why not port 0).
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := testnet.Ports("127.0.0.1", n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
 
 // proc is one lockd process.
@@ -84,8 +84,9 @@ func mustStartCluster(t *testing.T, n int, extra ...string) *procCluster {
 	c := &procCluster{t: t}
 	var initial, httpList []string
 	peers, https := make([]string, n), make([]string, n)
+	addrs := freePorts(t, 2*n)
 	for i := range n {
-		peers[i], https[i] = freePort(t), freePort(t)
+		peers[i], https[i] = addrs[2*i], addrs[2*i+1]
 		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
 		httpList = append(httpList, fmt.Sprintf("n%d=http://%s", i+1, https[i]))
 	}
