@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -147,8 +148,23 @@ func TestForward_RelaysLeaderAnswer(t *testing.T) {
 // TestForward_NoLeader checks the 503 answers: no leader known, a request
 // that was already forwarded (no loops), and a leader that cannot be reached.
 func TestForward_NoLeader(t *testing.T) {
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
+	// A leader that hangs up on every connection. (A closed server's port
+	// is free for any other test's server to take, and then answers.)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	hangsUp := "http://" + ln.Addr().String()
 	tests := []struct {
 		name       string
 		leaderHTTP string // "-" keeps the working leader
@@ -157,7 +173,7 @@ func TestForward_NoLeader(t *testing.T) {
 	}{
 		{"no leader known", "", nil, "no leader is known"},
 		{"already forwarded", "-", http.Header{HeaderForwarded: {"n3"}}, "forwarded by n3"},
-		{"leader unreachable", closed.URL, nil, "cannot reach the leader"},
+		{"leader unreachable", hangsUp, nil, "cannot reach the leader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
