@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/ctxsleep"
 )
 
 // maxWaitChunk is how long one blocking acquire asks the server to wait,
@@ -199,13 +200,4 @@ func retryAfter(err error) time.Duration {
 	return 100 * time.Millisecond
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func sleepCtx(ctx context.Context, d time.Duration) error { return ctxsleep.Sleep(ctx, d) }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/internal/ctxsleep"
 )
 
 // The Raft scenarios. Every run builds a fresh cluster of N nodes, waits
@@ -241,16 +243,7 @@ func measureRaft(ctx context.Context, n int, sc Scenario, seed uint64, timeout t
 }
 
 // sleepCtx sleeps d, or less if ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+func sleepCtx(ctx context.Context, d time.Duration) error { return ctxsleep.Sleep(ctx, d) }
 
 // nopFSM is a state machine that keeps nothing: the bench counts the
 // messages that commit entries, not what the entries do.

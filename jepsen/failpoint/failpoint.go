@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockd/lockd/internal/ctxsleep"
 	"github.com/lockd/lockd/jepsen/cluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
@@ -205,16 +206,8 @@ func HealAll(ctx context.Context, env *Env) error {
 	return errors.Join(errs...)
 }
 
-func wait(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+// wait waits d or until ctx ends; it reports whether ctx is still live.
+func wait(ctx context.Context, d time.Duration) bool { return ctxsleep.Sleep(ctx, d) == nil }
 
 func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))

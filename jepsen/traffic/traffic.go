@@ -19,6 +19,7 @@ import (
 
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/ctxsleep"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -207,16 +208,7 @@ func status(err error) (history.Status, string) {
 }
 
 // sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return ctxsleep.Sleep(ctx, d) == nil }
 
 func jitter(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
