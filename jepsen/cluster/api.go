@@ -64,6 +64,21 @@ func (n *Node) SetFault(ctx context.Context, peer, direction, rule string) error
 	return n.Do(ctx, "POST", "/v1/debug/faults", wire.FaultRequest{Peer: peer, Direction: direction, Rule: rule}, nil)
 }
 
+// delayRule is the body of a delay rule for /v1/debug/faults.
+type delayRule struct {
+	Peer      string `json:"peer"`
+	Direction string `json:"direction"`
+	Rule      string `json:"rule"`
+	Delay     string `json:"delay"`
+}
+
+// SetDelay installs a delay rule on the node against peer: every byte in
+// direction ("in", "out" or "both") between the node and peer is delivered
+// d late, in order.
+func (n *Node) SetDelay(ctx context.Context, peer, direction string, d time.Duration) error {
+	return n.Do(ctx, "POST", "/v1/debug/faults", delayRule{Peer: peer, Direction: direction, Rule: "delay", Delay: d.String()}, nil)
+}
+
 // Members reads the cluster's voters from the node's own view.
 func (n *Node) Members(ctx context.Context) ([]wire.Member, error) {
 	st, err := n.Status(ctx)
@@ -104,10 +119,14 @@ func (n *Node) HealFaults(ctx context.Context) error {
 	return n.Do(ctx, "DELETE", "/v1/debug/faults", nil, nil)
 }
 
-// ClockSetting is the body of the debug clock routes.
+// ClockSetting is the body of the debug clock routes. Offset and Rate move
+// the node's whole clock (the --unsafe-clock faults); WallStep steps only
+// the wall-clock time the node reads, as an NTP step of the system clock
+// would, and is absent from nodes that cannot step it.
 type ClockSetting struct {
-	Offset string  `json:"offset"`
-	Rate   float64 `json:"rate"`
+	Offset   string  `json:"offset"`
+	Rate     float64 `json:"rate"`
+	WallStep *string `json:"wall_step,omitempty"`
 }
 
 // Clock reads the node's injectable clock (GET /v1/debug/clock).
@@ -120,4 +139,19 @@ func (n *Node) Clock(ctx context.Context) (ClockSetting, error) {
 // SetClock sets the node's clock to real time + offset running at rate.
 func (n *Node) SetClock(ctx context.Context, offset time.Duration, rate float64) error {
 	return n.Do(ctx, "POST", "/v1/debug/clock", ClockSetting{Offset: offset.String(), Rate: rate}, nil)
+}
+
+// SetWallStep steps the node's wall clock to real time + step, leaving its
+// monotonic clock (offset and rate) as it is; a step of 0 undoes it.
+func (n *Node) SetWallStep(ctx context.Context, step time.Duration) error {
+	cur, err := n.Clock(ctx)
+	if err != nil {
+		return err
+	}
+	if cur.WallStep == nil {
+		return fmt.Errorf("cluster: %s cannot step its wall clock (no wall_step in GET /v1/debug/clock)", n.ID)
+	}
+	w := step.String()
+	cur.WallStep = &w
+	return n.Do(ctx, "POST", "/v1/debug/clock", cur, nil)
 }

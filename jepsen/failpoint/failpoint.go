@@ -41,6 +41,8 @@ type Env struct {
 	Writes *traffic.Gate
 	// ElectionTimeout is the nodes' Raft candidate timeout.
 	ElectionTimeout time.Duration
+	// HeartbeatTimeout is the nodes' Raft follower timeout.
+	HeartbeatTimeout time.Duration
 }
 
 // Failpoint is one kind of fault.
@@ -69,7 +71,9 @@ func Registry() map[string]Failpoint {
 		&partition{kind: "split", filter: true}, &partition{kind: "bridge", filter: true},
 		&partition{kind: "oneway", filter: true},
 		&clockFault{rate: false}, &clockFault{rate: true},
-		&leaseSchedule{},
+		&leaseSchedule{}, &lateAnswer{},
+		&delay{leader: true}, &delay{leader: false},
+		&wallStep{},
 		&membership{},
 	}
 	m := map[string]Failpoint{}

@@ -159,7 +159,8 @@ func Run(cfg Config) (res *Result) {
 		return res
 	}
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
-		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs)}
+		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
+		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs)}
 	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -224,11 +225,23 @@ func nodeIDs(c *cluster.Cluster) []string {
 // electionTimeout is the Raft candidate timeout the nodes run with: the
 // value of --election-timeout in args, else lockd's default.
 func electionTimeout(args []string) time.Duration {
-	d := lease.DefaultConfig().ElectionTimeout
+	return durationFlag(args, "election-timeout", lease.DefaultConfig().ElectionTimeout)
+}
+
+// heartbeatTimeout is the Raft follower timeout the nodes run with: the
+// value of --heartbeat-timeout in args, else lockd's default.
+func heartbeatTimeout(args []string) time.Duration {
+	return durationFlag(args, "heartbeat-timeout", lease.DefaultConfig().HeartbeatTimeout)
+}
+
+// durationFlag is the last value of the duration flag name in args, else
+// def.
+func durationFlag(args []string, name string, def time.Duration) time.Duration {
+	d := def
 	for i, a := range args {
 		a = "-" + strings.TrimLeft(a, "-") // flags take one dash or two
-		v, ok := strings.CutPrefix(a, "-election-timeout=")
-		if !ok && a == "-election-timeout" && i+1 < len(args) {
+		v, ok := strings.CutPrefix(a, "-"+name+"=")
+		if !ok && a == "-"+name && i+1 < len(args) {
 			v, ok = args[i+1], true
 		}
 		if x, err := time.ParseDuration(v); ok && err == nil {

@@ -1,0 +1,180 @@
+package failpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/jepsen/cluster"
+)
+
+// lateAnswer is aimed at a master lease that counts late answers. A leader
+// L confirms its lease with a round of heartbeats; a follower promises not
+// to vote for a HeartbeatTimeout from when it last heard from L. If an
+// answer that F1 sent before a round began can complete the round, and the
+// lease is measured from the round's start, the lease outlives F1's
+// promise by as much as the answer was late. The schedule makes answers
+// late and then takes L away:
+//
+//   - F1's messages to L (a majority of L's followers less one: one of a
+//     three-node cluster's two) are delayed 300-400 ms by a delay rule on
+//     F1, so every answer reaches L that late, while L's heartbeats reach
+//     F1 at once and F1 goes on following L;
+//   - the other followers, F2, are cut from L (drop, both ways) until they
+//     have no leader: then F1's vote is all a new leader waits for, and L's
+//     lease rests on F1's late answers alone;
+//   - L's messages to F1 are then blackholed, which ends F1's promise (it
+//     hears nothing more from L) while F1's late answers, already on their
+//     way, still arrive and may complete rounds begun after F1 last heard
+//     from L; once they have all arrived L is cut from F1 for good (drop).
+//
+// F1 and F2 elect a new leader one to two HeartbeatTimeouts after F1 last
+// heard from L. The workers' clients are cut from L from then on (like
+// clients on the new side of a partition) and write through the new
+// leader, while the per-node readers go on asking L: a read that L answers
+// from its lease after the new leader acknowledged a write is stale, and
+// the linearizability checker, which orders every node's reads against
+// every client's writes, rejects it.
+//
+// Raft's own step-down (LeaderLeaseTimeout) must not end L's service
+// first: the schedule is meant to run with --leader-lease-timeout equal to
+// --heartbeat-timeout, which lockd allows. The fault's description says
+// how long L's lease still had to run when the last late answer was in,
+// and when a new leader was seen, both from the moment L was cut off.
+type lateAnswer struct{}
+
+// The delay of F1's answers is drawn from this range.
+const minLate, maxLate = 300 * time.Millisecond, 400 * time.Millisecond
+
+func (l *lateAnswer) Name() string { return "late-answer" }
+
+func (l *lateAnswer) Available(ctx context.Context, env *Env) error { return delayAvailable(ctx, env) }
+
+func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
+	leader := env.Cluster.Leader(ctx)
+	if leader == nil {
+		return "", errors.New("no leader")
+	}
+	var followers []*cluster.Node
+	for _, i := range rng.Perm(len(env.Cluster.Nodes)) {
+		if n := env.Cluster.Nodes[i]; n != leader {
+			followers = append(followers, n)
+		}
+	}
+	if len(followers) < 2 {
+		return "", errors.New("needs at least three nodes")
+	}
+	// With L, the late followers are one short of a majority of the
+	// cluster; with the others they are a majority without L.
+	k := (len(env.Cluster.Nodes) - 1) / 2
+	late, cut := followers[:k], followers[k:]
+	d := between(rng, minLate, maxLate).Round(time.Millisecond)
+	if ht := env.HeartbeatTimeout; ht > 0 && d > ht*4/5 {
+		d = ht * 4 / 5 // later than that, F1 would leave L on its own
+	}
+	var notes []string
+
+	for _, f := range late {
+		if err := f.SetDelay(ctx, leader.ID, "out", d); err != nil {
+			return "", fmt.Errorf("delay on %s: %w", f.ID, err)
+		}
+	}
+	for _, f := range cut {
+		if err := leader.SetFault(ctx, f.ID, "both", "drop"); err != nil {
+			return "", err
+		}
+		if err := f.SetFault(ctx, leader.ID, "both", "drop"); err != nil {
+			return "", err
+		}
+	}
+	// The cut followers lose their leader one to two HeartbeatTimeouts
+	// after they last heard from it.
+	if !leaderless(ctx, cut, 3*env.HeartbeatTimeout+time.Second) {
+		notes = append(notes, ids(cut)+" still see a leader")
+	}
+	if st, err := leader.Status(ctx); err != nil || st.State != "Leader" {
+		notes = append(notes, leader.ID+" no longer leads before it is cut off")
+	}
+
+	// Take L away: F1 hears nothing more from it, and its late answers
+	// drain into L.
+	env.Writes.Cut(leader.HTTP)
+	cutAt := time.Now()
+	for _, f := range late {
+		if err := leader.SetFault(ctx, f.ID, "out", "blackhole"); err != nil {
+			return "", err
+		}
+	}
+	wait(ctx, d+50*time.Millisecond)
+	for _, f := range late {
+		if err := leader.SetFault(ctx, f.ID, "both", "drop"); err != nil {
+			return "", err
+		}
+	}
+	leaseTo := "no lease"
+	if st, err := leader.Status(ctx); err == nil && st.MasterLeaseRemaining != nil {
+		leaseTo = fmt.Sprintf("lease to +%v", (time.Since(cutAt) + st.MasterLeaseRemaining.D()).Round(time.Millisecond))
+	}
+	elected := "no new leader within 3s"
+	if n, at, ok := newLeader(ctx, followers, 3*time.Second); ok {
+		elected = fmt.Sprintf("%s leads at +%v", n.ID, at.Sub(cutAt).Round(time.Millisecond))
+	}
+	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it; %s cut off (%s; %s)",
+		ids(late), leader.ID, d, ids(cut), leader.ID, leaseTo, elected)
+	if len(notes) > 0 {
+		what += " (" + strings.Join(notes, ", ") + ")"
+	}
+	return what, nil
+}
+
+func (l *lateAnswer) Heal(ctx context.Context, env *Env) error {
+	env.Writes.Uncut()
+	return (&partition{}).Heal(ctx, env)
+}
+
+// Hold leaves the old leader cut off until its lease and Raft's step-down
+// are surely over.
+func (l *lateAnswer) Hold(env *Env, rng *rand.Rand) time.Duration {
+	return between(rng, time.Second, 2*time.Second)
+}
+
+// leaderless waits until none of ns reports a leader, at most within.
+func leaderless(ctx context.Context, ns []*cluster.Node, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		none := true
+		for _, n := range ns {
+			if st, err := n.Status(ctx); err != nil || st.Leader != nil {
+				none = false
+				break
+			}
+		}
+		if none {
+			return true
+		}
+		if !wait(ctx, 10*time.Millisecond) {
+			break
+		}
+	}
+	return false
+}
+
+// newLeader polls ns until one of them leads, and returns it and when it
+// was seen; ok is false if none did within.
+func newLeader(ctx context.Context, ns []*cluster.Node, within time.Duration) (*cluster.Node, time.Time, bool) {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for _, n := range ns {
+			if st, err := n.Status(ctx); err == nil && st.State == "Leader" {
+				return n, time.Now(), true
+			}
+		}
+		if !wait(ctx, 5*time.Millisecond) {
+			break
+		}
+	}
+	return nil, time.Now(), false
+}
