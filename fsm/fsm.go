@@ -153,7 +153,7 @@ func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
 	case OpAcquire:
 		return st.acquire(st.locks, o, c)
 	case OpRelease:
-		return st.once(st.locks, c, ErrNotHolder, func() Result { return st.release(st.locks, o, c) })
+		return st.once(st.locks, c, ErrNotHolder, nil, func() Result { return st.release(st.locks, o, c) })
 	case OpCancelWait:
 		return st.cancelWait(st.locks, o, c)
 	case OpTick:
@@ -163,9 +163,9 @@ func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
 	case OpCampaign:
 		return st.acquire(st.elections, o, c)
 	case OpProclaim:
-		return st.once(st.elections, c, ErrNotHolder, func() Result { return st.proclaim(o, c) })
+		return st.once(st.elections, c, ErrNotHolder, func() bool { return st.proclaimed(c) }, func() Result { return st.proclaim(o, c) })
 	case OpResign:
-		return st.once(st.elections, c, ErrNotHolder, func() Result { return st.resign(o, c) })
+		return st.once(st.elections, c, ErrNotHolder, nil, func() Result { return st.resign(o, c) })
 	case OpCancelCampaign:
 		return st.cancelWait(st.elections, o, c)
 	case OpSetMember:

@@ -145,6 +145,13 @@ func (st *state) proclaim(o op, c Command) Result {
 	return Result{}
 }
 
+// proclaimed reports whether the session of c leads its election with c's
+// value: then a repeat of that proclaim gets the success the first got.
+func (st *state) proclaimed(c Command) bool {
+	l := st.elections.lookup(c.Name)
+	return l.holder(c.Session) >= 0 && l.Value == c.Value
+}
+
 // resign runs OpResign: the leader steps down, or a candidate leaves the
 // queue.
 func (st *state) resign(o op, c Command) Result {

@@ -75,12 +75,16 @@ func (t *leaderTerm) expire(id string) {
 
 // expired returns the sessions past their deadline, in a stable order, and
 // adopts sessions the table does not know yet (created through another
-// path, or restored from a snapshot) with a full TTL.
+// path, or restored from a snapshot) with a full TTL. Each session it
+// returns is marked as being expired (a zero deadline): from then on extend
+// refuses it whatever the clock says, and the next sweep lists it again
+// until forget drops it, so a failed expiry is retried.
 func (t *leaderTerm) expired() []string {
-	now := t.n.clock.Now()
 	live := t.n.fsm.Sessions()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Read under the lock, as extend does, so the two are ordered.
+	now := t.n.clock.Now()
 	seen := make(map[string]bool, len(live))
 	var out []string
 	for _, s := range live {
@@ -91,6 +95,7 @@ func (t *leaderTerm) expired() []string {
 			continue
 		}
 		if !now.Before(d) {
+			t.sessions[s.ID] = time.Time{}
 			out = append(out, s.ID)
 		}
 	}
@@ -104,15 +109,16 @@ func (t *leaderTerm) expired() []string {
 }
 
 // extend moves a session's deadline to now + ttl, never earlier. It refuses
-// (false) a session whose deadline has passed: its expiry may be in flight,
-// and reviving it would let the client believe in a session the leader is
-// about to end.
+// (false) a session whose deadline has passed or that a sweep handed to
+// expire: its expiry may be in flight, and reviving it would let the client
+// believe in a session the leader is about to end. The clock is read under
+// the lock, so a sweep that listed the session came before this reading.
 func (t *leaderTerm) extend(id string, ttl time.Duration) bool {
-	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.n.clock.Now()
 	old, ok := t.sessions[id]
-	if ok && !now.Before(old) {
+	if ok && (old.IsZero() || !now.Before(old)) {
 		return false
 	}
 	if d := now.Add(ttl); d.After(old) {
