@@ -151,7 +151,5 @@ func (n *Node) SetWallStep(ctx context.Context, step time.Duration) error {
 	if cur.WallStep == nil {
 		return fmt.Errorf("cluster: %s cannot step its wall clock (no wall_step in GET /v1/debug/clock)", n.ID)
 	}
-	w := step.String()
-	cur.WallStep = &w
-	return n.Do(ctx, "POST", "/v1/debug/clock", cur, nil)
+	return n.Do(ctx, "POST", "/v1/debug/clock", map[string]string{"wall_step": step.String()}, nil)
 }
