@@ -29,6 +29,10 @@ type Config struct {
 	HTTPAddr string
 	// Stream carries Raft's connections (internal/mux's Raft layer).
 	Stream raft.StreamLayer
+	// LeaseLayer carries the lease exchange (internal/mux's lease layer):
+	// the leader's questions to followers about their promises, and their
+	// answers. Required in Raft mode.
+	LeaseLayer Layer
 
 	// InitialCluster, if not empty, lists every voter of a new cluster; a
 	// node with no Raft state bootstraps with it. Empty and Join empty: the
@@ -39,9 +43,12 @@ type Config struct {
 	// by the leader (cmd/lockd asks the member at this address to add it).
 	Join string
 
-	// HeartbeatTimeout is Raft's follower timeout, and the unit of the master
-	// lease: the lease lasts HeartbeatTimeout x (1 - MaxClockDrift) -
-	// LeaseMargin from the start of a quorum confirmation. Shorter means
+	// HeartbeatTimeout is Raft's follower timeout, and so the length of a
+	// follower's promise not to vote for another leader: the master lease
+	// lasts at most HeartbeatTimeout x (1 - MaxClockDrift) - LeaseMargin
+	// from the moment the leader asked a quorum for their promises (each
+	// follower reports what is left of its own promise, so nodes with
+	// different values stay safe). It is also the boot wait. Shorter means
 	// faster failover and more heartbeat traffic. Default 500ms (a LAN).
 	HeartbeatTimeout time.Duration
 	// ElectionTimeout is Raft's candidate timeout. Default 500ms.
@@ -94,6 +101,11 @@ type Unsafe struct {
 	// NoSessionGrace makes a new leader expire every inherited session at
 	// once instead of giving each a full TTL.
 	NoSessionGrace bool
+	// RoundLease measures the master lease from the start of a
+	// hashicorp/raft VerifyLeader round instead of through the lease
+	// exchange: lockd's earlier rule, which a late answer to a heartbeat
+	// sent before the round can stretch past a follower's promise.
+	RoundLease bool
 }
 
 // DefaultConfig returns a Config with the LAN defaults described on each field.
@@ -158,12 +170,13 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// leaseDuration is how long a quorum confirmation keeps the master lease.
+// leaseDuration is the longest master lease one confirmation can give:
+// what it gives when every promise in the quorum is whole.
 func (c *Config) leaseDuration() time.Duration {
 	return time.Duration(float64(c.HeartbeatTimeout)*(1-c.MaxClockDrift)) - c.LeaseMargin
 }
 
-// renewInterval is how often the leader confirms its quorum.
+// renewInterval is how often the leader renews its master lease.
 func (c *Config) renewInterval() time.Duration {
 	return c.HeartbeatTimeout / 5
 }

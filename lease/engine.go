@@ -24,8 +24,12 @@ type engine interface {
 	leaderCh() <-chan bool
 	// barrier returns once every entry of earlier tenures is applied.
 	barrier(timeout time.Duration) error
-	// verify confirms that this node still leads, now.
-	verify() error
+	// lease confirms that this node still leads in tenure term and returns
+	// the end of its master lease on the node's clock: a time before which
+	// no other node can lead. start is the node's clock, read before the
+	// confirmation began; the lease may not be measured from any earlier
+	// moment.
+	lease(term uint64, start time.Time) (time.Time, error)
 	// apply commits data and returns the FSM's response.
 	apply(data []byte, timeout time.Duration) (any, error)
 	// transfer hands leadership to another node before a graceful stop.

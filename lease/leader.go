@@ -24,7 +24,6 @@ type leaderTerm struct {
 	mu         sync.Mutex
 	ready      bool
 	leaseUntil time.Time // master lease end, on the node's monotonic clock
-	embargo    time.Time // no lease from rounds that start before this
 	given      bool      // lease given up for a leadership transfer
 	waiting    []chan error
 	sessions   map[string]time.Time // session id -> leader-local deadline
@@ -119,22 +118,22 @@ func (t *leaderTerm) registerSelf() {
 }
 
 // leaseLoop renews the master lease every renewInterval, and at once when a
-// consistent read asks for a round. A round is one VerifyLeader: a
-// heartbeat to every follower, answered when a quorum acknowledged it. The
-// lease runs from the start of the round.
+// consistent read asks for a round. A round takes the time, then asks the
+// engine to confirm the quorum (in Raft mode: the lease exchange, whose
+// questions all leave after that time), and the lease runs from the time
+// taken. A failed round leaves the lease to run out; the term ends when
+// Raft says this node no longer leads.
 //
-// A process pause (SIGSTOP, a long GC, a stalled VM) before a round can let
-// heartbeat answers from before the pause count in it, so a gap between
-// rounds much longer than asked for puts the lease under embargo for a
-// HeartbeatTimeout: by then, if another leader was elected, its heartbeats
-// have reached us and Raft has stepped down.
+// No round can count an answer to a question sent before it began, so a
+// pause of this process (SIGSTOP, a long GC, a stalled VM) cannot stretch
+// the lease: whatever a round learns, it learns after its start.
 func (t *leaderTerm) leaseLoop() {
 	defer t.wg.Done()
 	n := t.n
 	every := n.cfg.renewInterval()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	last := n.clock.Now()
+	failing := false
 	for {
 		select {
 		case <-t.ctx.Done():
@@ -143,45 +142,33 @@ func (t *leaderTerm) leaseLoop() {
 		case <-t.confirmCh:
 		}
 		start := n.clock.Now()
-		if gap := start.Sub(last); gap > every+n.cfg.LeaseMargin {
-			t.mu.Lock()
-			t.embargo = start.Add(n.cfg.HeartbeatTimeout)
-			t.leaseUntil = time.Time{}
-			t.mu.Unlock()
-			n.log.Warn("leader was not scheduled for a while; master lease suspended",
-				"gap", gap, "for", n.cfg.HeartbeatTimeout)
-		}
 		t.mu.Lock()
 		waiting := t.waiting
 		t.waiting = nil
 		t.mu.Unlock()
-		err := n.eng.verify()
-		t.finishRound(start, err, waiting)
-		last = n.clock.Now()
-		if err != nil {
-			n.log.Warn("quorum confirmation failed; leaving leader term", "err", err)
-			t.cancel()
-			return
+		until, err := n.eng.lease(t.raftTerm, start)
+		t.finishRound(until, err, waiting)
+		switch {
+		case err != nil && !failing:
+			n.log.Warn("master lease not renewed", "term", t.raftTerm, "err", err)
+		case err == nil && failing:
+			n.log.Info("master lease renewed again", "term", t.raftTerm)
 		}
+		failing = err != nil
 		timer.Reset(every)
 	}
 }
 
-func (t *leaderTerm) finishRound(start time.Time, err error, waiting []chan error) {
+func (t *leaderTerm) finishRound(until time.Time, err error, waiting []chan error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err == nil {
-		switch {
-		case t.given:
-			err = errNoLeader("leadership is being transferred")
-		case start.Before(t.embargo):
-			err = errNoLeader("master lease suspended after a pause")
-		default:
-			t.leaseUntil = start.Add(t.n.cfg.leaseDuration())
-		}
-	} else {
-		t.leaseUntil = time.Time{}
-		err = errNoLeader("leadership lost: " + err.Error())
+	switch {
+	case err != nil:
+		err = errNoLeader("could not confirm a quorum: " + err.Error())
+	case t.given:
+		err = errNoLeader("leadership is being transferred")
+	case until.After(t.leaseUntil):
+		t.leaseUntil = until
 	}
 	for _, w := range waiting {
 		w <- err
@@ -225,7 +212,7 @@ func (t *leaderTerm) leaseRemaining() time.Duration {
 	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.given || !t.ready || !now.Before(t.leaseUntil) {
+	if t.given || !t.ready || t.ctx.Err() != nil || !now.Before(t.leaseUntil) {
 		return 0
 	}
 	return t.leaseUntil.Sub(now)
@@ -238,4 +225,16 @@ func (t *leaderTerm) giveUpLease() {
 	t.given = true
 	t.leaseUntil = time.Time{}
 	t.mu.Unlock()
+}
+
+// MasterLease returns the time left on this node's master lease: 0 unless
+// it leads, has established its term and holds the lease now.
+func (n *Node) MasterLease() time.Duration {
+	n.mu.Lock()
+	t := n.term
+	n.mu.Unlock()
+	if t == nil {
+		return 0
+	}
+	return t.leaseRemaining()
 }

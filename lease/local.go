@@ -101,14 +101,16 @@ func (e *localEngine) barrier(time.Duration) error {
 	return nil
 }
 
-func (e *localEngine) verify() error {
+// lease gives a coordinator that still coordinates the same lease a Raft
+// leader would get; nothing backs it (see the file comment).
+func (e *localEngine) lease(_ uint64, start time.Time) (time.Time, error) {
 	leader, epoch := e.state()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !leader || epoch != e.epoch {
-		return errNoLeader("this node no longer coordinates")
+		return time.Time{}, errNoLeader("this node no longer coordinates")
 	}
-	return nil
+	return start.Add(e.n.cfg.leaseDuration()), nil
 }
 
 func (e *localEngine) apply(data []byte, _ time.Duration) (any, error) {

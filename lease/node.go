@@ -40,8 +40,8 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Stream == nil {
-		return nil, errors.New("lease: config: Stream is required")
+	if cfg.Stream == nil || cfg.LeaseLayer == nil {
+		return nil, errors.New("lease: config: Stream and LeaseLayer are required")
 	}
 	n.raft = &raftEngine{n: n}
 	n.eng = n.raft

@@ -25,7 +25,8 @@ type raftEngine struct {
 	raft   *raft.Raft
 	store  *raftboltdb.BoltStore
 	stable *stableStore // guards store's stable-store role across close
-	trans  *raft.NetworkTransport
+	trans  *guardedTransport
+	x      *exchange // the lease exchange, both sides
 	// removed is done once the node has logged that Raft stopped because
 	// the node was removed from the configuration.
 	removed sync.Once
@@ -67,18 +68,20 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	e.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	e.trans = newGuardedTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: cfg.Stream, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
-	})
+	}))
 	existing, err := raft.HasExistingState(logs, e.stable, snaps)
 	if err != nil {
 		return fmt.Errorf("lease: read state: %w", err)
 	}
 	r, err := raft.NewRaft(e.raftConfig(hl), raftFSM{e.n.fsm}, logs, e.stable, snaps, e.trans)
 	if err != nil {
+		e.trans.Close()
 		return fmt.Errorf("lease: start raft: %w", err)
 	}
 	e.raft = r
+	e.trans.start(r)
 	if !existing && cfg.Join == "" {
 		boot := e.bootstrapConfiguration()
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -87,6 +90,8 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 		}
 		e.n.log.Info("bootstrapped cluster", "voters", len(boot.Servers))
 	}
+	e.x = newExchange(cfg.LeaseLayer, e.promise)
+	e.x.serve()
 	return nil
 }
 
@@ -141,8 +146,6 @@ func (e *raftEngine) leaderCh() <-chan bool { return e.raft.LeaderCh() }
 
 func (e *raftEngine) barrier(timeout time.Duration) error { return e.raft.Barrier(timeout).Error() }
 
-func (e *raftEngine) verify() error { return e.raft.VerifyLeader().Error() }
-
 func (e *raftEngine) apply(data []byte, timeout time.Duration) (any, error) {
 	f := e.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
@@ -169,6 +172,9 @@ func (e *raftEngine) servers() []raft.Server {
 
 func (e *raftEngine) close() error {
 	var err error
+	if e.x != nil {
+		e.x.close()
+	}
 	if e.raft != nil {
 		err = e.raft.Shutdown().Error()
 	}

@@ -79,43 +79,44 @@ func TestLeaderTerm_ExpiredAdoptsUnknownSessionsWithFullTTL(t *testing.T) {
 	}
 }
 
-func TestLeaderTerm_LeaseFromRoundStartAndEmbargo(t *testing.T) {
+func TestLeaderTerm_LeaseRunsToTheEndARoundGave(t *testing.T) {
 	clock := &manualClock{now: time.Unix(1000, 0)}
 	term, _ := newTestTerm(clock)
 	term.ready = true
-	start := clock.Now()
-	term.finishRound(start, nil, nil)
-	lease := term.n.cfg.leaseDuration()
-	clock.advance(lease - time.Millisecond)
+	until := clock.Now().Add(400 * time.Millisecond)
+	term.finishRound(until, nil, nil)
+	clock.advance(399 * time.Millisecond)
 	if !term.leaseValid() {
 		t.Fatal("lease invalid before its end")
 	}
+	// A round that gives an earlier end (a smaller promise) does not
+	// shorten a lease already held: that one is still backed.
+	term.finishRound(clock.Now().Add(-time.Second), nil, nil)
+	if !term.leaseValid() {
+		t.Fatal("a later round with an earlier end shortened the lease")
+	}
 	clock.advance(time.Millisecond)
 	if term.leaseValid() {
-		t.Fatal("lease still valid at start + lease duration")
+		t.Fatal("lease still valid at its end")
 	}
-	// A round that started before the embargo ends does not renew.
-	term.embargo = clock.Now().Add(time.Second)
+	// A failed round tells its waiters and renews nothing.
 	ch := make(chan error, 1)
-	term.finishRound(clock.Now(), nil, []chan error{ch})
-	if err := <-ch; wire.CodeOf(err) != wire.CodeNoLeader || term.leaseValid() {
-		t.Fatalf("round under embargo: err %v, lease valid %v", err, term.leaseValid())
-	}
-	// A failed round clears the lease and tells the waiters.
-	clock.advance(2 * time.Second)
-	term.finishRound(clock.Now(), nil, nil)
-	if !term.leaseValid() {
-		t.Fatal("round after the embargo did not renew")
-	}
-	term.finishRound(clock.Now(), raft.ErrNotLeader, []chan error{ch})
+	term.finishRound(clock.Now().Add(time.Second), raft.ErrNotLeader, []chan error{ch})
 	if err := <-ch; wire.CodeOf(err) != wire.CodeNoLeader || term.leaseValid() {
 		t.Fatalf("failed round: err %v, lease valid %v", err, term.leaseValid())
 	}
-	// Given up for a transfer: no renewal.
+	term.finishRound(clock.Now().Add(time.Second), nil, []chan error{ch})
+	if err := <-ch; err != nil || !term.leaseValid() {
+		t.Fatalf("good round: err %v, lease valid %v", err, term.leaseValid())
+	}
+	// Given up for a transfer: invalid at once, and no renewal.
 	term.giveUpLease()
-	term.finishRound(clock.Now(), nil, nil)
 	if term.leaseValid() {
-		t.Fatal("lease renewed after it was given up")
+		t.Fatal("lease valid after it was given up")
+	}
+	term.finishRound(clock.Now().Add(time.Second), nil, []chan error{ch})
+	if err := <-ch; wire.CodeOf(err) != wire.CodeNoLeader || term.leaseValid() {
+		t.Fatalf("round after giving up: err %v, lease valid %v", err, term.leaseValid())
 	}
 }
 

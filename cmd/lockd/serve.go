@@ -54,7 +54,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
 	fs.StringVar(&f.unsafeDebug, "unsafe-debug", "",
 		"UNSAFE, tests only: break guarantees on purpose for the fault harness's self-test: comma-separated "+
-			"stale-reads, no-boot-wait, grant-held, no-session-grace")
+			"stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease")
 }
 
 func serve(args []string) int {
@@ -212,8 +212,10 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.GrantHeld = true
 		case "no-session-grace":
 			nc.Unsafe.NoSessionGrace = true
+		case "round-lease":
+			nc.Unsafe.RoundLease = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease)", name)
 		}
 	}
 	return nil

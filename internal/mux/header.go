@@ -18,6 +18,9 @@ const (
 	ProtoBully byte = 3
 	// ProtoInvitation carries the classic invitation elector.
 	ProtoInvitation byte = 4
+	// ProtoLease carries lockd's lease exchange: a leader's questions to the
+	// followers about their promises not to vote, and their answers.
+	ProtoLease byte = 5
 )
 
 // MaxNodeIDLen is the longest node ID, in bytes, that fits the one-byte

@@ -94,6 +94,7 @@ func Start(cfg Config) (*Server, error) {
 		nc.HTTPAddr = "http://" + httpLn.Addr().String()
 	}
 	nc.Stream = &raftLayer{s.mux.Listen(mux.ProtoRaft)}
+	nc.LeaseLayer = s.mux.Listen(mux.ProtoLease)
 	var skew *lease.SkewClock
 	if cfg.UnsafeFaults {
 		skew = lease.NewSkewClock()
