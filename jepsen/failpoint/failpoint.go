@@ -1,7 +1,9 @@
 // Package failpoint is the harness's faults: killing, pausing and
 // restarting lockd nodes, pausing a lock-holding client, partitioning the
-// network through the nodes' transport fault hooks, skewing a node's
-// clock, and a schedule aimed at the master lease. Each fault has a Name,
+// network through the nodes' transport fault hooks or iptables, delaying
+// messages between nodes, stepping a node's wall clock, skewing its whole
+// clock, changing the membership, and two schedules aimed at the master
+// lease. Each fault has a Name,
 // says whether it is Available in this run, and can be Injected and then
 // Healed. A Schedule, drawn from a seed, injects and heals them one at a
 // time for a bounded time.
