@@ -30,12 +30,29 @@ func (c *Conn) RemoteID() string { return c.remoteID }
 
 // Read reads from the connection. Under an In rule it fails with ErrDropped
 // (Drop), or discards what arrives and keeps waiting (Blackhole); bytes that
-// are read after the rule is healed are delivered. Errors of the underlying
+// are read after the rule is healed are delivered. The rule that judges
+// bytes is the one in force when the underlying read returns them, so a
+// Read already blocked when a rule is set obeys it too. Errors of the underlying
 // connection, including EOF and deadline timeouts, are passed through even
 // under Blackhole.
 func (c *Conn) Read(p []byte) (int, error) {
 	if c.rules.Load() == 0 || len(p) == 0 {
-		return c.Conn.Read(p)
+		n, err := c.Conn.Read(p)
+		if n == 0 || c.rules.Load() == 0 {
+			return n, err
+		}
+		// A rule was set while the read was blocked: what it returned
+		// arrived under that rule.
+		switch unpack(c.rules.Load()).In {
+		case Drop:
+			return 0, c.opError("read", ErrDropped)
+		case Blackhole:
+			if err != nil {
+				return 0, err
+			}
+		default:
+			return n, err
+		}
 	}
 	for {
 		switch unpack(c.rules.Load()).In {

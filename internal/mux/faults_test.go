@@ -166,6 +166,32 @@ func TestFaults_BlackholeIn(t *testing.T) {
 	}
 }
 
+// TestFaults_BlackholeIn_ReadAlreadyBlocked checks that a Read blocked
+// before an In Blackhole is set does not deliver what arrives after: the
+// partition must not let one message per open connection through.
+func TestFaults_BlackholeIn_ReadAlreadyBlocked(t *testing.T) {
+	p := mustNewPair(t)
+	aEnd, bEnd := p.mustConnectAB(t)
+	data, failed := readChunks(bEnd)
+	mustWrite(t, aEnd, "before")
+	mustReceive(t, data, "before")
+	waitBlockedIn(t, "(*Conn).Read")
+
+	p.b.Faults().Set("a", In, Blackhole)
+	mustWrite(t, aEnd, "during")
+	select {
+	case s := <-data:
+		t.Fatalf("Read blocked before the rule returned %q, written after it", s)
+	case err := <-failed:
+		t.Fatalf("Read failed under Blackhole In: %v", err)
+	case <-time.After(quiet):
+	}
+
+	p.b.Faults().Heal("a")
+	mustWrite(t, aEnd, "after")
+	mustReceive(t, data, "after")
+}
+
 // TestFaults_OneWay checks that a rule on a's Out side alone blocks a->b
 // and leaves b->a working.
 func TestFaults_OneWay(t *testing.T) {
