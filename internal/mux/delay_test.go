@@ -46,10 +46,16 @@ func waitLine(t *testing.T, holder func() *line, held int, lost int64) {
 		if l == nil {
 			return false
 		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.held == held && l.lost.Load() == lost
+		h, n := lineState(l)
+		return h == held && n == lost
 	})
+}
+
+// lineState returns how many bytes l holds and has lost.
+func lineState(l *line) (held int, lost int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held, l.lost.Load()
 }
 
 // stamped is a message of a stream of numbered frames and when it was
@@ -250,7 +256,10 @@ func TestFaults_Delay_BlackholeWins(t *testing.T) {
 			mustWrite(t, aEnd, "held")
 			waitLine(t, holder, len("held"), 0)
 			f.Set(tc.peer, tc.dir, Blackhole)
-			waitLine(t, holder, 0, int64(len("held")))
+			if held, lost := lineState(holder()); held != 0 || lost != int64(len("held")) {
+				t.Fatalf("after Set(Blackhole) the line holds %d bytes and lost %d, want 0 and %d",
+					held, lost, len("held"))
+			}
 			mustWrite(t, aEnd, "lost")
 			if tc.dir == In { // an Out Blackhole loses bytes before any line
 				waitLine(t, holder, 0, int64(len("heldlost")))
@@ -313,11 +322,9 @@ func TestFaults_Delay_BoundedIn(t *testing.T) {
 		_ = aEnd.SetWriteDeadline(time.Now().Add(testTimeout))
 		_, _ = aEnd.Write(make([]byte, 16*lineLimit)) // blocks on TCP flow control
 	}()
-	l := bEnd.in.Load()
 	held := func() int {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.held
+		h, _ := lineState(bEnd.in.Load())
+		return h
 	}
 	waitFor(t, "b's line to fill", func() bool { return held() >= lineLimit })
 	time.Sleep(quiet) // the pump must stay stopped
