@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
 )
 
 func TestParseRule(t *testing.T) {
@@ -82,6 +84,15 @@ func TestPeerRules_JSON(t *testing.T) {
 		got, err := json.Marshal(tc.rules)
 		if err != nil || string(got) != tc.want {
 			t.Errorf("json.Marshal(%+v) = %s, %v; want %s", tc.rules, got, err, tc.want)
+		}
+		// The HTTP API documents the listing as wire.FaultRules.
+		var w wire.FaultRules
+		if err := json.Unmarshal(got, &w); err != nil {
+			t.Fatalf("%s does not decode as wire.FaultRules: %v", got, err)
+		}
+		if w.In != tc.rules.In.String() || w.Out != tc.rules.Out.String() ||
+			w.InDelay.D() != tc.rules.InDelay || w.OutDelay.D() != tc.rules.OutDelay {
+			t.Errorf("%s decodes as %+v, want the rules %+v", got, w, tc.rules)
 		}
 	}
 }
