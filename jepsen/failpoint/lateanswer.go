@@ -44,7 +44,9 @@ import (
 // --heartbeat-timeout, which lockd allows. The fault's description says
 // how long L's lease still had to run when the last late answer was in,
 // and when a new leader was seen, both from the moment L was cut off.
-type lateAnswer struct{}
+type lateAnswer struct {
+	load *busy
+}
 
 // The delay of F1's answers is drawn from this range.
 const minLate, maxLate = 300 * time.Millisecond, 400 * time.Millisecond
@@ -77,6 +79,9 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	}
 	var notes []string
 
+	// A leader with appends in flight gets answers continuously, and the
+	// last of them arrive up to the delay after it was cut off.
+	l.load = startBusy(leader.HTTP, env.TTL)
 	for _, f := range late {
 		if err := f.SetDelay(ctx, leader.ID, "out", d); err != nil {
 			return "", fmt.Errorf("delay on %s: %w", f.ID, err)
@@ -114,6 +119,7 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 			return "", err
 		}
 	}
+	l.load.stop()
 	leaseTo := "no lease"
 	if st, err := leader.Status(ctx); err == nil && st.MasterLeaseRemaining != nil {
 		leaseTo = fmt.Sprintf("lease to +%v", (time.Since(cutAt) + st.MasterLeaseRemaining.D()).Round(time.Millisecond))
@@ -122,8 +128,8 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	if n, at, ok := newLeader(ctx, followers, 3*time.Second); ok {
 		elected = fmt.Sprintf("%s leads at +%v", n.ID, at.Sub(cutAt).Round(time.Millisecond))
 	}
-	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it; %s cut off (%s; %s)",
-		ids(late), leader.ID, d, ids(cut), leader.ID, leaseTo, elected)
+	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it, %d writes of its own; %s cut off (%s; %s)",
+		ids(late), leader.ID, d, ids(cut), l.load.acknowledged(), leader.ID, leaseTo, elected)
 	if len(notes) > 0 {
 		what += " (" + strings.Join(notes, ", ") + ")"
 	}
@@ -132,13 +138,17 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 
 func (l *lateAnswer) Heal(ctx context.Context, env *Env) error {
 	env.Writes.Uncut()
-	return (&partition{}).Heal(ctx, env)
+	err := (&partition{}).Heal(ctx, env)
+	l.load.close()
+	l.load = nil
+	return err
 }
 
-// Hold leaves the old leader cut off until its lease and Raft's step-down
-// are surely over.
+// Hold leaves the old leader cut off a little longer: Inject returns once
+// a new leader is seen, and the old leader's lease ends at most one
+// HeartbeatTimeout and the delay after it was cut off.
 func (l *lateAnswer) Hold(env *Env, rng *rand.Rand) time.Duration {
-	return between(rng, time.Second, 2*time.Second)
+	return between(rng, env.HeartbeatTimeout/2, env.HeartbeatTimeout)
 }
 
 // leaderless waits until none of ns reports a leader, at most within.
