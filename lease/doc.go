@@ -42,6 +42,11 @@
 //	A5 (configurations) Membership changes one voter at a time, as
 //	   hashicorp/raft does, so a majority of the configuration the leader
 //	   uses meets a majority of any configuration an election may use.
+//	A6 (the leader's own vote) A Raft leader rejects other candidates while
+//	   it leads, but may vote at once after it steps down; so the lease is
+//	   used only while Raft says this node leads in the lease's term
+//	   (leaderTerm.leaseValid asks at every use, after the answer's state
+//	   was read).
 //
 // The lease exchange (exchange.go, promise.go): the leader L of term T
 // reads its clock (start), then asks every voter, over its own peer-port

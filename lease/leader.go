@@ -199,8 +199,16 @@ func (t *leaderTerm) confirm(ctx context.Context) error {
 	}
 }
 
-// leaseValid reports whether the master lease holds now.
+// leaseValid reports whether the master lease holds now. It also asks the
+// engine whether this node still leads in this term: a leader that has
+// stepped down may vote for another candidate at once, and the lease
+// counted on its own vote. Callers read the state they answer with first
+// and check the lease after, so the answer is true as of a moment the
+// lease held.
 func (t *leaderTerm) leaseValid() bool {
+	if leader, term := t.n.eng.state(); !leader || term != t.raftTerm {
+		return false
+	}
 	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -30,9 +30,14 @@ func (c *manualClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// leadingEngine is an engine that leads in term 1 and does nothing else.
+type leadingEngine struct{ engine }
+
+func (leadingEngine) state() (bool, uint64) { return true, 1 }
+
 func newTestTerm(clock Clock) (*leaderTerm, *fsm.FSM) {
 	f := fsm.New()
-	n := &Node{cfg: validConfig(), clock: clock, fsm: f}
+	n := &Node{cfg: validConfig(), clock: clock, fsm: f, eng: leadingEngine{}}
 	return newLeaderTerm(n, 1), f
 }
 
