@@ -34,8 +34,9 @@
 //	   a factor MaxClockDrift of each other. Nothing is assumed about their
 //	   absolute values, nor about how long a message takes.
 //	A3 (restarts) A node waits one HeartbeatTimeout after it starts before
-//	   Raft runs (raftEngine.open), so a promise made before a crash is
-//	   kept by the restarted node.
+//	   Raft runs, or the timeout it ran with before if that was longer
+//	   (bootWait records it in the stable store), so a promise made before
+//	   a crash is kept by the restarted node.
 //	A4 (transfers) A leader gives its lease up before it starts a
 //	   leadership transfer (Node.Close, removing itself); a follower obeys
 //	   a TimeoutNow only from the leader it follows (guardedTransport).
