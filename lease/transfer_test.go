@@ -100,9 +100,9 @@ func TestClose_LeaseGivenUpBeforeTransfer(t *testing.T) {
 		called = true
 		ctx := context.Background()
 		atStart = refusals(ctx, n, sid)
-		// Several renewal intervals: the lease loop keeps confirming the
-		// quorum while a transfer is under way.
-		time.Sleep(4 * n.cfg.renewInterval())
+		// A whole heartbeat timeout, several lease renewals: the node still
+		// leads while a transfer is under way, so its rounds still succeed.
+		time.Sleep(n.cfg.HeartbeatTimeout)
 		duringIt = refusals(ctx, n, sid)
 	})
 	s, err := n.CreateSession(context.Background(), wire.CreateSessionRequest{TTL: wire.Duration(10 * time.Second)})
