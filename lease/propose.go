@@ -73,9 +73,10 @@ func (n *Node) apiErr(err error, session, what string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &delay):
-		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder until %s",
-			what, delay.Until.UTC().Format(time.RFC3339Nano))
-		e.RetryAfter = delay.Until.Sub(n.clock.Now())
+		left := n.delayRemaining(delay)
+		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder for about %v more (%v in all; shown end %s)",
+			what, left.Round(time.Millisecond), delay.Length, delay.Until.UTC().Format(time.RFC3339Nano))
+		e.RetryAfter = left
 		return e
 	case errors.Is(err, fsm.ErrSessionNotFound):
 		return wire.Errorf(wire.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
