@@ -244,3 +244,40 @@ func TestLeaderTimers_WallStepChangesNoTimer(t *testing.T) {
 		})
 	}
 }
+
+// The leader's table starts a timer at its full length when it first sees
+// it, keeps its end while the state names the same timer, moves it only
+// later when the state restarts it, and forgets it once it is gone.
+func TestTimerTable_StartsInFullAndNeverShortens(t *testing.T) {
+	tt := &timerTable{ends: make(map[timerKey]timerEnd)}
+	t0 := time.Unix(1000, 0)
+	delay := fsm.Timer{TimerRef: fsm.TimerRef{Name: "x", Armed: 7}, Length: 10 * time.Second}
+	wait := fsm.Timer{TimerRef: fsm.TimerRef{Election: true, Name: "e", Session: "s", Armed: 8}, Length: 4 * time.Second}
+	tt.sync([]fsm.Timer{delay, wait}, t0)
+	tt.sync([]fsm.Timer{delay, wait}, t0.Add(3*time.Second)) // same timers: ends stay
+	if refs, next, ok := tt.due(t0.Add(3 * time.Second)); len(refs) != 0 || !ok || !next.Equal(t0.Add(4*time.Second)) {
+		t.Fatalf("due at +3s: %v, next %v %v", refs, next, ok)
+	}
+	// The delay is restarted with a shorter length: it keeps the later end.
+	short := delay
+	short.Armed, short.Length = 9, time.Second
+	tt.sync([]fsm.Timer{short, wait}, t0.Add(3*time.Second))
+	if d, ok := tt.remaining(short.TimerRef, t0.Add(3*time.Second)); !ok || d != 7*time.Second {
+		t.Fatalf("restarted delay has %v left (%v), want the 7s it had", d, ok)
+	}
+	if _, ok := tt.remaining(delay.TimerRef, t0); ok {
+		t.Fatal("the table still answers for the delay's earlier start")
+	}
+	// ...and with a longer one it runs for that length from now.
+	long := short
+	long.Armed, long.Length = 10, 20*time.Second
+	tt.sync([]fsm.Timer{long, wait}, t0.Add(4*time.Second))
+	refs, next, ok := tt.due(t0.Add(4 * time.Second))
+	if len(refs) != 1 || refs[0] != wait.TimerRef || !ok || !next.Equal(t0.Add(24*time.Second)) {
+		t.Fatalf("due at +4s: %v, next %v %v", refs, next, ok)
+	}
+	tt.sync([]fsm.Timer{long}, t0.Add(5*time.Second)) // the wait ended in the state
+	if _, ok := tt.remaining(wait.TimerRef, t0.Add(5*time.Second)); ok {
+		t.Fatal("an ended wait stays in the table")
+	}
+}
