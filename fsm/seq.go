@@ -46,13 +46,18 @@ func (st *state) noteSeq(s *space, c Command) {
 }
 
 // once runs f for a command that changes a holding (release, proclaim,
-// resign), unless the command repeats one already applied: then it refuses
-// with refusal and changes nothing.
-func (st *state) once(s *space, c Command, refusal error, f func() Result) Result {
+// resign), unless the command repeats one already applied. A repeat changes
+// nothing: it gets the answer the first one got when the state still shows
+// its effect (still, if not nil, says so), and is refused with refusal
+// otherwise.
+func (st *state) once(s *space, c Command, refusal error, still func() bool, f func() Result) Result {
 	if err := st.checkObject(c); err != nil {
 		return Result{Err: err}
 	}
 	if st.repeated(s, c) {
+		if still != nil && still() {
+			return Result{}
+		}
 		return Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", refusal, c.Name, c.Seq)}
 	}
 	st.noteSeq(s, c)

@@ -11,10 +11,13 @@ import (
 type fakeClock struct {
 	offset time.Duration
 	rate   float64
+	step   time.Duration
 }
 
 func (c *fakeClock) Set(offset time.Duration, rate float64) { c.offset, c.rate = offset, rate }
 func (c *fakeClock) Skew() (time.Duration, float64)         { return c.offset, c.rate }
+func (c *fakeClock) SetWallStep(step time.Duration)         { c.step = step }
+func (c *fakeClock) WallStep() time.Duration                { return c.step }
 
 func TestClock_OnlyWhenEnabled(t *testing.T) {
 	srv := mustNewServer(t, newLeaderFake(), nil)
@@ -24,31 +27,48 @@ func TestClock_OnlyWhenEnabled(t *testing.T) {
 }
 
 func TestClock_Routes(t *testing.T) {
+	// Each case starts from a clock 5s ahead at rate 2 with a wall step of
+	// 1h, so that "unchanged" and "reset" tell apart.
+	const (
+		off0  = 5 * time.Second
+		rate0 = 2.0
+		step0 = time.Hour
+	)
 	tests := []struct {
 		name, method, body string
 		status             int
 		wantBody           string
 		wantOffset         time.Duration
 		wantRate           float64
+		wantStep           time.Duration
 	}{
-		{"read", "GET", "", 200, `{"offset":"0s","rate":1}`, 0, 1},
-		{"set", "POST", `{"offset":"-2s","rate":1.5}`, 200, `{"offset":"-2s","rate":1.5}`, -2 * time.Second, 1.5},
-		{"rate defaults to 1", "POST", `{"offset":"1s"}`, 200, `"rate":1`, time.Second, 1},
-		{"bad offset", "POST", `{"offset":"soon"}`, 400, "bad duration", 0, 1},
-		{"negative rate", "POST", `{"rate":-1}`, 400, "out of range", 0, 1},
-		{"unknown field", "POST", `{"skew":"1s"}`, 400, "unknown field", 0, 1},
+		{"read", "GET", "", 200, `{"offset":"5s","rate":2,"wall_step":"1h0m0s"}`, off0, rate0, step0},
+		{"set", "POST", `{"offset":"-2s","rate":1.5}`, 200, `{"offset":"-2s","rate":1.5,"wall_step":"1h0m0s"}`, -2 * time.Second, 1.5, step0},
+		{"rate defaults to 1", "POST", `{"offset":"1s"}`, 200, `"rate":1`, time.Second, 1, step0},
+		{"offset defaults to 0", "POST", `{"rate":3}`, 200, `"offset":"0s"`, 0, 3, step0},
+		{"wall step alone", "POST", `{"wall_step":"-3h"}`, 200, `{"offset":"5s","rate":2,"wall_step":"-3h0m0s"}`, off0, rate0, -3 * time.Hour},
+		{"wall step undone", "POST", `{"wall_step":"0s"}`, 200, `"wall_step":"0s"`, off0, rate0, 0},
+		{"all three", "POST", `{"offset":"1s","rate":1,"wall_step":"24h"}`, 200, `{"offset":"1s","rate":1,"wall_step":"24h0m0s"}`, time.Second, 1, 24 * time.Hour},
+		{"wall step at the bound", "POST", `{"wall_step":"-1000h"}`, 200, `"wall_step":"-1000h0m0s"`, off0, rate0, -1000 * time.Hour},
+		{"wall step too far ahead", "POST", `{"wall_step":"1001h"}`, 400, "wall_step", off0, rate0, step0},
+		{"wall step too far behind", "POST", `{"offset":"1s","wall_step":"-1001h"}`, 400, "wall_step", off0, rate0, step0},
+		{"bad wall step", "POST", `{"wall_step":"later"}`, 400, "bad duration", off0, rate0, step0},
+		{"bad offset", "POST", `{"offset":"soon"}`, 400, "bad duration", off0, rate0, step0},
+		{"negative rate", "POST", `{"rate":-1,"wall_step":"1s"}`, 400, "out of range", off0, rate0, step0},
+		{"unknown field", "POST", `{"skew":"1s"}`, 400, "unknown field", off0, rate0, step0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := &fakeClock{rate: 1}
+			clock := &fakeClock{offset: off0, rate: rate0, step: step0}
 			cfg := testConfig(t, newLeaderFake())
 			cfg.Clock = clock
 			rec := serve(New(cfg), tt.method, "/v1/debug/clock", tt.body)
 			if rec.Code != tt.status || !strings.Contains(rec.Body.String(), tt.wantBody) {
 				t.Fatalf("got %d %s, want %d with %s", rec.Code, rec.Body, tt.status, tt.wantBody)
 			}
-			if clock.offset != tt.wantOffset || clock.rate != tt.wantRate {
-				t.Fatalf("clock set to %v x%v, want %v x%v", clock.offset, clock.rate, tt.wantOffset, tt.wantRate)
+			if clock.offset != tt.wantOffset || clock.rate != tt.wantRate || clock.step != tt.wantStep {
+				t.Fatalf("clock set to %v x%v step %v, want %v x%v step %v",
+					clock.offset, clock.rate, clock.step, tt.wantOffset, tt.wantRate, tt.wantStep)
 			}
 		})
 	}

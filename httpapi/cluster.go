@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -108,22 +109,41 @@ func (s *Server) healPeer(r *http.Request) (any, error) {
 // getClock serves GET /v1/debug/clock.
 func (s *Server) getClock(*http.Request) (any, error) {
 	off, rate := s.clock.Skew()
-	return wire.ClockSkew{Offset: wire.Duration(off), Rate: rate}, nil
+	o, step := wire.Duration(off), wire.Duration(s.clock.WallStep())
+	return wire.ClockSkew{Offset: &o, Rate: &rate, WallStep: &step}, nil
 }
 
-// setClock serves POST /v1/debug/clock.
+// setClock serves POST /v1/debug/clock. Everything is checked before
+// anything changes.
 func (s *Server) setClock(r *http.Request) (any, error) {
 	var req wire.ClockSkew
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
-	if req.Rate < 0 || req.Rate > 100 {
-		return nil, badRequest("rate %v out of range: want 0 < rate <= 100 (1 is real time; 0 or absent means 1)", req.Rate)
+	skew := req.Offset != nil || req.Rate != nil || req.WallStep == nil
+	var offset time.Duration
+	rate := 1.0
+	if req.Offset != nil {
+		offset = req.Offset.D()
 	}
-	if req.Rate == 0 {
-		req.Rate = 1
+	if req.Rate != nil && *req.Rate != 0 {
+		rate = *req.Rate
 	}
-	s.clock.Set(req.Offset.D(), req.Rate)
-	s.log.Warn("clock skewed", "offset", req.Offset.D(), "rate", req.Rate)
+	if rate < 0 || rate > 100 {
+		return nil, badRequest("rate %v out of range: want 0 < rate <= 100 (1 is real time; 0 or absent means 1)", rate)
+	}
+	if req.WallStep != nil {
+		if step := req.WallStep.D(); step < -wire.MaxWallStep || step > wire.MaxWallStep {
+			return nil, badRequest("wall_step %v out of range: want between -%v and %v", step, wire.MaxWallStep, wire.MaxWallStep)
+		}
+	}
+	if skew {
+		s.clock.Set(offset, rate)
+		s.log.Warn("clock skewed", "offset", offset, "rate", rate)
+	}
+	if req.WallStep != nil {
+		s.clock.SetWallStep(req.WallStep.D())
+		s.log.Warn("wall clock stepped", "wall_step", req.WallStep.D())
+	}
 	return s.getClock(r)
 }

@@ -49,6 +49,11 @@ type ClockSkewer interface {
 	Set(offset time.Duration, rate float64)
 	// Skew returns the current offset and rate.
 	Skew() (offset time.Duration, rate float64)
+	// SetWallStep steps only the wall time the node stamps and shows by
+	// step (absolute; 0 undoes it), not the time its timers measure.
+	SetWallStep(step time.Duration)
+	// WallStep returns the current wall step.
+	WallStep() time.Duration
 }
 
 // Config configures a Server.

@@ -12,14 +12,15 @@ import (
 // namespace is what differs between locks and elections for the code that
 // queues and waits: how to read the object and which command leaves the queue.
 type namespace struct {
-	kind   string // "lock" or "election", for messages
-	get    func(*fsm.FSM, string) fsm.Lock
-	cancel fsm.Op
+	kind     string // "lock" or "election", for messages
+	election bool
+	get      func(*fsm.FSM, string) fsm.Lock
+	cancel   fsm.Op
 }
 
 var (
-	locksNS     = namespace{"lock", (*fsm.FSM).Lock, fsm.OpCancelWait}
-	electionsNS = namespace{"election", (*fsm.FSM).Election, fsm.OpCancelCampaign}
+	locksNS     = namespace{"lock", false, (*fsm.FSM).Lock, fsm.OpCancelWait}
+	electionsNS = namespace{"election", true, (*fsm.FSM).Election, fsm.OpCancelCampaign}
 )
 
 func (ns namespace) what(name string) string { return fmt.Sprintf("%s %q", ns.kind, name) }
@@ -123,8 +124,9 @@ func (n *Node) notGranted(ns namespace, cmd fsm.Command) error {
 		return n.apiErr(fsm.ErrSessionNotFound, cmd.Session, "")
 	}
 	l := ns.get(n.fsm, cmd.Name)
-	if len(l.Holders) == 0 && l.DelayUntil.After(n.clock.Now()) {
-		return n.apiErr(&fsm.DelayError{Until: l.DelayUntil}, cmd.Session, ns.what(cmd.Name))
+	if len(l.Holders) == 0 && l.DelayIndex != 0 {
+		ref := fsm.TimerRef{Election: ns.election, Name: l.Name, Armed: l.DelayIndex}
+		return n.apiErr(&fsm.DelayError{Ref: ref, Length: l.Delay, Until: l.DelayUntil}, cmd.Session, ns.what(cmd.Name))
 	}
 	e := wire.Errorf(wire.CodeLockHeld, "%s is still held after waiting %v", ns.what(cmd.Name), cmd.Wait)
 	return e

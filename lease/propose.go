@@ -12,13 +12,13 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-// propose stamps cmd with the leader's wall time, commits it through Raft and
-// returns the FSM's result. The error is a *wire.Error: no_leader when this
+// propose stamps cmd with the leader's wall time (shown, never decided on),
+// commits it through Raft and returns the FSM's result. The error is a *wire.Error: no_leader when this
 // node cannot commit (not leader, leadership lost, shutting down) and
 // timeout when the outcome is unknown. A refusal by the FSM is not an error
 // here: it is in Result.Err, for the caller to translate.
 func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
-	cmd.Now = n.clock.Now().Round(0).UTC()
+	cmd.Now = wallNow(n.clock).UTC()
 	data, err := fsm.Encode(cmd)
 	if err != nil {
 		return fsm.Result{}, err
@@ -73,9 +73,10 @@ func (n *Node) apiErr(err error, session, what string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &delay):
-		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder until %s",
-			what, delay.Until.UTC().Format(time.RFC3339Nano))
-		e.RetryAfter = delay.Until.Sub(n.clock.Now())
+		left := n.delayRemaining(delay)
+		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder for about %v more (%v in all; shown end %s)",
+			what, left.Round(time.Millisecond), delay.Length, delay.Until.UTC().Format(time.RFC3339Nano))
+		e.RetryAfter = left
 		return e
 	case errors.Is(err, fsm.ErrSessionNotFound):
 		return wire.Errorf(wire.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
