@@ -26,7 +26,8 @@ type leaderTerm struct {
 	leaseUntil time.Time // master lease end, on the node's monotonic clock
 	given      bool      // lease given up for a leadership transfer
 	waiting    []chan error
-	sessions   map[string]time.Time // session id -> leader-local deadline
+	sessions   map[string]time.Time // session id -> leader-local deadline; zero: handed to expire
+	timers     *timerTable          // ends of pending lock-delays and waits
 }
 
 func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
@@ -35,6 +36,7 @@ func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
 		n: n, raftTerm: raftTerm, ctx: ctx, cancel: cancel,
 		confirmCh: make(chan struct{}, 1),
 		sessions:  make(map[string]time.Time),
+		timers:    newTimerTable(),
 	}
 }
 

@@ -161,18 +161,12 @@ type timerTable struct {
 	ends map[timerKey]timerEnd
 }
 
-// timerTables maps each leader term that runs timers to its table. The
-// tick loop owns the entry for as long as it runs; requests only look.
-var timerTables sync.Map // *leaderTerm -> *timerTable
-
-// timerTable returns t's table, creating it on first use.
-func (t *leaderTerm) timerTable() *timerTable {
-	if v, ok := timerTables.Load(t); ok {
-		return v.(*timerTable)
-	}
-	v, _ := timerTables.LoadOrStore(t, &timerTable{ends: make(map[timerKey]timerEnd)})
-	return v.(*timerTable)
+func newTimerTable() *timerTable {
+	return &timerTable{ends: make(map[timerKey]timerEnd)}
 }
+
+// timerTable returns t's table: the tick loop fills it, requests only look.
+func (t *leaderTerm) timerTable() *timerTable { return t.timers }
 
 func keyOf(r fsm.TimerRef) timerKey {
 	return timerKey{election: r.Election, name: r.Name, session: r.Session}
@@ -258,7 +252,6 @@ func (tt *timerTable) remaining(r fsm.TimerRef, now time.Time) (time.Duration, b
 // point of the log.
 func (t *leaderTerm) tickLoop() {
 	defer t.wg.Done()
-	defer timerTables.Delete(t)
 	n := t.n
 	// Poll as well as wait for the earliest end: the node's clock may be
 	// skewed in rate, and a timer's end may pass while a proposal fails.
@@ -313,10 +306,8 @@ func (t *leaderTerm) runTimers() (next time.Time, ok bool) {
 // known.
 func (n *Node) delayRemaining(err *fsm.DelayError) time.Duration {
 	if t := n.currentTerm(); t != nil {
-		if v, ok := timerTables.Load(t); ok {
-			if d, ok := v.(*timerTable).remaining(err.Ref, n.clock.Now()); ok {
-				return d
-			}
+		if d, ok := t.timers.remaining(err.Ref, n.clock.Now()); ok {
+			return d
 		}
 	}
 	if err.Length > 0 {
