@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -72,8 +73,9 @@ func (s *Server) listFaults(*http.Request) (any, error) {
 	return s.faultList(), nil
 }
 
-// setFault serves POST /v1/debug/faults. The injector validates direction
-// and rule; whatever it rejects is the client's mistake.
+// setFault serves POST /v1/debug/faults. The server checks the delay's
+// bounds; the injector validates direction and rule, and whatever it
+// rejects is the client's mistake.
 func (s *Server) setFault(r *http.Request) (any, error) {
 	var req wire.FaultRequest
 	if err := decodeBody(r, &req, false); err != nil {
@@ -84,11 +86,29 @@ func (s *Server) setFault(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	if err := s.faults.SetFault(req.Peer, req.Direction, req.Rule); err != nil {
+	if err := checkFaultDelay(req.Rule, req.Delay.D()); err != nil {
+		return nil, err
+	}
+	if err := s.faults.SetFault(req.Peer, req.Direction, req.Rule, req.Delay.D()); err != nil {
 		return nil, badRequest("%s", err.Error())
 	}
-	s.log.Warn("fault injected", "peer", req.Peer, "direction", req.Direction, "rule", req.Rule)
+	s.log.Warn("fault injected", "peer", req.Peer, "direction", req.Direction, "rule", req.Rule, "delay", req.Delay.D())
 	return s.faultList(), nil
+}
+
+// checkFaultDelay requires a delay within bounds for rule "delay" and none
+// for any other rule.
+func checkFaultDelay(rule string, d time.Duration) error {
+	switch {
+	case !strings.EqualFold(strings.TrimSpace(rule), "delay"):
+		if d != 0 {
+			return badRequest("delay is only for rule \"delay\", not %q", rule)
+		}
+		return nil
+	case d == 0:
+		return badRequest("delay is required with rule \"delay\"")
+	}
+	return checkRange("delay", d, wire.MinFaultDelay, wire.MaxFaultDelay)
 }
 
 // healAll serves DELETE /v1/debug/faults.

@@ -170,11 +170,11 @@ type fakeFaults struct {
 	calls []call
 }
 
-func (f *fakeFaults) SetFault(peer, direction, rule string) error {
+func (f *fakeFaults) SetFault(peer, direction, rule string, delay time.Duration) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, call{"SetFault", []any{peer, direction, rule}})
-	if rule != "drop" && rule != "blackhole" {
+	f.calls = append(f.calls, call{"SetFault", []any{peer, direction, rule, delay}})
+	if rule != "drop" && rule != "blackhole" && rule != "delay" {
 		return wire.Errorf(wire.CodeBadRequest, "unknown rule %q", rule)
 	}
 	if f.rules == nil {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
 )
@@ -40,9 +41,27 @@ func TestFaults_Routes(t *testing.T) {
 	}{
 		{"list", "GET", "/v1/debug/faults", "", 200, `{"faults":{"n9":"in drop"},"refused":{"n9":3}}`, nil},
 		{"set", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"both","rule":"blackhole"}`, 200,
-			`"n2":"both blackhole"`, &call{"SetFault", []any{"n2", "both", "blackhole"}}},
+			`"n2":"both blackhole"`, &call{"SetFault", []any{"n2", "both", "blackhole", time.Duration(0)}}},
 		{"set, rejected by injector", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"slow"}`, 400,
-			`unknown rule \"slow\"`, &call{"SetFault", []any{"n2", "in", "slow"}}},
+			`unknown rule \"slow\"`, &call{"SetFault", []any{"n2", "in", "slow", time.Duration(0)}}},
+		{"set delay", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"out","rule":"delay","delay":"300ms"}`, 200,
+			`"n2":"out delay"`, &call{"SetFault", []any{"n2", "out", "delay", 300 * time.Millisecond}}},
+		{"set delay, bounds included", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"delay","delay":"60s"}`, 200,
+			`"n2":"in delay"`, &call{"SetFault", []any{"n2", "in", "delay", time.Minute}}},
+		{"set delay, missing", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"delay"}`, 400,
+			`delay is required with rule \"delay\"`, nil},
+		{"set delay, too short", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"DELAY","delay":"999us"}`, 400,
+			"delay 999µs is out of range: it must be between 1ms and 1m0s", nil},
+		{"set delay, too long", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"delay","delay":"61s"}`, 400,
+			"delay 1m1s is out of range", nil},
+		{"set delay, negative", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"delay","delay":"-1s"}`, 400,
+			"delay -1s is out of range", nil},
+		{"set delay, not a duration", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"delay","delay":300}`, 400,
+			"delay: duration must be a string", nil},
+		{"delay with another rule", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"drop","delay":"1s"}`, 400,
+			`delay is only for rule \"delay\", not \"drop\"`, nil},
+		{"zero delay with another rule", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in","rule":"drop","delay":"0s"}`, 200,
+			`"n2":"in drop"`, &call{"SetFault", []any{"n2", "in", "drop", time.Duration(0)}}},
 		{"set, missing rule", "POST", "/v1/debug/faults", `{"peer":"n2","direction":"in"}`, 400, "rule is required", nil},
 		{"set, unknown field", "POST", "/v1/debug/faults", `{"peer":"n2","dir":"in"}`, 400, `unknown field \"dir\"`, nil},
 		{"heal all", "DELETE", "/v1/debug/faults", "", 200, `{"faults":{},"refused":{"n9":3}}`, &call{"Heal", []any{""}}},

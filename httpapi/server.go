@@ -29,9 +29,11 @@ const forwardDialTimeout = 5 * time.Second
 // called concurrently.
 type FaultInjector interface {
 	// SetFault installs a rule for traffic with peer. Direction is "in",
-	// "out" or "both"; rule is "drop" or "blackhole". Every error is
-	// answered 400 bad_request with its message.
-	SetFault(peer, direction, rule string) error
+	// "out" or "both"; rule is "none", "drop", "blackhole" or "delay", and
+	// delay is how long rule "delay" holds bytes (zero for the others; the
+	// server has checked it against wire.MinFaultDelay and MaxFaultDelay).
+	// Every error is answered 400 bad_request with its message.
+	SetFault(peer, direction, rule string, delay time.Duration) error
 	// Heal removes the rules for peer, or every rule when peer is "".
 	Heal(peer string)
 	// Faults returns the rules in force. The value must be JSON-encodable.

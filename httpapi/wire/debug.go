@@ -2,23 +2,44 @@ package wire
 
 import "time"
 
+// Bounds of FaultRequest.Delay for rule "delay".
+const (
+	MinFaultDelay = time.Millisecond
+	MaxFaultDelay = 60 * time.Second
+)
+
 // FaultRequest is the body of POST /v1/debug/faults, which exists only on
 // nodes started with the explicit unsafe fault-injection flag. Direction is
-// "in", "out" or "both"; Rule is "drop" (refuse new connections) or
-// "blackhole" (accept and never answer).
+// "in" (what the node receives from Peer), "out" (what it sends to Peer) or
+// "both"; Rule is "drop" (reset connections, refuse new ones), "blackhole"
+// (accept and never answer), "delay" (hold every byte for Delay, in order,
+// losing nothing) or "none" (lift the rule in that direction).
 type FaultRequest struct {
 	Peer      string `json:"peer"`
 	Direction string `json:"direction"`
 	Rule      string `json:"rule"`
+	// Delay is required with rule "delay", between MinFaultDelay and
+	// MaxFaultDelay, and must be absent or zero with any other rule.
+	Delay Duration `json:"delay,omitempty"`
 }
 
 // FaultList answers the fault routes: the rules in force after the request,
 // and how many peer connections the rules refused since the node started.
 // Both are whatever the node's fault injector reports; lockd's are maps by
-// peer of {"in","out"} rules and of {"dials","accepts"} counts.
+// peer of FaultRules and of {"dials","accepts"} counts.
 type FaultList struct {
 	Faults  any `json:"faults"`
 	Refused any `json:"refused"`
+}
+
+// FaultRules are the rules in force for one peer, as lockd lists them in
+// FaultList.Faults: In and Out are "none", "drop", "blackhole" or "delay",
+// and InDelay and OutDelay are set only for a delay in that direction.
+type FaultRules struct {
+	In       string   `json:"in"`
+	Out      string   `json:"out"`
+	InDelay  Duration `json:"in_delay,omitempty"`
+	OutDelay Duration `json:"out_delay,omitempty"`
 }
 
 // ClockSkew is the body and answer of /v1/debug/clock, which exists only on

@@ -13,7 +13,8 @@ import (
 // of its Mux. Rules are keyed by peer name: the node ID a peer sends in its
 // connection header, or, for connections this node dials, the ID registered
 // for the dialed address with SetPeerAddr (the address itself when none is
-// registered). A rule changes the behaviour of open connections at once.
+// registered). A rule changes the behaviour of open connections at once;
+// the package documentation says how the rules judge bytes and compose.
 //
 // Faults is safe for concurrent use. It exists for tests and the fault
 // harness; nothing in it is meant to be reachable in production without an
@@ -70,27 +71,45 @@ func (f *Faults) peerFor(addr string) string {
 	return addr
 }
 
-// Set puts rule in force for traffic with peer in dir; None lifts the rule
-// in that direction only. Setting Drop closes every open connection with
-// the peer. Set panics if dir or rule is not one of the declared constants
-// (use ParseDirection and ParseRule on untrusted input).
+// Set puts rule in force for traffic with peer in dir, replacing the rule
+// there; None lifts the rule in that direction only. Setting Drop closes
+// every open connection with the peer. Set panics if dir or rule is not one
+// of the declared constants, or if rule is Delay, which needs SetDelay (use
+// ParseDirection and ParseRule on untrusted input).
 func (f *Faults) Set(peer string, dir Direction, rule Rule) {
-	if !dir.valid() || !rule.valid() {
+	if !dir.valid() || !rule.valid() || rule == Delay {
 		panic("mux: Faults.Set: invalid direction or rule")
 	}
+	f.set(peer, dir, rule, 0)
+}
+
+// SetDelay puts a Delay of d in force for traffic with peer in dir,
+// replacing the rule there. Connections already open are delayed from now
+// on, new ones from their first byte. Bytes held under the rule it replaces
+// keep their times. SetDelay panics if dir is not valid or d is not
+// positive.
+func (f *Faults) SetDelay(peer string, dir Direction, d time.Duration) {
+	if !dir.valid() || d <= 0 {
+		panic("mux: Faults.SetDelay: invalid direction or delay")
+	}
+	f.set(peer, dir, Delay, d)
+}
+
+// set is Set and SetDelay; d is zero unless rule is Delay.
+func (f *Faults) set(peer string, dir Direction, rule Rule, d time.Duration) {
 	f.mu.Lock()
 	next := f.rules[peer]
 	if dir&In != 0 {
-		next.In = rule
+		next.In, next.InDelay = rule, d
 	}
 	if dir&Out != 0 {
-		next.Out = rule
+		next.Out, next.OutDelay = rule, d
 	}
 	victims, changed := f.applyLocked(peer, next)
 	f.mu.Unlock()
 	if changed {
 		f.logger.Info("fault rule set", "peer", peer, "in", next.In, "out", next.Out,
-			"reset_conns", len(victims))
+			"in_delay", next.InDelay, "out_delay", next.OutDelay, "reset_conns", len(victims))
 	}
 	closeConns(victims)
 }
@@ -176,7 +195,7 @@ func (f *Faults) applyLocked(peer string, next PeerRules) ([]*Conn, bool) {
 	reset := (next.In == Drop && old.In != Drop) || (next.Out == Drop && old.Out != Drop)
 	var victims []*Conn
 	for c := range f.conns[peer] {
-		c.rules.Store(next.pack())
+		c.setRules(next)
 		if reset {
 			victims = append(victims, c)
 		}
@@ -203,7 +222,7 @@ func (f *Faults) awaitDial(peer string, deadline time.Time, done <-chan struct{}
 		}
 		f.mu.Unlock()
 		switch rule {
-		case None:
+		case None, Delay:
 			return nil
 		case Drop:
 			return ErrDropped
@@ -238,8 +257,8 @@ func (f *Faults) track(raw net.Conn, peer string, outbound bool) (*Conn, error) 
 		f.countLocked(peer, outbound)
 		return nil, ErrDropped
 	}
-	c := &Conn{Conn: raw, remoteID: peer, faults: f}
-	c.rules.Store(r.pack())
+	c := newConn(raw, peer, f)
+	c.setRules(r)
 	set := f.conns[peer]
 	if set == nil {
 		set = make(map[*Conn]struct{})

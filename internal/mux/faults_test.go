@@ -166,6 +166,32 @@ func TestFaults_BlackholeIn(t *testing.T) {
 	}
 }
 
+// TestFaults_BlackholeIn_ReadAlreadyBlocked checks that a Read blocked
+// before an In Blackhole is set does not deliver what arrives after: the
+// partition must not let one message per open connection through.
+func TestFaults_BlackholeIn_ReadAlreadyBlocked(t *testing.T) {
+	p := mustNewPair(t)
+	aEnd, bEnd := p.mustConnectAB(t)
+	data, failed := readChunks(bEnd)
+	mustWrite(t, aEnd, "before")
+	mustReceive(t, data, "before")
+	waitBlockedIn(t, "(*Conn).Read")
+
+	p.b.Faults().Set("a", In, Blackhole)
+	mustWrite(t, aEnd, "during")
+	select {
+	case s := <-data:
+		t.Fatalf("Read blocked before the rule returned %q, written after it", s)
+	case err := <-failed:
+		t.Fatalf("Read failed under Blackhole In: %v", err)
+	case <-time.After(quiet):
+	}
+
+	p.b.Faults().Heal("a")
+	mustWrite(t, aEnd, "after")
+	mustReceive(t, data, "after")
+}
+
 // TestFaults_OneWay checks that a rule on a's Out side alone blocks a->b
 // and leaves b->a working.
 func TestFaults_OneWay(t *testing.T) {
@@ -209,6 +235,8 @@ func TestFaults_SetAndHeal(t *testing.T) {
 		{func() { f.Set("c", In, Blackhole) }, map[string]PeerRules{"b": {Out: Drop}, "c": {In: Blackhole}}},
 		{func() { f.Heal("b") }, map[string]PeerRules{"c": {In: Blackhole}}},
 		{func() { f.Set("c", Out, Drop) }, map[string]PeerRules{"c": {In: Blackhole, Out: Drop}}},
+		{func() { f.SetDelay("c", Both, time.Second) }, map[string]PeerRules{"c": {In: Delay, Out: Delay, InDelay: time.Second, OutDelay: time.Second}}},
+		{func() { f.Set("c", In, Blackhole) }, map[string]PeerRules{"c": {In: Blackhole, Out: Delay, OutDelay: time.Second}}},
 		{func() { f.HealAll() }, map[string]PeerRules{}},
 	} {
 		step.do()
@@ -223,11 +251,12 @@ func TestFaults_SetAndHeal(t *testing.T) {
 func TestFaults_SnapshotJSON(t *testing.T) {
 	f := newFaults(testLogger(t))
 	f.Set("n2", Out, Blackhole)
+	f.SetDelay("n3", In, 250*time.Millisecond)
 	got, err := json.Marshal(f.Snapshot())
 	if err != nil {
 		t.Fatalf("marshal: %v", err)
 	}
-	if want := `{"n2":{"in":"none","out":"blackhole"}}`; string(got) != want {
+	if want := `{"n2":{"in":"none","out":"blackhole"},"n3":{"in":"delay","out":"none","in_delay":"250ms"}}`; string(got) != want {
 		t.Errorf("JSON = %s, want %s", got, want)
 	}
 }
@@ -235,8 +264,11 @@ func TestFaults_SnapshotJSON(t *testing.T) {
 func TestFaults_Set_InvalidPanics(t *testing.T) {
 	f := newFaults(testLogger(t))
 	for name, set := range map[string]func(){
-		"direction": func() { f.Set("b", Direction(0), Drop) },
-		"rule":      func() { f.Set("b", In, Rule(7)) },
+		"direction":          func() { f.Set("b", Direction(0), Drop) },
+		"rule":               func() { f.Set("b", In, Rule(7)) },
+		"delay without time": func() { f.Set("b", In, Delay) },
+		"zero delay":         func() { f.SetDelay("b", In, 0) },
+		"delay direction":    func() { f.SetDelay("b", Direction(4), time.Second) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -275,8 +307,13 @@ func TestFaults_ConcurrentRulesAndTraffic(t *testing.T) {
 	go pump(bEnd)
 	for i := range 200 {
 		dir := []Direction{In, Out, Both}[i%3]
-		p.a.Faults().Set("b", dir, Blackhole)
-		p.b.Faults().Set("a", dir, Blackhole)
+		if i%2 == 0 {
+			p.a.Faults().Set("b", dir, Blackhole)
+			p.b.Faults().Set("a", dir, Blackhole)
+		} else {
+			p.a.Faults().SetDelay("b", dir, time.Millisecond)
+			p.b.Faults().SetDelay("a", dir, time.Millisecond)
+		}
 		_ = p.a.Faults().Snapshot()
 		p.a.Faults().Heal("b")
 		p.b.Faults().HealAll()

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -184,5 +186,57 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitBlockedIn waits until some goroutine other than the caller is parked
+// (not running) with fn on its stack, e.g. a Read waiting for bytes.
+func waitBlockedIn(t *testing.T, fn string) {
+	t.Helper()
+	waitFor(t, "a goroutine to block in "+fn, func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(g, fn) && !strings.Contains(header, "[running]") &&
+				!strings.Contains(header, "[runnable]") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// readChunks reads c in a goroutine until it fails, sending each read's
+// bytes, then the error, on the returned channels.
+func readChunks(c net.Conn) (<-chan string, <-chan error) {
+	data, failed := make(chan string, 64), make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				data <- string(buf[:n])
+			}
+			if err != nil {
+				failed <- err
+				return
+			}
+		}
+	}()
+	return data, failed
+}
+
+// mustReceive waits, within testTimeout, for the next string on ch and
+// compares.
+func mustReceive(t *testing.T, ch <-chan string, want string) {
+	t.Helper()
+	select {
+	case got := <-ch:
+		if got != want {
+			t.Fatalf("received %q, want %q", got, want)
+		}
+	case <-time.After(testTimeout):
+		t.Fatalf("received nothing within %v, want %q", testTimeout, want)
 	}
 }

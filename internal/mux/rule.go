@@ -1,11 +1,15 @@
 package mux
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
-// Rule is what happens to traffic with a peer in one direction.
+// Rule is what happens to traffic with a peer in one direction. Each
+// direction with a peer has one rule at a time; setting a rule replaces the
+// one before.
 type Rule int
 
 const (
@@ -18,15 +22,22 @@ const (
 	// Read (In) fails with ErrDropped.
 	Drop
 	// Blackhole loses bytes silently: nothing is closed; a Write (Out)
-	// reports success and sends nothing, a Read (In) discards what arrives
-	// and blocks until the rule is healed, the read deadline passes or the
-	// connection is closed; dials (Out) hang until their timeout, as an
-	// unanswered SYN would. Connections the peer dials are still accepted,
-	// since their header names the peer, but nothing read on them arrives.
+	// reports success and sends nothing, bytes that arrive (In) are
+	// discarded and a Read blocks until something arrives after the rule is
+	// healed, the read deadline passes or the connection is closed; dials
+	// (Out) hang until their timeout, as an unanswered SYN would.
+	// Connections the peer dials are still accepted, since their header
+	// names the peer, but nothing read on them arrives.
 	Blackhole
+	// Delay holds every byte for a duration (PeerRules.InDelay or OutDelay)
+	// before delivering it, in order, losing nothing: bytes written (Out)
+	// leave that long after the Write, bytes that arrive (In) reach a Read
+	// that long after they arrived. Dials and accepts are not delayed. Set
+	// it with Faults.SetDelay.
+	Delay
 )
 
-var ruleNames = [...]string{None: "none", Drop: "drop", Blackhole: "blackhole"}
+var ruleNames = [...]string{None: "none", Drop: "drop", Blackhole: "blackhole", Delay: "delay"}
 
 // String returns the rule's name as ParseRule accepts it.
 func (r Rule) String() string {
@@ -39,7 +50,7 @@ func (r Rule) String() string {
 // valid reports whether r is one of the declared rules.
 func (r Rule) valid() bool { return r >= 0 && int(r) < len(ruleNames) }
 
-// ParseRule parses "none", "drop" or "blackhole", ignoring case and
+// ParseRule parses "none", "drop", "blackhole" or "delay", ignoring case and
 // surrounding space.
 func ParseRule(s string) (Rule, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
@@ -48,7 +59,7 @@ func ParseRule(s string) (Rule, error) {
 			return Rule(r), nil
 		}
 	}
-	return None, fmt.Errorf("mux: unknown fault rule %q (want none, drop or blackhole)", s)
+	return None, fmt.Errorf("mux: unknown fault rule %q (want none, drop, blackhole or delay)", s)
 }
 
 // MarshalText encodes r as its name, so JSON shows "drop", not 1.
@@ -135,16 +146,50 @@ func (d *Direction) UnmarshalText(b []byte) error {
 // PeerRules are the rules in force for one peer.
 type PeerRules struct {
 	// In applies to traffic from the peer.
-	In Rule `json:"in"`
+	In Rule
 	// Out applies to traffic to the peer.
-	Out Rule `json:"out"`
+	Out Rule
+	// InDelay is how long bytes from the peer are held when In is Delay;
+	// zero otherwise.
+	InDelay time.Duration
+	// OutDelay is how long bytes to the peer are held when Out is Delay;
+	// zero otherwise.
+	OutDelay time.Duration
 }
 
-// pack folds both rules into the word a Conn loads on every Read and Write;
-// zero means no rule, the fast path.
-func (p PeerRules) pack() uint32 { return uint32(p.In) | uint32(p.Out)<<8 }
+// peerRulesJSON is how PeerRules look in JSON, as GET /v1/debug/faults
+// lists them: delays as duration strings, only when set.
+type peerRulesJSON struct {
+	In       Rule   `json:"in"`
+	Out      Rule   `json:"out"`
+	InDelay  string `json:"in_delay,omitempty"`
+	OutDelay string `json:"out_delay,omitempty"`
+}
 
-// unpack is pack's inverse.
-func unpack(w uint32) PeerRules {
-	return PeerRules{In: Rule(w & 0xff), Out: Rule(w >> 8 & 0xff)}
+// MarshalJSON encodes p as {"in":"delay","out":"none","in_delay":"300ms"}.
+func (p PeerRules) MarshalJSON() ([]byte, error) {
+	j := peerRulesJSON{In: p.In, Out: p.Out}
+	if p.In == Delay {
+		j.InDelay = p.InDelay.String()
+	}
+	if p.Out == Delay {
+		j.OutDelay = p.OutDelay.String()
+	}
+	return json.Marshal(j)
+}
+
+// in returns the rule and delay for traffic from the peer; nil means none.
+func (p *PeerRules) in() (Rule, time.Duration) {
+	if p == nil {
+		return None, 0
+	}
+	return p.In, p.InDelay
+}
+
+// out returns the rule and delay for traffic to the peer; nil means none.
+func (p *PeerRules) out() (Rule, time.Duration) {
+	if p == nil {
+		return None, 0
+	}
+	return p.Out, p.OutDelay
 }

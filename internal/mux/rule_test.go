@@ -1,6 +1,12 @@
 package mux
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
 
 func TestParseRule(t *testing.T) {
 	for _, tc := range []struct {
@@ -13,7 +19,8 @@ func TestParseRule(t *testing.T) {
 		{in: " Blackhole ", want: Blackhole},
 		{in: "DROP", want: Drop},
 		{in: "", wantErr: true},
-		{in: "delay", wantErr: true},
+		{in: "Delay", want: Delay},
+		{in: "slow", wantErr: true},
 	} {
 		got, err := ParseRule(tc.in)
 		if (err != nil) != tc.wantErr || got != tc.want {
@@ -42,7 +49,7 @@ func TestParseDirection(t *testing.T) {
 }
 
 func TestRuleAndDirection_TextRoundTrip(t *testing.T) {
-	for _, r := range []Rule{None, Drop, Blackhole} {
+	for _, r := range []Rule{None, Drop, Blackhole, Delay} {
 		b, err := r.MarshalText()
 		var back Rule
 		if err != nil || back.UnmarshalText(b) != nil || back != r {
@@ -64,16 +71,28 @@ func TestRuleAndDirection_TextRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPeerRules_PackRoundTrip(t *testing.T) {
-	for _, in := range []Rule{None, Drop, Blackhole} {
-		for _, out := range []Rule{None, Drop, Blackhole} {
-			p := PeerRules{In: in, Out: out}
-			if got := unpack(p.pack()); got != p {
-				t.Errorf("unpack(pack(%+v)) = %+v", p, got)
-			}
-			if (p.pack() == 0) != (p == PeerRules{}) {
-				t.Errorf("pack(%+v) = %d: zero must mean no rule", p, p.pack())
-			}
+func TestPeerRules_JSON(t *testing.T) {
+	for _, tc := range []struct {
+		rules PeerRules
+		want  string
+	}{
+		{PeerRules{}, `{"in":"none","out":"none"}`},
+		{PeerRules{In: Drop, Out: Blackhole}, `{"in":"drop","out":"blackhole"}`},
+		{PeerRules{In: Delay, InDelay: 300 * time.Millisecond}, `{"in":"delay","out":"none","in_delay":"300ms"}`},
+		{PeerRules{In: Blackhole, Out: Delay, OutDelay: 2 * time.Second}, `{"in":"blackhole","out":"delay","out_delay":"2s"}`},
+	} {
+		got, err := json.Marshal(tc.rules)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("json.Marshal(%+v) = %s, %v; want %s", tc.rules, got, err, tc.want)
+		}
+		// The HTTP API documents the listing as wire.FaultRules.
+		var w wire.FaultRules
+		if err := json.Unmarshal(got, &w); err != nil {
+			t.Fatalf("%s does not decode as wire.FaultRules: %v", got, err)
+		}
+		if w.In != tc.rules.In.String() || w.Out != tc.rules.Out.String() ||
+			w.InDelay.D() != tc.rules.InDelay || w.OutDelay.D() != tc.rules.OutDelay {
+			t.Errorf("%s decodes as %+v, want the rules %+v", got, w, tc.rules)
 		}
 	}
 }

@@ -355,7 +355,7 @@ func (l *raftLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Co
 // faultInjector adapts mux.Faults to httpapi.FaultInjector.
 type faultInjector struct{ f *mux.Faults }
 
-func (fi faultInjector) SetFault(peer, direction, rule string) error {
+func (fi faultInjector) SetFault(peer, direction, rule string, delay time.Duration) error {
 	if peer == "" {
 		return errors.New("peer is required")
 	}
@@ -366,6 +366,15 @@ func (fi faultInjector) SetFault(peer, direction, rule string) error {
 	r, err := mux.ParseRule(rule)
 	if err != nil {
 		return err
+	}
+	switch {
+	case r == mux.Delay && delay <= 0:
+		return errors.New("rule delay needs a positive delay")
+	case r == mux.Delay:
+		fi.f.SetDelay(peer, d, delay)
+		return nil
+	case delay != 0:
+		return fmt.Errorf("delay is only for rule delay, not %s", r)
 	}
 	fi.f.Set(peer, d, r)
 	return nil
