@@ -52,16 +52,44 @@ func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	return res, nil
 }
 
-// raftErr translates raft's errors at the package boundary.
+// raftErr translates raft's errors at the package boundary. What matters to
+// a client is whether the operation may still take effect: no_leader (503)
+// promises that it did not and will not, so a retry cannot apply it twice;
+// timeout (504) says the outcome is unknown. Each case below is decided by
+// where hashicorp/raft returns the error; anything not named is unknown.
 func raftErr(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown),
-		errors.Is(err, raft.ErrAbortedByRestore):
+	case errors.Is(err, raft.ErrNotLeader):
+		// Answered by a follower or candidate that receives the future, or
+		// by a leader that is already stepping down, before the entry is
+		// appended to any log: nothing happened.
+		return errNoLeader(err.Error())
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		// Refused by the leader before the entry is appended, because it
+		// is handing leadership over: nothing happened.
 		return errNoLeader(err.Error())
 	case errors.Is(err, raft.ErrEnqueueTimeout):
-		return errTimeout("the leader is overloaded: " + err.Error())
+		// The future never reached raft's main loop (the leader is
+		// overloaded): nothing was appended.
+		return errNoLeader("the leader is overloaded, nothing was applied: " + err.Error())
+	case errors.Is(err, raft.ErrAbortedByRestore):
+		// A restored snapshot replaced the log under an in-flight entry, so
+		// it is never applied. lockd does not restore user snapshots; the
+		// case is here so that a future use does not turn it into 504.
+		return errNoLeader(err.Error())
+	case errors.Is(err, raft.ErrLeadershipLost):
+		// The entry was appended and possibly replicated when the leader
+		// stepped down: a quorum may hold it, and the next leader then
+		// commits it.
+		return errTimeout("leadership was lost while committing; the outcome is unknown: " + err.Error())
+	case errors.Is(err, raft.ErrRaftShutdown):
+		// Returned both before the entry is queued and, by the future, for
+		// an entry already sent to followers when Raft stops: the two
+		// cannot be told apart, so the outcome is unknown.
+		return errTimeout("raft shut down while committing; the outcome is unknown: " + err.Error())
 	}
+	// Anything else (a failed write to the log store, a configuration
+	// change refused half-way) may leave the entry on some node's log.
 	return errTimeout("commit failed, outcome unknown: " + err.Error())
 }
 

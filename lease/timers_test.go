@@ -148,12 +148,4 @@ func TestErrors_Translation(t *testing.T) {
 	if !errors.As(n.apiErr(&fsm.DelayError{Until: until}, "s", "lock"), &e) || e.RetryAfter <= 0 {
 		t.Fatalf("lock_delay without Retry-After: %+v", e)
 	}
-	for _, err := range []error{raft.ErrNotLeader, raft.ErrLeadershipLost, raft.ErrRaftShutdown} {
-		if got := wire.CodeOf(raftErr(err)); got != wire.CodeNoLeader {
-			t.Errorf("raftErr(%v) = %q, want no_leader", err, got)
-		}
-	}
-	if got := wire.CodeOf(raftErr(raft.ErrEnqueueTimeout)); got != wire.CodeTimeout {
-		t.Errorf("raftErr(enqueue timeout) = %q, want timeout", got)
-	}
 }
