@@ -92,9 +92,11 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 		case <-changed:
 			continue
 		case <-t.ctx.Done():
-			// The next leader keeps the waiter queued; a client that
-			// re-issues the acquire there finds its place (or its grant).
-			return 0, errNoLeader("leadership lost while waiting")
+			// The queued place is committed and the next leader keeps it,
+			// so the lock may yet be granted: the outcome is unknown. A
+			// client that re-issues the acquire there (same seq) finds its
+			// place or its grant.
+			return 0, errTimeout("leadership lost while waiting in the queue; the waiter stays queued and may still be granted, so the outcome is unknown")
 		case <-timer.C:
 		case <-wctx.Done():
 		}

@@ -13,10 +13,11 @@ import (
 )
 
 // propose stamps cmd with the leader's wall time (shown, never decided on),
-// commits it through Raft and returns the FSM's result. The error is a *wire.Error: no_leader when this
-// node cannot commit (not leader, leadership lost, shutting down) and
-// timeout when the outcome is unknown. A refusal by the FSM is not an error
-// here: it is in Result.Err, for the caller to translate.
+// commits it through Raft and returns the FSM's result. The error is a
+// *wire.Error: no_leader when the command surely was not and will not be
+// applied (not leader, or refused before it was appended), and timeout when
+// the outcome is unknown (see raftErr). A refusal by the FSM is not an
+// error here: it is in Result.Err, for the caller to translate.
 func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	cmd.Now = wallNow(n.clock).UTC()
 	data, err := fsm.Encode(cmd)
