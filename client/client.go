@@ -117,7 +117,8 @@ type retry int
 const (
 	// idempotent calls are repeated after any failure that may be passing:
 	// a transport error, no_leader, or timeout (outcome unknown; repeating
-	// gives the same result).
+	// gives the same result: keepalives and reads change nothing, and lock
+	// and election requests carry their request number).
 	idempotent retry = iota
 	// unsent calls are repeated only when the server surely did not apply
 	// them: the connection failed before the request went out, or
@@ -128,7 +129,10 @@ const (
 
 // call sends one API request, moving between endpoints and retrying as
 // policy allows until it succeeds, fails for good, or ctx ends. wait is how
-// long the server may block on it (acquire, blocking query).
+// long the server may block on it (acquire, blocking query). Every attempt
+// sends the same body, so a lock or election request is repeated with its
+// request number (seq) after a timeout or a lost answer: the leader
+// applies it at most once, and answers a repeat from the current state.
 func (c *Client) call(ctx context.Context, method, path string, in, out any, policy retry, wait time.Duration) error {
 	var body []byte
 	if in != nil {

@@ -40,11 +40,18 @@ func (e *Election) Name() string { return e.name }
 // Campaign blocks until this session leads the election with value, ctx
 // ends, or the session is lost. If it already leads, it returns at once and
 // the value is unchanged (use Proclaim).
+//
+// When Campaign returns an error, the caller must act as if it does not
+// lead, and the Election sees to it that the session does not lead either:
+// if the outcome is unknown (ctx ended while the request was in flight, the
+// answer was lost), it resigns, as Mutex.Lock releases (see there). A
+// session that already led keeps its leadership.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	for {
 		if !e.s.Alive() {
 			return ErrSessionLost
 		}
+		leading := e.m.holding()
 		wait := maxWaitChunk
 		if dl, ok := ctx.Deadline(); ok {
 			wait = max(min(wait, time.Until(dl)), time.Millisecond)
@@ -68,18 +75,14 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 			}
 			continue
 		default:
-			if ctx.Err() != nil {
-				e.bestEffortResign()
+			if !leading && outcomeUnknown(err) {
+				giveBack(ctx, e.s, func(ctx context.Context, seq uint64) error {
+					return e.s.c.resign(ctx, e.name, e.s.id, seq)
+				})
 			}
 			return err
 		}
 	}
-}
-
-func (e *Election) bestEffortResign() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	e.s.c.resign(ctx, e.name, e.s.id, e.s.nextSeq())
 }
 
 // Proclaim changes the leader's value without giving up leadership.

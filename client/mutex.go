@@ -55,6 +55,21 @@ func (m *Mutex) Name() string { return m.name }
 
 // Lock blocks until the session holds the lock, ctx ends, or the session is
 // lost. Waiters are served in arrival order.
+//
+// When Lock (or TryLock) returns an error, the caller must act as if it
+// does not hold the lock, and the Mutex sees to it that the session does
+// not hold it either. If the server's answer was a refusal (ErrLockHeld,
+// ErrLockDelay, ErrSessionLost), nothing was granted. If the outcome is
+// unknown (ctx ended while the request was in flight, the answer was lost,
+// the server answered ErrTimeout or ErrNoLeader after a lost leadership),
+// the server may have granted the lock, so the Mutex gives it back: with a
+// release numbered after the acquire, so that a grant arriving late cannot
+// outlast it, and before a later Lock, whose number is higher still and so
+// is never undone by it. The release is sent before the error is returned,
+// or in the background when ctx has already ended, and is tried for a few
+// seconds; if the cluster cannot be reached for that long, the lock stays
+// with the session until the session ends. A Mutex that already held the
+// lock keeps it: a failed repeat of Lock changes nothing on the server.
 func (m *Mutex) Lock(ctx context.Context) error {
 	for {
 		wait := maxWaitChunk
@@ -76,23 +91,25 @@ func (m *Mutex) Lock(ctx context.Context) error {
 }
 
 // TryLock takes the lock if it is free now, else returns ErrLockHeld (or
-// ErrLockDelay inside an expired holder's lock-delay).
+// ErrLockDelay inside an expired holder's lock-delay). An error leaves the
+// lock free of this session, as for Lock.
 func (m *Mutex) TryLock(ctx context.Context) error { return m.acquire(ctx, 0) }
 
 func (m *Mutex) acquire(ctx context.Context, wait time.Duration) error {
 	if !m.s.Alive() {
 		return ErrSessionLost
 	}
+	held := m.holding()
 	r, err := m.s.c.acquire(ctx, m.name, wire.AcquireRequest{Session: m.s.id, Mode: m.mode, Wait: wire.Duration(wait), Seq: m.s.nextSeq()})
 	if err != nil {
 		if errors.Is(err, ErrSessionExpired) {
 			m.s.lose(ErrSessionExpired)
 			return ErrSessionLost
 		}
-		if ctx.Err() != nil && wait > 0 {
-			// The server leaves the queue when we go away, but a grant
-			// may have raced with that: give back what we may hold.
-			m.bestEffortRelease()
+		if !held && outcomeUnknown(err) {
+			giveBack(ctx, m.s, func(ctx context.Context, seq uint64) error {
+				return m.s.c.release(ctx, m.name, m.s.id, seq)
+			})
 		}
 		return err
 	}
@@ -131,10 +148,50 @@ func (m *Mutex) hold(token uint64) {
 	}()
 }
 
-func (m *Mutex) bestEffortRelease() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	m.s.c.release(ctx, m.name, m.s.id, m.s.nextSeq())
+// holding reports whether the Mutex believes it holds the lock, without
+// the deadline check of Held.
+func (m *Mutex) holding() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held
+}
+
+// giveBackTimeout bounds how long the Mutex keeps trying to give back a
+// lock an acquire of unknown outcome may have taken.
+const giveBackTimeout = 5 * time.Second
+
+// outcomeUnknown reports whether an acquire or campaign that failed with
+// err may nevertheless have been granted: anything but a refusal the
+// server answered with.
+func outcomeUnknown(err error) bool {
+	switch wire.CodeOf(err) {
+	case wire.CodeLockHeld, wire.CodeLockDelay, wire.CodeSessionExpired, wire.CodeNotHolder,
+		wire.CodeBadRequest, wire.CodeNotFound, wire.CodeTooLarge, wire.CodeUnauthorized, wire.CodeForbidden:
+		return false
+	}
+	return true
+}
+
+// giveBack undoes a grant an acquire or campaign of unknown outcome may
+// have made, through undo (a release or a resign) with the request number
+// it is given. The number is taken now, before the caller can start
+// another operation, so that the undo is ordered after the acquire it
+// undoes and before anything the caller does next. It runs before
+// giveBack returns, or in the background if ctx has ended; either way for
+// at most giveBackTimeout, and not past the session's end (which releases
+// everything anyway).
+func giveBack(ctx context.Context, s *Session, undo func(ctx context.Context, seq uint64) error) {
+	seq := s.nextSeq()
+	run := func() {
+		uctx, cancel := context.WithTimeout(s.Ctx(), giveBackTimeout)
+		defer cancel()
+		_ = undo(uctx, seq) // not_holder: nothing was granted; any other failure: the session's end releases it
+	}
+	if ctx.Err() != nil {
+		go run()
+		return
+	}
+	run()
 }
 
 // Unlock releases the lock. A lock this session no longer holds (released

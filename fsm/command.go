@@ -17,18 +17,27 @@ const (
 	OpAcquire        Op = 4  // Session, Name, Mode, Wait
 	OpRelease        Op = 5  // Session, Name
 	OpCancelWait     Op = 6  // Session, Name: leave the queue unless already granted
-	OpTick           Op = 7  // end lock-delays and drop waiters whose deadline is <= Now
+	OpTick           Op = 7  // version-1 entries only: end lock-delays and drop waiters by the wall time Now
 	OpCampaign       Op = 8  // Session, Name, Value, Wait
 	OpProclaim       Op = 9  // Session, Name, Value
 	OpResign         Op = 10 // Session, Name
 	OpCancelCampaign Op = 11 // Session, Name
 	OpSetMember      Op = 12 // Member
 	OpRemoveMember   Op = 13 // Member.ID
+	OpTimersDue      Op = 14 // Timers: end the lock-delays and waits whose leader-local timers ran out
 )
 
 // Version is the encoding version written as the first byte of every
-// encoded command. Decode rejects others.
-const Version byte = 1
+// encoded command. Decode also reads version1 entries, which it marks so
+// that they apply under the rules they were written for (see the package
+// doc); it rejects any other version.
+const Version byte = 2
+
+// version1 entries decided lock-delays and waits by the wall time in Now.
+const version1 byte = 1
+
+// MaxTimersPerEntry bounds Command.Timers.
+const MaxTimersPerEntry = 1000
 
 // Mode is a lock mode.
 type Mode string
@@ -40,8 +49,10 @@ const (
 )
 
 // Command is one state change. Which fields matter depends on Op (see the
-// Op constants). Now is the proposing leader's wall-clock time; the FSM uses
-// it as "the current time" for everything it decides.
+// Op constants). Now is the proposing leader's wall-clock time: the FSM
+// only records it for display (acquired_at, delay_until, a waiter's
+// deadline) and decides nothing on it, except when replaying a version-1
+// entry.
 type Command struct {
 	Op        Op            `json:"-"`
 	Now       time.Time     `json:"now"`
@@ -56,17 +67,45 @@ type Command struct {
 	// Seq is the client's request number for lock and election operations
 	// (see seq.go); 0 means none.
 	Seq uint64 `json:"seq,omitempty"`
+	// Timers names the timers an OpTimersDue ends.
+	Timers []TimerRef `json:"timers,omitempty"`
+
+	// legacy marks a command decoded from a version-1 entry.
+	legacy bool
+}
+
+// TimerRef names one leader-local timer: a lock-delay (Session empty) or a
+// waiter's wait on the lock or election (Election) Name. Armed is the index
+// of the entry that started it; a ref whose Armed no longer matches names a
+// timer that was restarted or ended since, and is ignored.
+type TimerRef struct {
+	Election bool   `json:"election,omitempty"`
+	Name     string `json:"name"`
+	Session  string `json:"session,omitempty"`
+	Armed    uint64 `json:"armed"`
+}
+
+// Timer is a pending timer and its full length, which a leader runs from
+// when it learns of the timer (so a new leader gives each its full length
+// again).
+type Timer struct {
+	TimerRef
+	Length time.Duration
 }
 
 // Encode returns the log representation of c: the Version byte, the Op
 // byte, then a JSON body.
 func Encode(c Command) ([]byte, error) {
+	return encodeVersion(c, Version)
+}
+
+func encodeVersion(c Command, version byte) ([]byte, error) {
 	body, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: encode %v: %w", c.Op, err)
 	}
 	out := make([]byte, 0, len(body)+2)
-	out = append(out, Version, byte(c.Op))
+	out = append(out, version, byte(c.Op))
 	return append(out, body...), nil
 }
 
@@ -77,17 +116,23 @@ func Decode(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return c, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(b))
 	}
-	if b[0] != Version {
-		return c, fmt.Errorf("%w: version %d (this build reads %d)", ErrBadCommand, b[0], Version)
+	last := OpTimersDue
+	switch b[0] {
+	case Version:
+	case version1:
+		last = OpRemoveMember
+	default:
+		return c, fmt.Errorf("%w: version %d (this build reads %d and %d)", ErrBadCommand, b[0], version1, Version)
 	}
 	op := Op(b[1])
-	if op < OpCreateSession || op > OpRemoveMember {
+	if op < OpCreateSession || op > last {
 		return c, fmt.Errorf("%w: unknown op %d", ErrBadCommand, op)
 	}
 	if err := json.Unmarshal(b[2:], &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrBadCommand, err)
 	}
 	c.Op = op
+	c.legacy = b[0] == version1
 	return c, nil
 }
 
@@ -119,6 +164,8 @@ func (o Op) String() string {
 		return "set-member"
 	case OpRemoveMember:
 		return "remove-member"
+	case OpTimersDue:
+		return "timers-due"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }

@@ -31,11 +31,18 @@ var (
 	ErrBadSnapshot = errors.New("fsm: bad snapshot")
 )
 
-// DelayError wraps ErrLockDelay with the time the delay ends.
-type DelayError struct{ Until time.Time }
+// DelayError wraps ErrLockDelay. It names the lock-delay's timer (Ref) and
+// its full length; Until is the wall time the leader that started it
+// expected it to end, for display: the delay ends when the serving
+// leader's timer does.
+type DelayError struct {
+	Ref    TimerRef
+	Length time.Duration
+	Until  time.Time
+}
 
 func (e *DelayError) Error() string {
-	return fmt.Sprintf("%v until %s", ErrLockDelay, e.Until.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("%v: %v from entry %d (shown as until %s)", ErrLockDelay, e.Length, e.Ref.Armed, e.Until.UTC().Format(time.RFC3339Nano))
 }
 
 // Unwrap returns ErrLockDelay.

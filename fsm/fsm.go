@@ -16,8 +16,10 @@ var maxNow = time.Date(9700, 1, 1, 0, 0, 0, 0, time.UTC)
 //
 // One goroutine at a time may change it (Apply, ApplyCommand, Restore); any
 // number may read it concurrently. Reads return copies that the caller may
-// keep and modify. The FSM never reads a clock: Command.Now is the current
-// time for every decision.
+// keep and modify. The FSM never reads a clock, and decides nothing on the
+// wall time a command carries (version-1 entries aside, see the package
+// doc): time only acts through OpTimersDue, which the leader proposes when
+// its own timers run out.
 type FSM struct {
 	mu      sync.RWMutex
 	st      *state
@@ -40,10 +42,13 @@ type state struct {
 }
 
 // op is the context of the entry being applied: its index (the token of
-// anything it grants) and its time.
+// anything it grants and the name of any timer it starts), its wall time
+// (recorded for display), and whether it is a version-1 entry, which
+// decides lock-delays and waits by that wall time.
 type op struct {
 	index     uint64
 	now       time.Time
+	legacy    bool
 	grantHeld bool
 }
 
@@ -134,7 +139,7 @@ func (f *FSM) AppliedIndex() uint64 {
 func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
 	// UTC strips the monotonic reading and the location: times compare and
 	// encode the same on every replica, however the command reached it.
-	o := op{index: index, now: c.Now.UTC(), grantHeld: grantHeld}
+	o := op{index: index, now: c.Now.UTC(), legacy: c.legacy, grantHeld: grantHeld}
 	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
 		return refuse("%v: now %s out of range", c.Op, c.Now)
 	}
@@ -157,9 +162,14 @@ func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
 	case OpCancelWait:
 		return st.cancelWait(st.locks, o, c)
 	case OpTick:
+		if !o.legacy {
+			return refuse("%v: only version-1 entries tick; lock-delays and waits end by %v", c.Op, OpTimersDue)
+		}
 		st.locks.tick(o)
 		st.elections.tick(o)
 		return Result{}
+	case OpTimersDue:
+		return st.timersDue(o, c)
 	case OpCampaign:
 		return st.acquire(st.elections, o, c)
 	case OpProclaim:
@@ -180,6 +190,9 @@ func validUTF8(c Command) bool {
 	strs := []string{c.Session, c.Name, string(c.Mode), c.Value}
 	if c.Member != nil {
 		strs = append(strs, c.Member.ID, c.Member.Peer, c.Member.HTTP)
+	}
+	for _, r := range c.Timers {
+		strs = append(strs, r.Name, r.Session)
 	}
 	for _, s := range strs {
 		if !utf8.ValidString(s) {

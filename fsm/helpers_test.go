@@ -16,12 +16,14 @@ import (
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // harness applies commands to one FSM through the encoded log path, with
-// indexes 1, 2, 3... and a clock the test moves by hand.
+// indexes 1, 2, 3... and a wall clock the test moves by hand. With v1 set it
+// writes version-1 entries, as builds that decided by wall time did.
 type harness struct {
 	t   testing.TB
 	f   *FSM
 	idx uint64
 	now time.Time
+	v1  bool
 }
 
 func newHarness(t testing.TB) *harness {
@@ -35,7 +37,11 @@ func (h *harness) apply(c Command) Result {
 	if c.Now.IsZero() {
 		c.Now = h.now
 	}
-	b, err := Encode(c)
+	version := Version
+	if h.v1 {
+		version = version1
+	}
+	b, err := encodeVersion(c, version)
 	if err != nil {
 		h.t.Fatalf("encode %v: %v", c.Op, err)
 	}
@@ -94,6 +100,7 @@ func cancelCampaign(session, name string) Command {
 }
 
 func tick() Command                  { return Command{Op: OpTick} }
+func due(refs ...TimerRef) Command   { return Command{Op: OpTimersDue, Timers: refs} }
 func destroy(session string) Command { return Command{Op: OpDestroySession, Session: session} }
 func expire(session string) Command  { return Command{Op: OpExpireSession, Session: session} }
 
@@ -194,7 +201,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			for _, w := range l.Waiters {
 				addRef(waiting, w.Session, name)
 			}
-			if len(l.Waiters) > 0 || !l.DelayUntil.IsZero() {
+			if len(l.Waiters) > 0 || l.DelayIndex != 0 {
 				timed[name] = struct{}{}
 			}
 		}
@@ -225,7 +232,7 @@ func checkObject(t testing.TB, s *space, st *state, name string, l *Lock) {
 	}
 	// Without a lock-delay, a waiter at the head that could be granted
 	// would be starving behind a free lock: hand-off must have granted it.
-	if l.DelayUntil.IsZero() && len(l.Waiters) > 0 && l.admits(l.Waiters[0].Mode) {
+	if l.DelayIndex == 0 && len(l.Waiters) > 0 && l.admits(l.Waiters[0].Mode) {
 		t.Fatalf("%s: head waiter %s admissible but queued", name, l.Waiters[0].Session)
 	}
 	if s.election && len(l.Holders) > 1 {

@@ -59,27 +59,29 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 	}
 	// Queueing behind waiters even when the mode is compatible keeps an
 	// exclusive waiter from being starved by a stream of shared requests.
-	free := len(l.Waiters) == 0 && !l.delayed(o.now) && l.admits(mode)
+	free := len(l.Waiters) == 0 && !l.delayed(o) && l.admits(mode)
 	if free || o.grantHeld && mode == Exclusive && !s.election {
 		s.grant(l, c.Session, mode, value, o)
 		s.settle(l, o)
 		return Result{Granted: true, Token: o.index}
 	}
 	if c.Wait == 0 {
-		if len(l.Holders) == 0 && l.delayed(o.now) {
-			return Result{Err: &DelayError{Until: l.DelayUntil}}
+		if len(l.Holders) == 0 && l.delayed(o) {
+			return Result{Err: s.delayError(l)}
 		}
 		return Result{Err: fmt.Errorf("%w: %s", ErrLockHeld, c.Name)}
 	}
-	s.enqueue(l, Waiter{Session: c.Session, Mode: mode, Deadline: o.now.Add(c.Wait), Value: value})
+	s.enqueue(l, Waiter{Session: c.Session, Mode: mode, Deadline: o.now.Add(c.Wait), Wait: c.Wait, Since: o.index, Value: value})
 	s.settle(l, o)
 	return Result{}
 }
 
 // requeue handles an acquire by a session already queued for l, which is
-// a client retrying after a lost answer: it keeps its place, and its
-// deadline only ever moves later. A campaign's value stays as first queued,
-// as a leader's does on a repeated campaign.
+// a client retrying after a lost answer: it keeps its place, and its wait
+// restarts at the longest length asked for, so it ends no earlier than
+// either request's would have. A campaign's value stays as first queued,
+// as a leader's does on a repeated campaign. (A version-1 entry moved only
+// the shown deadline, and only later; it still does.)
 func (s *space) requeue(l *Lock, i int, mode Mode, o op, c Command) Result {
 	w := &l.Waiters[i]
 	if w.Mode != mode {
@@ -88,8 +90,13 @@ func (s *space) requeue(l *Lock, i int, mode Mode, o op, c Command) Result {
 	if c.Wait == 0 {
 		return Result{Err: fmt.Errorf("%w: %s (still queued)", ErrLockHeld, c.Name)}
 	}
-	if d := o.now.Add(c.Wait); d.After(w.Deadline) {
-		w.Deadline = d
+	later := o.now.Add(c.Wait).After(w.Deadline)
+	if later {
+		w.Deadline = o.now.Add(c.Wait)
+	}
+	if later || !o.legacy {
+		w.Wait = max(w.Wait, c.Wait)
+		w.Since = o.index
 		s.settle(l, o)
 	}
 	return Result{}
@@ -142,6 +149,27 @@ func (st *state) proclaim(o op, c Command) Result {
 	}
 	l.Value = c.Value
 	st.elections.settle(l, o)
+	return Result{}
+}
+
+// timersDue runs OpTimersDue: each named timer that still runs ends, in the
+// order given.
+func (st *state) timersDue(o op, c Command) Result {
+	if len(c.Timers) == 0 || len(c.Timers) > MaxTimersPerEntry {
+		return refuse("%v: %d timers (want 1 to %d)", c.Op, len(c.Timers), MaxTimersPerEntry)
+	}
+	for _, r := range c.Timers {
+		if r.Name == "" || r.Armed == 0 {
+			return refuse("%v: timer without a name or a starting entry", c.Op)
+		}
+	}
+	for _, r := range c.Timers {
+		s := st.locks
+		if r.Election {
+			s = st.elections
+		}
+		s.timeUp(r, o)
+	}
 	return Result{}
 }
 

@@ -42,7 +42,6 @@ func TestApplyCommand_RefusalLeavesStateUnchanged(t *testing.T) {
 		{"holder asks for the other mode", acquire("a", "x", Shared, 0), ErrModeConflict},
 		{"waiter retries without wait", acquire("b", "x", "", 0), ErrLockHeld},
 		{"waiter retries in the other mode", acquire("b", "x", Shared, time.Minute), ErrModeConflict},
-		{"waiter retries with a shorter wait", acquire("b", "x", "", time.Second), nil},
 		{"try-acquire inside lock-delay", acquire("c", "dl", "", 0), ErrLockDelay},
 		{"now beyond range", Command{Op: OpAcquire, Session: "c", Name: "y", Now: maxNow}, ErrBadCommand},
 		{"release by missing session", release("zz", "x"), ErrSessionNotFound},
@@ -68,6 +67,15 @@ func TestApplyCommand_RefusalLeavesStateUnchanged(t *testing.T) {
 		{"create existing session", create("a", 0), ErrSessionExists},
 		{"set member without id", Command{Op: OpSetMember, Member: &Member{}}, ErrBadCommand},
 		{"remove member without member", Command{Op: OpRemoveMember}, ErrBadCommand},
+		{"tick in a version-2 entry", tick(), ErrBadCommand},
+		{"timers-due naming none", due(), ErrBadCommand},
+		{"timers-due naming a timer without its entry", due(TimerRef{Name: "dl"}), ErrBadCommand},
+		{"timers-due naming a timer without a name", due(TimerRef{Armed: 9}), ErrBadCommand},
+		{"timers-due with one bad ref among good ones", due(TimerRef{Name: "dl", Armed: 9}, TimerRef{Armed: 9}), ErrBadCommand},
+		{"timers-due for a restarted lock-delay", due(TimerRef{Name: "dl", Armed: 8}), nil},
+		{"timers-due for a restarted wait", due(TimerRef{Name: "x", Session: "b", Armed: 5}), nil},
+		{"timers-due for a lock-delay of an election", due(TimerRef{Election: true, Name: "dl", Armed: 9}), nil},
+		{"timers-due for a missing object", due(TimerRef{Name: "nope", Armed: 9}), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,14 +179,17 @@ func TestAcquire_Behaviour(t *testing.T) {
 				{c: acquire("c", "x", Shared, 2*time.Minute)},
 			},
 			check: func(t *testing.T, f *FSM) {
-				want := []Waiter{{"b", Exclusive, t0.Add(time.Minute), ""}, {"c", Shared, t0.Add(2 * time.Minute), ""}}
+				want := []Waiter{
+					{Session: "b", Mode: Exclusive, Deadline: t0.Add(time.Minute), Wait: time.Minute, Since: 5},
+					{Session: "c", Mode: Shared, Deadline: t0.Add(2 * time.Minute), Wait: 2 * time.Minute, Since: 6},
+				}
 				if x := f.Lock("x"); !slices.Equal(x.Waiters, want) || x.ModifyIndex != 6 {
 					t.Fatalf("x = %+v", x)
 				}
 			},
 		},
 		{
-			name: "retry while queued keeps the place and only extends the deadline",
+			name: "retry while queued keeps the place and restarts the wait at the longest length",
 			steps: []step{
 				{c: acquire("a", "x", "", 0), granted: true, token: 4},
 				{c: acquire("b", "x", "", time.Minute)},
@@ -188,9 +199,12 @@ func TestAcquire_Behaviour(t *testing.T) {
 			},
 			check: func(t *testing.T, f *FSM) {
 				x := f.Lock("x")
-				want := []Waiter{{"b", Exclusive, t0.Add(90 * time.Second), ""}, {"c", Exclusive, t0.Add(time.Minute), ""}}
-				if !slices.Equal(x.Waiters, want) || x.ModifyIndex != 7 {
-					t.Fatalf("x = %+v, want waiters %+v at 7", x, want)
+				want := []Waiter{
+					{Session: "b", Mode: Exclusive, Deadline: t0.Add(90 * time.Second), Wait: time.Minute, Since: 7},
+					{Session: "c", Mode: Exclusive, Deadline: t0.Add(time.Minute), Wait: time.Minute, Since: 8},
+				}
+				if !slices.Equal(x.Waiters, want) || x.ModifyIndex != 8 {
+					t.Fatalf("x = %+v, want waiters %+v at 8", x, want)
 				}
 			},
 		},
@@ -279,8 +293,11 @@ func TestShared_ExclusiveWaiterNotOvertaken(t *testing.T) {
 	}
 }
 
-func TestLockDelay_Expiry(t *testing.T) {
+// Version-1 entries (written by builds that decided lock-delays and waits
+// by the leader's wall time) replay as they were decided.
+func TestVersion1_LockDelayByWallTime(t *testing.T) {
 	h := newHarness(t)
+	h.v1 = true
 	h.mustApply(create("a", 10*time.Second)) // 1
 	h.mustApply(create("b", 0))              // 2
 	h.mustApply(create("c", 0))              // 3
@@ -312,8 +329,9 @@ func TestLockDelay_Expiry(t *testing.T) {
 	}
 }
 
-func TestLockDelay_ErrorCarriesUntil(t *testing.T) {
+func TestVersion1_DelayErrorAndTickThatEndsIt(t *testing.T) {
 	h := newHarness(t)
+	h.v1 = true
 	h.mustApply(create("a", 10*time.Second))
 	h.mustApply(create("b", 0))
 	h.mustApply(acquire("a", "x", "", 0))
@@ -325,8 +343,9 @@ func TestLockDelay_ErrorCarriesUntil(t *testing.T) {
 	if !errors.As(res.Err, &de) || !de.Until.Equal(t0.Add(11*time.Second)) {
 		t.Fatalf("err %v, want DelayError until %v", res.Err, t0.Add(11*time.Second))
 	}
-	if next, ok := h.f.NextDeadline(); !ok || !next.Equal(de.Until) {
-		t.Fatalf("NextDeadline = %v %v, want %v", next, ok, de.Until)
+	want := []Timer{{TimerRef{Name: "x", Armed: 4}, 10 * time.Second}}
+	if got := h.f.Timers(); !slices.Equal(got, want) || de.Ref != want[0].TimerRef || de.Length != want[0].Length {
+		t.Fatalf("Timers = %v, error %+v; want %v", got, de, want)
 	}
 	// With nobody waiting, the tick that ends the delay deletes the lock.
 	h.now = de.Until
@@ -334,13 +353,14 @@ func TestLockDelay_ErrorCarriesUntil(t *testing.T) {
 	if got := h.f.Lock("x"); got.ModifyIndex != h.idx || !got.DelayUntil.IsZero() || len(h.f.Locks()) != 0 {
 		t.Fatalf("after delay: %+v, locks %v", got, h.f.Locks())
 	}
-	if _, ok := h.f.NextDeadline(); ok {
-		t.Fatal("NextDeadline still pending")
+	if got := h.f.Timers(); len(got) != 0 {
+		t.Fatalf("timers still pending: %v", got)
 	}
 }
 
-func TestTick_DropsExpiredWaiters(t *testing.T) {
+func TestVersion1_TickDropsWaitersByWallTime(t *testing.T) {
 	h := newHarness(t)
+	h.v1 = true
 	for _, id := range []string{"a", "b", "c"} {
 		h.mustApply(create(id, 0)) // 1..3
 	}
@@ -351,9 +371,6 @@ func TestTick_DropsExpiredWaiters(t *testing.T) {
 		{c: acquire("c", "x", "", time.Minute)},   // 7
 		{c: acquire("b", "y", "", time.Minute)},   // 8
 	})
-	if next, ok := h.f.NextDeadline(); !ok || !next.Equal(t0.Add(5*time.Second)) {
-		t.Fatalf("NextDeadline = %v %v", next, ok)
-	}
 	h.advance(5 * time.Second)
 	h.mustApply(tick()) // 9
 	checkInvariants(t, h.f)

@@ -13,10 +13,14 @@ import (
 )
 
 // randomLog returns n encoded entries drawn from a fixed seed: sessions
-// coming and going, acquires of every kind, releases, ticks with the clock
-// moving on, expiries, elections and undecodable entries.
+// coming and going, acquires of every kind, releases, expiries, elections,
+// timers running out and undecodable entries. The first quarter are
+// version-1 entries, ticking by the wall clock as older builds did; the
+// rest name the pending timers of the state so far (seen through a
+// scratch FSM), some of them stale.
 func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 	rng := rand.New(rand.NewPCG(seed, seed))
+	scratch := New()
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	// live tracks which sessions exist, so most commands name one that
 	// does and get past the first check.
@@ -36,6 +40,7 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 	now := t0
 	var log [][]byte
 	for len(log) < n {
+		v1 := len(log) < n/4
 		now = now.Add(time.Duration(rng.IntN(600)) * time.Millisecond)
 		c := Command{Now: now, Session: session()}
 		switch r := rng.IntN(100); {
@@ -51,8 +56,21 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 			c.Op, c.Name = OpRelease, lock()
 		case r < 56:
 			c.Op, c.Name = OpCancelWait, lock()
-		case r < 64:
+		case r < 64 && v1:
 			c.Op = OpTick
+		case r < 64:
+			c.Op = OpTimersDue
+			timers := scratch.Timers()
+			for len(timers) > 0 && (len(c.Timers) == 0 || rng.IntN(2) == 0) {
+				tm := timers[rng.IntN(len(timers))]
+				if rng.IntN(8) == 0 {
+					tm.Armed += uint64(rng.IntN(3)) // usually stale
+				}
+				c.Timers = append(c.Timers, tm.TimerRef)
+			}
+			if len(c.Timers) == 0 {
+				c.Timers = []TimerRef{{Name: lock(), Armed: uint64(rng.IntN(len(log) + 1))}}
+			}
 		case r < 67:
 			c.Op = OpExpireSession
 			delete(live, c.Session)
@@ -73,15 +91,21 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 			c.Op, c.Member = OpRemoveMember, &Member{ID: pick("n1", "n2")}
 		case r < 96:
 			log = append(log, []byte{Version, byte(rng.IntN(256)), byte(rng.IntN(256))})
+			scratch.Apply(uint64(len(log)), log[len(log)-1])
 			continue
 		default:
-			c.Op = Op(14 + rng.IntN(10))
+			c.Op = Op(15 + rng.IntN(10))
 		}
-		b, err := Encode(c)
+		version := Version
+		if v1 {
+			version = version1
+		}
+		b, err := encodeVersion(c, version)
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
 		log = append(log, b)
+		scratch.Apply(uint64(len(log)), b)
 	}
 	return log
 }
@@ -152,7 +176,7 @@ func TestApply_SameLogSameState(t *testing.T) {
 				t.Fatalf("snapshots differ:\n%s\n%s", sa, sb)
 			}
 			t.Logf("outcomes: %v", seen)
-			for _, k := range []string{"granted", "held", "delay", "bad", "hand-off by release", "hand-off by tick", "hand-off by expire-session"} {
+			for _, k := range []string{"granted", "held", "delay", "bad", "hand-off by release", "hand-off by tick", "hand-off by timers-due", "hand-off by expire-session"} {
 				if seen[k] == 0 {
 					t.Errorf("log never produced %q: %v", k, seen)
 				}
@@ -170,7 +194,10 @@ func TestApply_UndecodableEntry(t *testing.T) {
 		{"one byte", []byte{Version}},
 		{"garbage", []byte("garbage")},
 		{"unknown version", append([]byte{Version + 1, byte(OpTick)}, `{}`...)},
+		{"version zero", append([]byte{0, byte(OpAcquire)}, `{}`...)},
 		{"unknown op", append([]byte{Version, 99}, `{}`...)},
+		{"op after the last", append([]byte{Version, byte(OpTimersDue + 1)}, `{}`...)},
+		{"version-2 op in a version-1 entry", append([]byte{version1, byte(OpTimersDue)}, `{"timers":[{"name":"x","armed":1}]}`...)},
 		{"op zero", append([]byte{Version, 0}, `{}`...)},
 		{"bad json", append([]byte{Version, byte(OpAcquire)}, `{"session":`...)},
 		{"bad time", append([]byte{Version, byte(OpTick)}, `{"now":"yesterday"}`...)},
@@ -194,7 +221,7 @@ func TestApply_UndecodableEntry(t *testing.T) {
 func FuzzApply(f *testing.F) {
 	for _, c := range []Command{
 		acquire("a", "x", "", 0), acquire("c", "x", Shared, time.Minute), release("a", "x"),
-		expire("a"), tick(), campaign("b", "e", "v", time.Second), proclaim("c", "e", "v"),
+		expire("a"), due(TimerRef{Name: "dl", Armed: 9}), campaign("b", "e", "v", time.Second), proclaim("c", "e", "v"),
 		{Op: OpSetMember, Member: &Member{ID: "n"}}, create("z", time.Second),
 	} {
 		c.Now = t0.Add(time.Minute)
@@ -207,7 +234,7 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{Version, byte(OpAcquire), '{', '}'})
 	f.Add([]byte{Version, byte(OpAcquire), 'n', 'u', 'l', 'l'})
-	f.Add(append([]byte{Version, byte(OpTick)}, `{"now":"9999-12-31T23:59:59Z"}`...))
+	f.Add(append([]byte{version1, byte(OpTick)}, `{"now":"9999-12-31T23:59:59Z"}`...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h := refusalState(t)
 		before := mustStateJSON(t, h.f)

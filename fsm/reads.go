@@ -3,7 +3,6 @@ package fsm
 import (
 	"maps"
 	"slices"
-	"time"
 )
 
 // Session returns the session with the given id.
@@ -98,30 +97,14 @@ func (f *FSM) Members() []Member {
 	return sortedValues(f.st.members)
 }
 
-// NextDeadline returns the earliest pending lock-delay end or waiter
-// deadline over all locks and elections, and false if there is none. The
-// leader proposes an OpTick at that time; the FSM itself never acts on
-// time alone. The time may already have passed.
-func (f *FSM) NextDeadline() (time.Time, bool) {
+// Timers returns every pending lock-delay and wait, locks before
+// elections, each in name order. The leader runs a timer of the given
+// length for each from when it first sees it, and proposes OpTimersDue
+// naming those that ran out; the FSM itself never acts on time.
+func (f *FSM) Timers() []Timer {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var next time.Time
-	found := false
-	consider := func(t time.Time) {
-		if !t.IsZero() && (!found || t.Before(next)) {
-			next, found = t, true
-		}
-	}
-	for _, s := range []*space{f.st.locks, f.st.elections} {
-		for name := range s.timed {
-			l := s.objs[name]
-			consider(l.DelayUntil)
-			for _, w := range l.Waiters {
-				consider(w.Deadline)
-			}
-		}
-	}
-	return next, found
+	return f.st.elections.timers(f.st.locks.timers(nil))
 }
 
 func (s *space) read(name string) Lock {

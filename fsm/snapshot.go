@@ -5,11 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
-// snapshotVersion is the format version Snapshot writes and Restore reads.
-// Bump it for any change an older build would misread.
-const snapshotVersion = 1
+// snapshotVersion is the format version Snapshot writes. Bump it for any
+// change an older build would misread. Restore also reads snapshotVersion1,
+// written before lock-delays and waits were leader-local timers.
+const snapshotVersion = 2
+
+const snapshotVersion1 = 1
+
+// Lengths given on restore of a version-1 snapshot to timers it could not
+// record: the longest lock-delay and the longest wait the API accepts, so
+// that a restored delay or wait ends no earlier than it would have.
+const (
+	v1LockDelay = 60 * time.Second
+	v1Wait      = 5 * time.Minute
+)
 
 // snapshotFile is the encoded state. Everything is in sorted slices so that
 // equal states encode to equal bytes. The reverse indexes and timed sets
@@ -75,8 +87,11 @@ func readSnapshot(r io.Reader) (*state, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badSnapshot(errors.New("data after the snapshot"))
 	}
-	if file.Version != snapshotVersion {
-		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d)", file.Version, snapshotVersion))
+	if file.Version != snapshotVersion && file.Version != snapshotVersion1 {
+		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d and %d)", file.Version, snapshotVersion1, snapshotVersion))
+	}
+	if file.Version == snapshotVersion1 {
+		file.upgradeV1()
 	}
 	st, err := file.state()
 	if err != nil {
@@ -87,6 +102,25 @@ func readSnapshot(r io.Reader) (*state, error) {
 
 func badSnapshot(err error) error {
 	return fmt.Errorf("%w: %w", ErrBadSnapshot, err)
+}
+
+// upgradeV1 gives the lock-delays and waiters of a version-1 snapshot the
+// timers it did not record: each is named by the object's modify index
+// (any delay or wait started later has a higher index, so none can be
+// taken for another) and gets the longest length the API allows.
+func (file *snapshotFile) upgradeV1() {
+	for _, locks := range [][]Lock{file.Locks, file.Elections} {
+		for i := range locks {
+			l := &locks[i]
+			armed := max(l.ModifyIndex, 1)
+			if !l.DelayUntil.IsZero() {
+				l.Delay, l.DelayIndex = v1LockDelay, armed
+			}
+			for j := range l.Waiters {
+				l.Waiters[j].Wait, l.Waiters[j].Since = v1Wait, armed
+			}
+		}
+	}
 }
 
 // state builds the in-memory state from file, refusing anything the FSM
@@ -135,6 +169,8 @@ func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) er
 			Name:        in.Name,
 			Mode:        in.Mode,
 			DelayUntil:  in.DelayUntil.UTC(),
+			Delay:       in.Delay,
+			DelayIndex:  in.DelayIndex,
 			Value:       in.Value,
 			ModifyIndex: in.ModifyIndex,
 		}
@@ -148,7 +184,7 @@ func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) er
 			s.enqueue(l, w)
 		}
 		s.objs[l.Name] = l
-		if len(l.Waiters) > 0 || !l.DelayUntil.IsZero() {
+		if len(l.Waiters) > 0 || l.DelayIndex != 0 {
 			s.timed[l.Name] = struct{}{}
 		}
 	}
@@ -160,8 +196,10 @@ func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) er
 // commands keep.
 func (s *space) validate(l Lock, sessions map[string]Session) error {
 	switch {
-	case len(l.Holders) == 0 && len(l.Waiters) == 0 && l.DelayUntil.IsZero():
+	case len(l.Holders) == 0 && len(l.Waiters) == 0 && l.DelayIndex == 0:
 		return errors.New("empty object")
+	case (l.DelayIndex != 0) != (l.Delay > 0) || (l.DelayIndex != 0) == l.DelayUntil.IsZero():
+		return errors.New("lock-delay without its length, starting entry or shown end")
 	case len(l.Holders) == 0 && (l.Mode != "" || l.Value != ""):
 		return errors.New("mode or value without a holder")
 	case len(l.Holders) > 0 && !validMode(s, l.Mode):
@@ -184,6 +222,9 @@ func (s *space) validate(l Lock, sessions map[string]Session) error {
 		}
 		if !s.election && w.Value != "" {
 			return fmt.Errorf("waiter %q: value on a lock", w.Session)
+		}
+		if w.Wait <= 0 || w.Since == 0 {
+			return fmt.Errorf("waiter %q: no wait or starting entry", w.Session)
 		}
 		seen[w.Session] = true
 	}

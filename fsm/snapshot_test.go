@@ -13,7 +13,6 @@ import (
 
 // readsOf collects every read the FSM offers, for comparing two FSMs.
 func readsOf(f *FSM, names []string) map[string]any {
-	next, ok := f.NextDeadline()
 	r := map[string]any{
 		"applied":   f.AppliedIndex(),
 		"sessions":  f.Sessions(),
@@ -22,7 +21,7 @@ func readsOf(f *FSM, names []string) map[string]any {
 		"members":   f.Members(),
 		"locksIdx":  f.LocksIndex(),
 		"elecIdx":   f.ElectionsIndex(),
-		"next":      []any{next, ok},
+		"timers":    f.Timers(),
 	}
 	for _, n := range names {
 		l, e := f.SessionHolds(n)
@@ -52,9 +51,19 @@ func TestSnapshot_RoundTrip(t *testing.T) {
 	if !g.Check("x", 5) || g.Check("x", 6) {
 		t.Fatal("Check after restore")
 	}
-	for _, c := range []Command{expire("c"), tick(), destroy("a")} {
+	allDue := func() Command {
+		var refs []TimerRef
+		for _, tm := range h.f.Timers() {
+			refs = append(refs, tm.TimerRef)
+		}
+		return due(refs...)
+	}
+	for _, next := range []func() Command{
+		allDue, func() Command { return expire("c") }, func() Command { return destroy("a") },
+	} {
+		c := next()
 		h.advance(time.Minute)
-		g.ApplyCommand(h.idx+1, Command{Op: c.Op, Session: c.Session, Now: h.now})
+		g.ApplyCommand(h.idx+1, Command{Op: c.Op, Session: c.Session, Timers: c.Timers, Now: h.now})
 		h.mustApply(c)
 		checkInvariants(t, g)
 		if a, b := mustSnapshot(t, h.f), mustSnapshot(t, g); !bytes.Equal(a, b) {
@@ -118,7 +127,7 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"garbage", "\x00\x01garbage"},
 		{"null", "null"},
 		{"no version", "{}"},
-		{"unknown version", strings.Replace(string(good), `"version":1`, `"version":2`, 1)},
+		{"unknown version", strings.Replace(string(good), `"version":2`, `"version":3`, 1)},
 		{"truncated", string(good[:len(good)/2])},
 		{"trailing data", string(good) + "{}"},
 		{"duplicate session", mutate(func(f *snapshotFile, x *Lock) { f.Sessions = append(f.Sessions, f.Sessions[0]) })},
@@ -132,6 +141,11 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"empty lock name", mutate(func(f *snapshotFile, x *Lock) { x.Name = "" })},
 		{"duplicate lock", mutate(func(f *snapshotFile, x *Lock) { f.Locks = append(f.Locks, *x) })},
 		{"empty object", mutate(func(f *snapshotFile, x *Lock) { f.Locks = append(f.Locks, Lock{Name: "zzz"}) })},
+		{"waiter without a wait", mutate(func(f *snapshotFile, x *Lock) { x.Waiters[0].Wait = 0 })},
+		{"waiter without a starting entry", mutate(func(f *snapshotFile, x *Lock) { x.Waiters[0].Since = 0 })},
+		{"lock-delay without a length", mutate(func(f *snapshotFile, x *Lock) { x.DelayIndex, x.DelayUntil = 7, t0 })},
+		{"lock-delay without a starting entry", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayUntil = time.Second, t0 })},
+		{"lock-delay without a shown end", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayIndex = time.Second, 7 })},
 		{"duplicate member", mutate(func(f *snapshotFile, x *Lock) { f.Members = append(f.Members, f.Members[0]) })},
 	}
 	for _, tt := range tests {
@@ -148,5 +162,53 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 				t.Fatalf("failed restore changed the state:\n%s", after)
 			}
 		})
+	}
+}
+
+// A snapshot written before lock-delays and waits were leader timers
+// (version 1: no lengths or starting entries recorded) restores with each
+// pending one given the longest length the API accepts, and the version-1
+// entries that follow it replay by their wall times as before.
+func TestRestore_Version1Snapshot(t *testing.T) {
+	h := newHarness(t)
+	h.v1 = true
+	h.mustApply(create("a", 5*time.Second))       // 1
+	h.mustApply(create("b", 0))                   // 2
+	h.mustApply(acquire("a", "x", "", 0))         // 3
+	h.mustApply(acquire("b", "x", "", time.Hour)) // 4
+	h.mustApply(acquire("a", "y", "", 0))         // 5
+	h.mustApply(expire("a"))                      // 6
+	var file snapshotFile
+	if err := json.Unmarshal(mustSnapshot(t, h.f), &file); err != nil {
+		t.Fatal(err)
+	}
+	file.Version = 1
+	for i := range file.Locks {
+		file.Locks[i].Delay, file.Locks[i].DelayIndex = 0, 0
+		for j := range file.Locks[i].Waiters {
+			file.Locks[i].Waiters[j].Wait, file.Locks[i].Waiters[j].Since = 0, 0
+		}
+	}
+	old, err := json.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustRestore(t, old)
+	checkInvariants(t, g)
+	want := []Timer{
+		{TimerRef{Name: "x", Armed: 6}, time.Minute},
+		{TimerRef{Name: "x", Session: "b", Armed: 6}, 5 * time.Minute},
+		{TimerRef{Name: "y", Armed: 6}, time.Minute},
+	}
+	if got := g.Timers(); !slices.Equal(got, want) {
+		t.Fatalf("timers of the restored state %v, want %v", got, want)
+	}
+	// A version-1 tick past the shown end still ends the delay and hands x
+	// to b, as it would have on the build that wrote the snapshot.
+	h.f = g
+	h.advance(6 * time.Second)
+	h.mustApply(tick()) // 7
+	if x := g.Lock("x"); !slices.Equal(holders(x), []string{"b:7"}) {
+		t.Fatalf("x after a version-1 tick: %+v", x)
 	}
 }

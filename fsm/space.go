@@ -19,8 +19,8 @@ type space struct {
 	// included, so a missing object reads with a ModifyIndex that never
 	// goes backwards and no tombstones are needed.
 	index uint64
-	// timed names the objects with waiters or a lock-delay: the only ones a
-	// tick can change and the only ones NextDeadline must look at.
+	// timed names the objects with waiters or a lock-delay: the only ones
+	// with timers, and the only ones a (version-1) tick can change.
 	timed map[string]struct{}
 	// held and waiting map a session to the names it holds or waits for,
 	// so that ending a session does not scan every object.
@@ -52,13 +52,13 @@ func (s *space) lookup(name string) *Lock {
 func (s *space) settle(l *Lock, o op) {
 	l.ModifyIndex = o.index
 	s.index = o.index
-	if len(l.Holders) == 0 && len(l.Waiters) == 0 && !l.delayed(o.now) {
+	if len(l.Holders) == 0 && len(l.Waiters) == 0 && !l.delayed(o) {
 		delete(s.objs, l.Name)
 		delete(s.timed, l.Name)
 		return
 	}
 	s.objs[l.Name] = l
-	if len(l.Waiters) > 0 || !l.DelayUntil.IsZero() {
+	if len(l.Waiters) > 0 || l.DelayIndex != 0 {
 		s.timed[l.Name] = struct{}{}
 	} else {
 		delete(s.timed, l.Name)
@@ -66,14 +66,14 @@ func (s *space) settle(l *Lock, o op) {
 }
 
 // grant makes session a holder with the entry's index as its token. It is
-// only called when nothing delays the grant, so a stale DelayUntil goes.
+// only called when nothing delays the grant, so a stale delay goes.
 func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
 	l.Holders = append(l.Holders, Holder{Session: session, Token: o.index, AcquiredAt: o.now})
 	l.Mode = mode
 	if s.election {
 		l.Value = value
 	}
-	l.DelayUntil = time.Time{}
+	l.endDelay()
 	addRef(s.held, session, l.Name)
 }
 
@@ -98,8 +98,8 @@ func (s *space) dropWaiter(l *Lock, i int) {
 	l.Waiters = without(l.Waiters, i)
 }
 
-// dropExpired removes the waiters whose deadline is not after now and
-// reports whether there were any.
+// dropExpired removes the waiters whose shown deadline is not after now and
+// reports whether there were any. Only version-1 entries do this.
 func (s *space) dropExpired(l *Lock, now time.Time) bool {
 	dropped := false
 	for i := 0; i < len(l.Waiters); {
@@ -118,12 +118,14 @@ func (s *space) dropExpired(l *Lock, now time.Time) bool {
 // costs one commit. Nothing is granted inside a lock-delay. It reports
 // whether l changed.
 func (s *space) handoff(l *Lock, o op) bool {
-	if l.delayed(o.now) {
+	if l.delayed(o) {
 		return false
 	}
-	changed := !l.DelayUntil.IsZero()
-	l.DelayUntil = time.Time{}
-	if s.dropExpired(l, o.now) {
+	// Only a version-1 entry gets here with a delay (one its wall time
+	// says is over) or with waiters whose shown deadline passed.
+	changed := l.DelayIndex != 0
+	l.endDelay()
+	if o.legacy && s.dropExpired(l, o.now) {
 		changed = true
 	}
 	for len(l.Waiters) > 0 {
@@ -141,8 +143,9 @@ func (s *space) handoff(l *Lock, o op) bool {
 	return changed
 }
 
-// tick ends passed lock-delays and drops waiters whose deadline passed, then
-// hands off what that freed, object by object in name order.
+// tick runs a version-1 OpTick: it ends the lock-delays and drops the
+// waiters whose shown wall-clock end is not after the entry's wall time,
+// then hands off what that freed, object by object in name order.
 func (s *space) tick(o op) {
 	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
 		l := s.objs[name]
@@ -165,8 +168,8 @@ func (s *space) evict(session string, delay time.Duration, o op) []string {
 		l := s.objs[name]
 		if i := l.holder(session); i >= 0 {
 			s.dropHolder(l, i)
-			if until := o.now.Add(delay); delay > 0 && until.After(l.DelayUntil) {
-				l.DelayUntil = until
+			if delay > 0 {
+				s.startDelay(l, delay, o)
 			}
 		}
 		if i := l.waiter(session); i >= 0 {
@@ -188,9 +191,80 @@ func (l *Lock) waiter(session string) int {
 	return slices.IndexFunc(l.Waiters, func(w Waiter) bool { return w.Session == session })
 }
 
-// delayed reports whether a lock-delay forbids granting l at now.
-func (l *Lock) delayed(now time.Time) bool {
-	return !l.DelayUntil.IsZero() && now.Before(l.DelayUntil)
+// startDelay puts l in a lock-delay of length delay from entry o, or, if
+// one is in force already, restarts it at the longer of the two lengths: it
+// then ends no earlier than either would have.
+func (s *space) startDelay(l *Lock, delay time.Duration, o op) {
+	if until := o.now.Add(delay); until.After(l.DelayUntil) {
+		l.DelayUntil = until
+	}
+	l.Delay = max(l.Delay, delay)
+	l.DelayIndex = o.index
+}
+
+// endDelay clears l's lock-delay, if any.
+func (l *Lock) endDelay() {
+	l.DelayUntil, l.Delay, l.DelayIndex = time.Time{}, 0, 0
+}
+
+// delayed reports whether a lock-delay forbids granting l in entry o: while
+// one is in force, that is until the OpTimersDue that ends it. A version-1
+// entry instead compares its own wall time with the shown end, as the
+// build that wrote it did.
+func (l *Lock) delayed(o op) bool {
+	if o.legacy {
+		return l.DelayIndex != 0 && o.now.Before(l.DelayUntil)
+	}
+	return l.DelayIndex != 0
+}
+
+// delayError describes l's lock-delay in space s.
+func (s *space) delayError(l *Lock) *DelayError {
+	return &DelayError{
+		Ref:    TimerRef{Election: s.election, Name: l.Name, Armed: l.DelayIndex},
+		Length: l.Delay,
+		Until:  l.DelayUntil,
+	}
+}
+
+// timers appends the pending timers of s, in name order, each object's
+// lock-delay before its waiters in queue order.
+func (s *space) timers(out []Timer) []Timer {
+	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
+		l := s.objs[name]
+		if l.DelayIndex != 0 {
+			out = append(out, Timer{TimerRef{Election: s.election, Name: name, Armed: l.DelayIndex}, l.Delay})
+		}
+		for _, w := range l.Waiters {
+			out = append(out, Timer{TimerRef{Election: s.election, Name: name, Session: w.Session, Armed: w.Since}, w.Wait})
+		}
+	}
+	return out
+}
+
+// timeUp ends the timer r names if it is still the one running: the
+// lock-delay (then the queue may move up) or the waiter's wait (it leaves
+// the queue, which may unblock those behind it). A ref to a timer that was
+// restarted or has ended already changes nothing.
+func (s *space) timeUp(r TimerRef, o op) {
+	l, ok := s.objs[r.Name]
+	if !ok {
+		return
+	}
+	if r.Session == "" {
+		if l.DelayIndex != r.Armed {
+			return
+		}
+		l.endDelay()
+	} else {
+		i := l.waiter(r.Session)
+		if i < 0 || l.Waiters[i].Since != r.Armed {
+			return
+		}
+		s.dropWaiter(l, i)
+	}
+	s.handoff(l, o)
+	s.settle(l, o)
 }
 
 // admits reports whether the current holders leave room for one in mode:

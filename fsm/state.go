@@ -20,25 +20,37 @@ type Holder struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 }
 
-// Waiter is one queued acquire or campaign.
+// Waiter is one queued acquire or campaign. Its wait is a leader-local
+// timer of length Wait started by entry Since (the acquire that queued it,
+// or the last retry, which restarts it); Deadline is the wall time the
+// stamping leader expected it to end, shown only.
 type Waiter struct {
-	Session  string    `json:"session"`
-	Mode     Mode      `json:"mode"`
-	Deadline time.Time `json:"deadline"`
-	Value    string    `json:"value,omitempty"`
+	Session  string        `json:"session"`
+	Mode     Mode          `json:"mode"`
+	Deadline time.Time     `json:"deadline"`
+	Wait     time.Duration `json:"wait,omitempty"`
+	Since    uint64        `json:"since,omitempty"`
+	Value    string        `json:"value,omitempty"`
 }
 
 // Lock is the state of one lock or election. Mode is the mode of the current
 // holders and empty while nobody holds it. For elections Mode is always
 // Exclusive and Value is the leader's value (empty while there is no leader).
+//
+// A lock-delay is in force while DelayIndex is not 0: it is a leader-local
+// timer of length Delay started by entry DelayIndex, and ends with the
+// OpTimersDue that names it. DelayUntil is the wall time the stamping
+// leader expected it to end, shown only.
 type Lock struct {
-	Name        string    `json:"name"`
-	Mode        Mode      `json:"mode,omitempty"`
-	Holders     []Holder  `json:"holders,omitempty"`
-	Waiters     []Waiter  `json:"waiters,omitempty"`
-	DelayUntil  time.Time `json:"delay_until,omitzero"`
-	Value       string    `json:"value,omitempty"`
-	ModifyIndex uint64    `json:"modify_index"`
+	Name        string        `json:"name"`
+	Mode        Mode          `json:"mode,omitempty"`
+	Holders     []Holder      `json:"holders,omitempty"`
+	Waiters     []Waiter      `json:"waiters,omitempty"`
+	DelayUntil  time.Time     `json:"delay_until,omitzero"`
+	Delay       time.Duration `json:"delay,omitempty"`
+	DelayIndex  uint64        `json:"delay_index,omitempty"`
+	Value       string        `json:"value,omitempty"`
+	ModifyIndex uint64        `json:"modify_index"`
 }
 
 // Member is one node in the replicated member table.

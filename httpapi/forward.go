@@ -1,19 +1,79 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
+// Bounds of a forwarded request. A follower never holds a request longer
+// than the leader could legitimately take to answer it, so a leader that
+// accepts the connection and then says nothing (paused, cut off, hung)
+// costs the client a bounded wait and a 504, not minutes.
+const (
+	// defaultForwardMargin is how long a follower waits for the leader's
+	// answer on top of the request's own wait: for a request that does not
+	// block, it is the whole bound. It covers the leader's own bound on a
+	// commit (lease.Config.ApplyTimeout, 10 s by default), after which the
+	// leader answers 504 itself, and the leave-the-queue commit that ends
+	// a blocking acquire whose wait ran out.
+	defaultForwardMargin = 10 * time.Second
+	// defaultLeaderGone is how long a forwarded request goes on while this
+	// node knows no leader at all. An election takes about a second;
+	// longer means this node is cut off, and its belief in the leader it
+	// forwarded to is no longer worth waiting on.
+	defaultLeaderGone = 5 * time.Second
+)
+
+// forwardLimits holds the bounds of forwarded requests; a zero field means
+// its default. Tests shorten them.
+type forwardLimits struct {
+	margin     time.Duration // see defaultForwardMargin
+	leaderGone time.Duration // see defaultLeaderGone
+}
+
+func (l forwardLimits) marginOrDefault() time.Duration {
+	if l.margin > 0 {
+		return l.margin
+	}
+	return defaultForwardMargin
+}
+
+func (l forwardLimits) leaderGoneOrDefault() time.Duration {
+	if l.leaderGone > 0 {
+		return l.leaderGone
+	}
+	return defaultLeaderGone
+}
+
+// Why a forwarded request was cut short, as the cause of its context.
+var (
+	errNoAnswer      = errors.New("the leader did not answer in time")
+	errLeaderChanged = errors.New("this node now believes in another leader")
+	errLeaderUnknown = errors.New("this node has known no leader for too long")
+)
+
 // forward serves r by proxying it to the leader when the route's policy
 // says the leader must answer and this node is not the leader. It reports
 // whether it answered r; if not, the caller serves r itself.
+//
+// What the client learns when forwarding fails follows one rule: 503
+// no_leader only if nothing reached the leader (no leader known, no
+// connection made), so that a retry cannot apply the request twice; 504
+// timeout, outcome unknown, once a connection to the leader was made and
+// no answer came back.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool {
 	if p == local || p == leaderUnlessStale && readsLocally(r) {
 		return false
@@ -36,41 +96,97 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool 
 		s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 		return true
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go s.watchLeader(ctx, cancel, leaderHTTP)
-	s.proxy(target).ServeHTTP(w, r.WithContext(ctx))
+	f := &forwarding{target: target.Host, limit: requestWait(r) + s.limits.marginOrDefault()}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	f.cancel = cancel
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		// From the first connection on, the leader may have read the
+		// request: whatever happens next, the outcome is unknown.
+		GotConn: func(httptrace.GotConnInfo) { f.sent.Store(true) },
+	})
+	timer := time.AfterFunc(f.limit, func() { f.abort(errNoAnswer) })
+	defer timer.Stop()
+	go s.watchLeader(ctx, f, leaderHTTP)
+	s.proxy(target, f).ServeHTTP(w, r.WithContext(ctx))
 	return true
+}
+
+// forwarding is the state of one forwarded request.
+type forwarding struct {
+	target string        // the leader's host:port, for messages
+	limit  time.Duration // how long the leader has to send its answer's headers
+	sent   atomic.Bool   // a connection to the leader was made
+
+	mu       sync.Mutex
+	answered bool // the leader's status line arrived: nothing may cut it short now
+	cancel   context.CancelCauseFunc
+}
+
+// abort ends the forwarded request with cause, unless the leader's answer
+// has already begun (then its outcome is known and it must reach the
+// client whole).
+func (f *forwarding) abort(cause error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.answered {
+		f.cancel(cause)
+	}
+}
+
+// answer marks the leader's answer as begun. It fails if the request was
+// aborted first.
+func (f *forwarding) answer(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	f.answered = true
+	return nil
 }
 
 // leaderWatchInterval is how often a forwarded request checks that the node
 // it was sent to is still the leader.
 const leaderWatchInterval = 100 * time.Millisecond
 
-// watchLeader cancels a forwarded request when this node comes to believe
-// in another leader. A leader that is paused or cut off would otherwise hold
-// the request until it returns, long after the cluster moved on; the client
-// instead gets no_leader at once and retries against the new leader.
-func (s *Server) watchLeader(ctx context.Context, cancel context.CancelFunc, leaderHTTP string) {
+// watchLeader aborts a forwarded request when this node comes to believe
+// in another leader, or has known no leader for longer than the limit. A
+// leader that is paused or cut off would otherwise hold the request until
+// it returns, long after the cluster moved on; the client instead gets an
+// answer at once and retries against the new leader.
+func (s *Server) watchLeader(ctx context.Context, f *forwarding, leaderHTTP string) {
 	t := time.NewTicker(leaderWatchInterval)
 	defer t.Stop()
+	gone := s.limits.leaderGoneOrDefault()
+	var unknownSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if isLeader, now := s.svc.Leader(); isLeader || now != leaderHTTP && now != "" {
-			cancel()
+		isLeader, now := s.svc.Leader()
+		switch {
+		case isLeader || now != "" && now != leaderHTTP:
+			f.abort(errLeaderChanged)
+			return
+		case now != "":
+			unknownSince = time.Time{}
+		case unknownSince.IsZero():
+			unknownSince = time.Now()
+		case time.Since(unknownSince) >= gone:
+			f.abort(errLeaderUnknown)
 			return
 		}
 	}
 }
 
-// proxy returns a reverse proxy to the leader at target. It streams both
-// bodies, ends the forwarded request when the client goes away (the inbound
-// context), and relays the leader's status, headers and body unchanged.
-func (s *Server) proxy(target *url.URL) *httputil.ReverseProxy {
+// proxy returns a reverse proxy to the leader at target for one request.
+// It streams both bodies, ends the forwarded request when the client goes
+// away (the inbound context), and relays the leader's status, headers and
+// body unchanged.
+func (s *Server) proxy(target *url.URL, f *forwarding) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -79,14 +195,72 @@ func (s *Server) proxy(target *url.URL) *httputil.ReverseProxy {
 		},
 		Transport:     s.transport,
 		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			return f.answer(resp.Request.Context())
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			e := noLeader("cannot reach the leader at %s; retry shortly", target.Host)
-			if r.Context().Err() != nil {
-				e = noLeader("the leader changed while the request was forwarded to %s; its outcome is unknown, retry", target.Host)
-			}
+			e := f.failure(context.Cause(r.Context()))
 			s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 		},
 	}
+}
+
+// failure explains a forward that got no answer from the leader. cause is
+// why the request's context ended, nil if it did not (the connection
+// failed).
+func (f *forwarding) failure(cause error) *wire.Error {
+	if !f.sent.Load() {
+		// No connection was ever made: the leader has not seen the request.
+		switch cause {
+		case errLeaderChanged:
+			return noLeader("the leader changed before the request reached %s; retry", f.target)
+		case errLeaderUnknown:
+			return noLeader("no leader is known any more; retry shortly")
+		case errNoAnswer:
+			return noLeader("cannot reach the leader at %s within %v; retry shortly", f.target, f.limit)
+		}
+		return noLeader("cannot reach the leader at %s; retry shortly", f.target)
+	}
+	switch cause {
+	case errNoAnswer:
+		return unknownOutcome("the leader at %s did not answer within %v; the outcome is unknown", f.target, f.limit)
+	case errLeaderChanged:
+		return unknownOutcome("the leader changed while the request was forwarded to %s; the outcome is unknown", f.target)
+	case errLeaderUnknown:
+		return unknownOutcome("this node lost track of the leader while the request was forwarded to %s; the outcome is unknown", f.target)
+	}
+	return unknownOutcome("the connection to the leader at %s failed after the request was sent; the outcome is unknown", f.target)
+}
+
+// requestWait returns how long the leader may hold r before it answers by
+// design: the wait of a blocking query (?wait=) or of a blocking acquire or
+// campaign (the body's "wait"), capped at the API's limit; 0 for any other
+// request. The body is read into memory (it is at most wire.MaxBody bytes;
+// a longer one is refused by the leader) and put back for the proxy.
+func requestWait(r *http.Request) time.Duration {
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			wait = d
+		}
+	}
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		b, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBody+1))
+		r.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(b), r.Body), Closer: r.Body}
+		var body struct {
+			Wait wire.Duration `json:"wait"`
+		}
+		if err == nil && json.Unmarshal(b, &body) == nil {
+			wait = max(wait, body.Wait.D())
+		}
+	}
+	return min(max(wait, 0), max(wire.MaxWait, wire.MaxQueryWait))
+}
+
+// replayBody is a request body whose first bytes were read ahead.
+type replayBody struct {
+	io.Reader
+	io.Closer
 }
 
 // name is this node's name in the X-Lockd-Forwarded header.
@@ -98,11 +272,18 @@ func (s *Server) name(r *http.Request) string {
 }
 
 // noLeader returns a no_leader error that asks the client to retry in a
-// second.
+// second. It means that the request did not and will not take effect.
 func noLeader(format string, args ...any) *wire.Error {
 	e := wire.Errorf(wire.CodeNoLeader, format, args...)
 	e.RetryAfter = time.Second
 	return e
+}
+
+// unknownOutcome returns a timeout error: the request may or may not take
+// effect, and the client must find out (or repeat it with the same request
+// number, which the leader applies at most once).
+func unknownOutcome(format string, args ...any) *wire.Error {
+	return wire.Errorf(wire.CodeTimeout, format, args...)
 }
 
 // leaderURL parses the leader's HTTP address, a URL or a bare host:port,

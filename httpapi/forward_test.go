@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,26 +148,10 @@ func TestForward_RelaysLeaderAnswer(t *testing.T) {
 	assertJSONEqual(t, body, `{"error":"lock a is in its lock-delay","code":"lock_delay"}`)
 }
 
-// TestForward_NoLeader checks the 503 answers: no leader known, a request
-// that was already forwarded (no loops), and a leader that cannot be reached.
+// TestForward_NoLeader checks the 503 answers, each given when nothing
+// reached the leader: no leader known, a request that was already forwarded
+// (no loops), and a leader that refuses connections.
 func TestForward_NoLeader(t *testing.T) {
-	// A leader that hangs up on every connection. (A closed server's port
-	// is free for any other test's server to take, and then answers.)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	hangsUp := "http://" + ln.Addr().String()
 	tests := []struct {
 		name       string
 		leaderHTTP string // "-" keeps the working leader
@@ -173,7 +160,7 @@ func TestForward_NoLeader(t *testing.T) {
 	}{
 		{"no leader known", "", nil, "no leader is known"},
 		{"already forwarded", "-", http.Header{HeaderForwarded: {"n3"}}, "forwarded by n3"},
-		{"leader unreachable", hangsUp, nil, "cannot reach the leader"},
+		{"leader refuses connections", "http://" + refusingAddr(t), nil, "cannot reach the leader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,9 +168,13 @@ func TestForward_NoLeader(t *testing.T) {
 			if tt.leaderHTTP != "-" {
 				p.follower.leaderHTTP = tt.leaderHTTP
 			}
+			start := time.Now()
 			status, hdr, body := do(t, "POST", p.followerURL+"/v1/locks/a/release", `{"session":"s1"}`, tt.header)
 			if status != http.StatusServiceUnavailable {
 				t.Fatalf("status = %d, want 503; body %s", status, body)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("answered after %v", d)
 			}
 			if got := hdr.Get("Retry-After"); got != "1" {
 				t.Errorf("Retry-After = %q, want 1", got)
@@ -199,6 +190,234 @@ func TestForward_NoLeader(t *testing.T) {
 				t.Errorf("follower's Service got %v", calls)
 			}
 		})
+	}
+}
+
+// refusingAddr returns a 127.0.0.1 address that refuses connections: a
+// socket bound to it, never listening, for the whole test. (A closed
+// listener's port may be taken by another test's server meanwhile.)
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+}
+
+// rawLeader is a leader at the TCP level: it reads each request whole,
+// reports its path on got, and then either hangs up (hangUp) or keeps the
+// connection open without a word until the test ends.
+func rawLeader(t *testing.T, hangUp bool) (url string, got <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	paths := make(chan string, 16)
+	var conns sync.WaitGroup
+	t.Cleanup(func() { close(done); ln.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				select {
+				case paths <- req.URL.Path:
+				default:
+				}
+				if !hangUp {
+					<-done
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), paths
+}
+
+// newFollower starts a follower whose fake names leaderHTTP as the leader,
+// with the given forwarding limits.
+func newFollower(t *testing.T, leaderHTTP string, limits forwardLimits) (*fakeService, string) {
+	t.Helper()
+	f := &fakeService{leaderHTTP: leaderHTTP}
+	cfg := testConfig(t, f)
+	cfg.NodeID = "n2"
+	srv := New(cfg)
+	srv.limits = limits
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return f, ts.URL
+}
+
+// setLeader changes whom the fake believes leads.
+func (f *fakeService) setLeader(isLeader bool, leaderHTTP string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.isLeader, f.leaderHTTP = isLeader, leaderHTTP
+}
+
+// TestForward_OutcomeUnknown checks that once a request may have reached
+// the leader, a forward that gets no answer is a 504 timeout whose message
+// says the outcome is unknown (never 503, which promises that nothing
+// happened), and that it comes within a bound whatever the leader does.
+func TestForward_OutcomeUnknown(t *testing.T) {
+	tests := []struct {
+		name    string
+		hangUp  bool
+		limits  forwardLimits
+		then    func(f *fakeService) // after the leader has the request
+		wantMsg string
+	}{
+		{"leader hangs up after reading", true, forwardLimits{}, nil, "failed after the request was sent"},
+		{"leader never answers", false, forwardLimits{}, nil, "did not answer within"}, // the default bound: 10s
+		{"leader changes meanwhile", false, forwardLimits{},
+			func(f *fakeService) { f.setLeader(false, "http://127.0.0.1:1") }, "leader changed"},
+		{"this node becomes leader meanwhile", false, forwardLimits{},
+			func(f *fakeService) { f.setLeader(true, "") }, "leader changed"},
+		{"no leader known for too long", false, forwardLimits{leaderGone: 300 * time.Millisecond},
+			func(f *fakeService) { f.setLeader(false, "") }, "lost track of the leader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leader, got := rawLeader(t, tt.hangUp)
+			f, followerURL := newFollower(t, leader, tt.limits)
+			type answer struct {
+				status int
+				body   string
+			}
+			ans := make(chan answer, 1)
+			start := time.Now()
+			go func() {
+				resp, err := http.Post(followerURL+"/v1/locks/a/acquire", "application/json", strings.NewReader(`{"session":"s1"}`))
+				if err != nil {
+					ans <- answer{0, err.Error()}
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				ans <- answer{resp.StatusCode, string(b)}
+			}()
+			select {
+			case path := <-got:
+				if path != "/v1/locks/a/acquire" {
+					t.Fatalf("leader got %q", path)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the request never reached the leader")
+			}
+			if tt.then != nil {
+				tt.then(f)
+			}
+			var a answer
+			select {
+			case a = <-ans:
+			case <-time.After(30 * time.Second):
+				t.Fatal("no answer within 30s")
+			}
+			if a.status != http.StatusGatewayTimeout {
+				t.Fatalf("status = %d, want 504; body %s", a.status, a.body)
+			}
+			var e wire.Error
+			if err := json.Unmarshal([]byte(a.body), &e); err != nil || e.Code != wire.CodeTimeout ||
+				!strings.Contains(e.Message, "outcome is unknown") || !strings.Contains(e.Message, tt.wantMsg) {
+				t.Errorf("body = %s, want code timeout, \"outcome is unknown\" and %q", a.body, tt.wantMsg)
+			}
+			t.Logf("answered after %v: %s", time.Since(start).Round(time.Millisecond), e.Message)
+		})
+	}
+}
+
+// TestForward_LimitIncludesWait checks that the bound on the leader's
+// answer grows with the request's own wait: a blocking acquire the leader
+// answers after longer than the margin, but within its wait, is relayed.
+func TestForward_LimitIncludesWait(t *testing.T) {
+	const margin, leaderTakes = 300 * time.Millisecond, time.Second
+	for _, tt := range []struct {
+		body       string
+		wantStatus int
+	}{
+		{`{"session":"s1","wait":"3s"}`, http.StatusOK},
+		{`{"session":"s1"}`, http.StatusGatewayTimeout},
+	} {
+		leader := newLeaderFake()
+		leader.onCall = func(ctx context.Context) error {
+			select {
+			case <-time.After(leaderTakes):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		lts := httptest.NewServer(mustNewServer(t, leader, nil))
+		t.Cleanup(lts.Close)
+		_, followerURL := newFollower(t, lts.URL, forwardLimits{margin: margin})
+		status, _, body := do(t, "POST", followerURL+"/v1/locks/a/acquire", tt.body, nil)
+		if status != tt.wantStatus {
+			t.Errorf("%s: status = %d, want %d; body %s", tt.body, status, tt.wantStatus, body)
+		}
+	}
+}
+
+// TestRequestWait checks how long a forwarded request is allowed to block,
+// and that reading the wait leaves the body intact for the leader.
+func TestRequestWait(t *testing.T) {
+	tests := []struct {
+		target, body string
+		want         time.Duration
+	}{
+		{"/v1/locks/a/acquire", `{"session":"s","wait":"90s","seq":3}`, 90 * time.Second},
+		{"/v1/elections/e/campaign", `{"session":"s","value":"v","wait":"250ms"}`, 250 * time.Millisecond},
+		{"/v1/locks/a?index=7&wait=30s", "", 30 * time.Second},
+		{"/v1/locks/a/release", `{"session":"s"}`, 0},
+		{"/v1/locks/a/acquire", `{"session":"s","wait":"1h"}`, wire.MaxWait},
+		{"/v1/locks/a/acquire", `{"session":"s","wait":"-5s"}`, 0},
+		{"/v1/locks/a/acquire", `{"session":"s","wait":17}`, 0},
+		{"/v1/locks/a/acquire", `not json`, 0},
+		{"/v1/locks/a?wait=nonsense", "", 0},
+	}
+	for _, tt := range tests {
+		var rd io.Reader
+		if tt.body != "" {
+			rd = strings.NewReader(tt.body)
+		}
+		r := httptest.NewRequest("POST", tt.target, rd)
+		if got := requestWait(r); got != tt.want {
+			t.Errorf("requestWait(%s %s) = %v, want %v", tt.target, tt.body, got, tt.want)
+		}
+		if r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil || string(b) != tt.body {
+				t.Errorf("body after requestWait = %q (%v), want %q", b, err, tt.body)
+			}
+		}
+	}
+	// A body longer than the API allows is passed on whole.
+	long := strings.Repeat("x", wire.MaxBody+100)
+	r := httptest.NewRequest("POST", "/v1/locks/a/acquire", strings.NewReader(long))
+	if got := requestWait(r); got != 0 {
+		t.Errorf("requestWait(long body) = %v", got)
+	}
+	if b, _ := io.ReadAll(r.Body); string(b) != long {
+		t.Errorf("long body cut to %d bytes", len(b))
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 const HeaderForwarded = "X-Lockd-Forwarded"
 
 // forwardDialTimeout bounds how long a follower waits for a TCP connection to
-// the leader. It is the only timeout of the default forwarding client: a
-// blocking acquire may legitimately take minutes to answer.
+// the leader. The wait for the leader's answer is bounded per request (see
+// forward.go): a blocking acquire may legitimately take minutes to answer.
 const forwardDialTimeout = 5 * time.Second
 
 // FaultInjector breaks the node's peer connections on purpose, for the fault
@@ -74,9 +74,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ForwardClient supplies the Transport used to proxy requests to the
 	// leader; only its Transport is used (a nil Transport means
-	// http.DefaultTransport). Nil means a transport with a dial timeout
-	// and no overall timeout, because blocking requests may wait minutes;
-	// the client's cancellation is what ends a forwarded request.
+	// http.DefaultTransport). Nil means a transport with a dial timeout.
+	// Whatever the transport, a forwarded request ends when the client
+	// goes away, or when the leader has not answered within the request's
+	// wait plus a margin.
 	ForwardClient *http.Client
 	// NodeID names this node in the X-Lockd-Forwarded header. Empty means
 	// the Host the request was addressed to.
@@ -93,6 +94,7 @@ type Server struct {
 	log       *slog.Logger
 	transport http.RoundTripper
 	nodeID    string
+	limits    forwardLimits
 	router    *mux.Router
 }
 

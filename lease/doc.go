@@ -11,21 +11,72 @@
 // assume too much:
 //
 //   - Writes (sessions, acquires, releases, expiries) are Raft commits: they
-//     are safe whatever the clocks do.
+//     are safe whatever the clocks do and however late messages arrive.
 //   - Default reads and keepalives are answered by the leader from its own
-//     state while it holds the master lease. That is linearizable only while
-//     the clocks of the nodes run at rates within Config.MaxClockDrift of
-//     each other. ?consistent reads confirm a quorum and do not depend on
-//     clocks.
+//     state while it holds the master lease. That is linearizable as long
+//     as the nodes' clocks run at rates within Config.MaxClockDrift of each
+//     other; it assumes no bound on message delay and nothing about the
+//     clocks' absolute values. ?consistent reads confirm a quorum with a
+//     fresh lease exchange and do not depend on clocks at all.
 //
-// The master lease works because a hashicorp/raft follower refuses to vote
-// while it still knows a leader, and forgets the leader only when it has not
-// heard from it for HeartbeatTimeout. A leader that had a quorum acknowledge
-// it at time t is therefore not replaced before t + HeartbeatTimeout. Two
-// holes are closed here: a node waits one HeartbeatTimeout after boot before
-// starting Raft (a restarted follower forgets whom it heard from), and the
-// leader gives the lease up before it transfers leadership (a transfer lets
-// followers vote early).
+// # The master lease
+//
+// Assumptions, each named so that a reader can check it against the code:
+//
+//	A1 (what a follower promises) A hashicorp/raft follower that knows a
+//	   leader rejects every vote and pre-vote request from any other
+//	   candidate, except one flagged as a leadership transfer. It forgets
+//	   the leader only when its heartbeat timer finds its last contact
+//	   from a leader at least HeartbeatTimeout old, when it restarts, or
+//	   when a leader of a later term reaches it (which takes an election,
+//	   excluded below). Last contact only moves forward.
+//	A2 (clock rates) Any two nodes' clocks measure the same interval within
+//	   a factor MaxClockDrift of each other. Nothing is assumed about their
+//	   absolute values, nor about how long a message takes.
+//	A3 (restarts) A node waits one HeartbeatTimeout after it starts before
+//	   Raft runs, or the timeout it ran with before if that was longer
+//	   (bootWait records it in the stable store), so a promise made before
+//	   a crash is kept by the restarted node.
+//	A4 (transfers) A leader gives its lease up before it starts a
+//	   leadership transfer (Node.Close, removing itself); a follower obeys
+//	   a TimeoutNow only from the leader it follows (guardedTransport).
+//	A5 (configurations) Membership changes one voter at a time, as
+//	   hashicorp/raft does, so a majority of the configuration the leader
+//	   uses meets a majority of any configuration an election may use.
+//	A6 (the leader's own vote) A Raft leader rejects other candidates while
+//	   it leads, but may vote at once after it steps down; so the lease is
+//	   used only while Raft says this node leads in the lease's term
+//	   (leaderTerm.leaseValid asks at every use, after the answer's state
+//	   was read).
+//
+// The lease exchange (exchange.go, promise.go): the leader L of term T
+// reads its clock (start), then asks every voter, over its own peer-port
+// protocol, for its promise. A follower answers with c + H − now, by its
+// own clock, if it follows L in term T, where c is its last contact and H
+// its HeartbeatTimeout; otherwise with nothing. By A1 it votes for nobody
+// else until c + H, and it received the question after start, so on L's
+// clock its promise lasts at least until start + (c + H − now)(1 − drift)
+// (A2). Once promises from enough voters to make a quorum with L itself
+// are in, the lease ends at start plus the smallest of them times
+// (1 − MaxClockDrift), minus LeaseMargin. Any leader of a later term needs
+// the votes of a majority, which includes one of those followers, so no
+// other node leads before L's lease ends (A3–A5 keep the promises from
+// being broken early). An answer, however late, speaks only of a promise
+// measured after the question left, so a delayed, duplicated or reordered
+// message can shorten the lease but never stretch it; a late answer to an
+// earlier round is recognised by its sequence number and dropped.
+//
+// Why not hashicorp/raft's VerifyLeader: it completes a round with any
+// answer that arrives after the round began, including the late answer to
+// a heartbeat the follower received long before, so a lease counted from
+// the round's start can outlive that follower's promise by the answer's
+// delay. The --unsafe-debug switch round-lease (Unsafe.RoundLease) brings
+// that rule back so that the fault harness can show it catches it.
+//
+// Time-based decisions other than the lease (session deadlines, the end
+// of a lock-delay, a waiter's deadline) are measured on the leader's
+// monotonic clock and restarted at full length by a new leader; no
+// wall-clock value of any node decides a grant.
 //
 // The safety argument below is about Raft mode. Node implements the Service
 // interface httpapi declares. It knows nothing

@@ -26,7 +26,8 @@ type leaderTerm struct {
 	leaseUntil time.Time // master lease end, on the node's monotonic clock
 	given      bool      // lease given up for a leadership transfer
 	waiting    []chan error
-	sessions   map[string]time.Time // session id -> leader-local deadline
+	sessions   map[string]time.Time // session id -> leader-local deadline; zero: handed to expire
+	timers     *timerTable          // ends of pending lock-delays and waits
 }
 
 func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
@@ -35,6 +36,7 @@ func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
 		n: n, raftTerm: raftTerm, ctx: ctx, cancel: cancel,
 		confirmCh: make(chan struct{}, 1),
 		sessions:  make(map[string]time.Time),
+		timers:    newTimerTable(),
 	}
 }
 
@@ -199,8 +201,16 @@ func (t *leaderTerm) confirm(ctx context.Context) error {
 	}
 }
 
-// leaseValid reports whether the master lease holds now.
+// leaseValid reports whether the master lease holds now. It also asks the
+// engine whether this node still leads in this term: a leader that has
+// stepped down may vote for another candidate at once, and the lease
+// counted on its own vote. Callers read the state they answer with first
+// and check the lease after, so the answer is true as of a moment the
+// lease held.
 func (t *leaderTerm) leaseValid() bool {
+	if leader, term := t.n.eng.state(); !leader || term != t.raftTerm {
+		return false
+	}
 	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()

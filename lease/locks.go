@@ -12,14 +12,15 @@ import (
 // namespace is what differs between locks and elections for the code that
 // queues and waits: how to read the object and which command leaves the queue.
 type namespace struct {
-	kind   string // "lock" or "election", for messages
-	get    func(*fsm.FSM, string) fsm.Lock
-	cancel fsm.Op
+	kind     string // "lock" or "election", for messages
+	election bool
+	get      func(*fsm.FSM, string) fsm.Lock
+	cancel   fsm.Op
 }
 
 var (
-	locksNS     = namespace{"lock", (*fsm.FSM).Lock, fsm.OpCancelWait}
-	electionsNS = namespace{"election", (*fsm.FSM).Election, fsm.OpCancelCampaign}
+	locksNS     = namespace{"lock", false, (*fsm.FSM).Lock, fsm.OpCancelWait}
+	electionsNS = namespace{"election", true, (*fsm.FSM).Election, fsm.OpCancelCampaign}
 )
 
 func (ns namespace) what(name string) string { return fmt.Sprintf("%s %q", ns.kind, name) }
@@ -91,9 +92,11 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 		case <-changed:
 			continue
 		case <-t.ctx.Done():
-			// The next leader keeps the waiter queued; a client that
-			// re-issues the acquire there finds its place (or its grant).
-			return 0, errNoLeader("leadership lost while waiting")
+			// The queued place is committed and the next leader keeps it,
+			// so the lock may yet be granted: the outcome is unknown. A
+			// client that re-issues the acquire there (same seq) finds its
+			// place or its grant.
+			return 0, errTimeout("leadership lost while waiting in the queue; the waiter stays queued and may still be granted, so the outcome is unknown")
 		case <-timer.C:
 		case <-wctx.Done():
 		}
@@ -123,8 +126,9 @@ func (n *Node) notGranted(ns namespace, cmd fsm.Command) error {
 		return n.apiErr(fsm.ErrSessionNotFound, cmd.Session, "")
 	}
 	l := ns.get(n.fsm, cmd.Name)
-	if len(l.Holders) == 0 && l.DelayUntil.After(n.clock.Now()) {
-		return n.apiErr(&fsm.DelayError{Until: l.DelayUntil}, cmd.Session, ns.what(cmd.Name))
+	if len(l.Holders) == 0 && l.DelayIndex != 0 {
+		ref := fsm.TimerRef{Election: ns.election, Name: l.Name, Armed: l.DelayIndex}
+		return n.apiErr(&fsm.DelayError{Ref: ref, Length: l.Delay, Until: l.DelayUntil}, cmd.Session, ns.what(cmd.Name))
 	}
 	e := wire.Errorf(wire.CodeLockHeld, "%s is still held after waiting %v", ns.what(cmd.Name), cmd.Wait)
 	return e

@@ -13,10 +13,11 @@ import (
 )
 
 // propose stamps cmd with the leader's wall time (shown, never decided on),
-// commits it through Raft and returns the FSM's result. The error is a *wire.Error: no_leader when this
-// node cannot commit (not leader, leadership lost, shutting down) and
-// timeout when the outcome is unknown. A refusal by the FSM is not an error
-// here: it is in Result.Err, for the caller to translate.
+// commits it through Raft and returns the FSM's result. The error is a
+// *wire.Error: no_leader when the command surely was not and will not be
+// applied (not leader, or refused before it was appended), and timeout when
+// the outcome is unknown (see raftErr). A refusal by the FSM is not an
+// error here: it is in Result.Err, for the caller to translate.
 func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	cmd.Now = wallNow(n.clock).UTC()
 	data, err := fsm.Encode(cmd)
@@ -52,16 +53,44 @@ func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	return res, nil
 }
 
-// raftErr translates raft's errors at the package boundary.
+// raftErr translates raft's errors at the package boundary. What matters to
+// a client is whether the operation may still take effect: no_leader (503)
+// promises that it did not and will not, so a retry cannot apply it twice;
+// timeout (504) says the outcome is unknown. Each case below is decided by
+// where hashicorp/raft returns the error; anything not named is unknown.
 func raftErr(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
-		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrRaftShutdown),
-		errors.Is(err, raft.ErrAbortedByRestore):
+	case errors.Is(err, raft.ErrNotLeader):
+		// Answered by a follower or candidate that receives the future, or
+		// by a leader that is already stepping down, before the entry is
+		// appended to any log: nothing happened.
+		return errNoLeader(err.Error())
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		// Refused by the leader before the entry is appended, because it
+		// is handing leadership over: nothing happened.
 		return errNoLeader(err.Error())
 	case errors.Is(err, raft.ErrEnqueueTimeout):
-		return errTimeout("the leader is overloaded: " + err.Error())
+		// The future never reached raft's main loop (the leader is
+		// overloaded): nothing was appended.
+		return errNoLeader("the leader is overloaded, nothing was applied: " + err.Error())
+	case errors.Is(err, raft.ErrAbortedByRestore):
+		// A restored snapshot replaced the log under an in-flight entry, so
+		// it is never applied. lockd does not restore user snapshots; the
+		// case is here so that a future use does not turn it into 504.
+		return errNoLeader(err.Error())
+	case errors.Is(err, raft.ErrLeadershipLost):
+		// The entry was appended and possibly replicated when the leader
+		// stepped down: a quorum may hold it, and the next leader then
+		// commits it.
+		return errTimeout("leadership was lost while committing; the outcome is unknown: " + err.Error())
+	case errors.Is(err, raft.ErrRaftShutdown):
+		// Returned both before the entry is queued and, by the future, for
+		// an entry already sent to followers when Raft stops: the two
+		// cannot be told apart, so the outcome is unknown.
+		return errTimeout("raft shut down while committing; the outcome is unknown: " + err.Error())
 	}
+	// Anything else (a failed write to the log store, a configuration
+	// change refused half-way) may leave the entry on some node's log.
 	return errTimeout("commit failed, outcome unknown: " + err.Error())
 }
 
@@ -73,9 +102,10 @@ func (n *Node) apiErr(err error, session, what string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &delay):
-		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder until %s",
-			what, delay.Until.UTC().Format(time.RFC3339Nano))
-		e.RetryAfter = delay.Until.Sub(n.clock.Now())
+		left := n.delayRemaining(delay)
+		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder for about %v more (%v in all; shown end %s)",
+			what, left.Round(time.Millisecond), delay.Length, delay.Until.UTC().Format(time.RFC3339Nano))
+		e.RetryAfter = left
 		return e
 	case errors.Is(err, fsm.ErrSessionNotFound):
 		return wire.Errorf(wire.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)

@@ -32,18 +32,13 @@ type raftEngine struct {
 	removed sync.Once
 }
 
-// open waits one HeartbeatTimeout (see the package doc), opens the stores,
-// starts Raft, and bootstraps a new cluster if the node has no state and is
-// not joining.
+// open opens the stores, waits out the promise this node may have made
+// before it restarted (see bootWait), starts Raft, and bootstraps a new
+// cluster if the node has no state and is not joining.
 func (e *raftEngine) open() error {
 	cfg := e.n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("lease: data dir: %w", err)
-	}
-	if !cfg.NoBootWait {
-		// A follower that restarts has forgotten that it heard from a leader;
-		// waiting out one HeartbeatTimeout keeps the promise it made.
-		time.Sleep(cfg.HeartbeatTimeout)
 	}
 	path := filepath.Join(cfg.DataDir, "raft.db")
 	store, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
@@ -51,9 +46,37 @@ func (e *raftEngine) open() error {
 		return fmt.Errorf("lease: open %s: %w (is another lockd using this data dir?)", path, err)
 	}
 	e.store, e.stable = store, &stableStore{s: store}
-	if err := e.start(newRaftLogger(cfg.Logger, cfg.RaftLogLevel)); err != nil {
+	if !cfg.NoBootWait {
+		err = bootWait(store, cfg.HeartbeatTimeout)
+	}
+	if err == nil {
+		err = e.start(newRaftLogger(cfg.Logger, cfg.RaftLogLevel))
+	}
+	if err != nil {
 		store.Close()
 		return err
+	}
+	return nil
+}
+
+// keyPromise is where a node records the heartbeat timeout its promises
+// run for, in its stable store.
+var keyPromise = []byte("lockd_promise_timeout")
+
+// bootWait keeps the promise a node may have made before it restarted: a
+// follower that heard from a leader does not vote for anyone else for its
+// heartbeat timeout, and a restarted process has forgotten whom it heard
+// from. So it waits the longer of the timeout it runs with now and the one
+// it ran with before (recorded here), and then records the one it runs
+// with now.
+func bootWait(store raft.StableStore, hb time.Duration) error {
+	prev, err := store.GetUint64(keyPromise)
+	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return fmt.Errorf("lease: read %s: %w", keyPromise, err)
+	}
+	time.Sleep(max(hb, time.Duration(prev)))
+	if err := store.SetUint64(keyPromise, uint64(hb)); err != nil {
+		return fmt.Errorf("lease: record %s: %w", keyPromise, err)
 	}
 	return nil
 }

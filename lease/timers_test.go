@@ -30,9 +30,14 @@ func (c *manualClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// leadingEngine is an engine that leads in term 1 and does nothing else.
+type leadingEngine struct{ engine }
+
+func (leadingEngine) state() (bool, uint64) { return true, 1 }
+
 func newTestTerm(clock Clock) (*leaderTerm, *fsm.FSM) {
 	f := fsm.New()
-	n := &Node{cfg: validConfig(), clock: clock, fsm: f}
+	n := &Node{cfg: validConfig(), clock: clock, fsm: f, eng: leadingEngine{}}
 	return newLeaderTerm(n, 1), f
 }
 
@@ -142,13 +147,5 @@ func TestErrors_Translation(t *testing.T) {
 	var e *wire.Error
 	if !errors.As(n.apiErr(&fsm.DelayError{Until: until}, "s", "lock"), &e) || e.RetryAfter <= 0 {
 		t.Fatalf("lock_delay without Retry-After: %+v", e)
-	}
-	for _, err := range []error{raft.ErrNotLeader, raft.ErrLeadershipLost, raft.ErrRaftShutdown} {
-		if got := wire.CodeOf(raftErr(err)); got != wire.CodeNoLeader {
-			t.Errorf("raftErr(%v) = %q, want no_leader", err, got)
-		}
-	}
-	if got := wire.CodeOf(raftErr(raft.ErrEnqueueTimeout)); got != wire.CodeTimeout {
-		t.Errorf("raftErr(enqueue timeout) = %q, want timeout", got)
 	}
 }

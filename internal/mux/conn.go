@@ -131,7 +131,7 @@ func (c *Conn) readLine(l *line, p []byte) (int, error) {
 		if !dl.IsZero() && !now.Before(dl) {
 			return 0, c.opError("read", os.ErrDeadlineExceeded)
 		}
-		n, until, err, ch := l.take(p, now, rule == Blackhole)
+		n, until, ch, err := l.take(p, now, rule == Blackhole)
 		if n > 0 || err != nil {
 			return n, err
 		}

@@ -128,11 +128,11 @@ func (l *line) waitRoom(deadline func() time.Time, done <-chan struct{}) error {
 
 // take copies into p from the first chunk if it is due at now, and reports
 // how many bytes it copied. When discard is true, due chunks are thrown
-// away instead, and take copies nothing. Otherwise it returns the time to
-// wait until (the first chunk's due time, or the error's; zero when there
-// is nothing to wait for), the error if the line has failed and that is
-// all it holds, and the channel that signals a change.
-func (l *line) take(p []byte, now time.Time, discard bool) (n int, until time.Time, err error, ch <-chan struct{}) {
+// away instead, and take copies nothing. When it copies nothing, it returns
+// the time to wait until (the first chunk's due time, or the error's; zero
+// when there is nothing to wait for) and the channel that signals a change,
+// or the line's error if the line has failed and that is all it holds.
+func (l *line) take(p []byte, now time.Time, discard bool) (n int, until time.Time, ch <-chan struct{}, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.q) > 0 && !l.q[0].due.After(now) {
@@ -158,11 +158,11 @@ func (l *line) take(p []byte, now time.Time, discard bool) (n int, until time.Ti
 	case len(l.q) > 0:
 		until = l.q[0].due
 	case l.err != nil && !l.errDue.After(now):
-		return 0, time.Time{}, l.err, nil
+		return 0, time.Time{}, nil, l.err
 	case l.err != nil:
 		until = l.errDue
 	}
-	return 0, until, nil, l.changed
+	return 0, until, l.changed, nil
 }
 
 // next removes and returns the first chunk once it is due, waiting for it

@@ -155,27 +155,6 @@ func (c *cluster) leaderOf(a *api) int {
 	return -1
 }
 
-func TestCluster_UnsafeNoSessionGraceExpiresInheritedSessions(t *testing.T) {
-	for _, grace := range []bool{true, false} {
-		t.Run(fmt.Sprintf("grace=%v", grace), func(t *testing.T) {
-			c := servertest.New(t, 3, func(nc *lease.Config) { nc.Unsafe.NoSessionGrace = !grace })
-			leader := c.WaitLeader()
-			sid := newAPI(t, c, leader).session(30*time.Second, 0)
-			survivor := newAPI(t, c, c.Follower(leader))
-			c.Crash(leader)
-			c.WaitLeader()
-			time.Sleep(time.Second) // a few expiry sweeps of the new leader
-			st, _ := survivor.do("GET", "/v1/sessions/"+sid, nil, nil)
-			switch {
-			case grace && st != 200:
-				t.Fatalf("with the grace, a 30s session died within a second of failover (%d)", st)
-			case !grace && st != 410:
-				t.Fatalf("without the grace the inherited session should be gone; got %d", st)
-			}
-		})
-	}
-}
-
 func TestCluster_KeepalivesWriteNoLogEntries(t *testing.T) {
 	c := servertest.New(t, 3)
 	l := newAPI(t, c, c.WaitLeader())

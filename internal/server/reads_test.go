@@ -16,57 +16,108 @@ import (
 	"github.com/lockd/lockd/lease"
 )
 
+// TestCluster_BlockingQueryReturnsOnChangeOrAtWait asks a follower (which
+// forwards) for a lock with ?index=<current>&wait=...: the query must stay
+// pending while nothing changes, and while other objects change, then
+// return with the new modify_index once this lock changes; with no change it
+// stays pending and returns at wait with the same index. Elections block the
+// same way. Only order is asserted (pending at a moment, returned after
+// another), not how long anything took.
 func TestCluster_BlockingQueryReturnsOnChangeOrAtWait(t *testing.T) {
 	c := servertest.New(t, 3)
 	f := newAPI(t, c, c.Follower(c.WaitLeader()))
+	a, b := f.session(30*time.Second, 0), f.session(30*time.Second, 0)
+	acquireShared := func(name, sid string) wire.AcquireResponse {
+		t.Helper()
+		var r wire.AcquireResponse
+		f.must("POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: sid, Mode: "shared"}, &r)
+		return r
+	}
+	first := acquireShared("bq", a)
 	var l wire.Lock
 	f.must("GET", "/v1/locks/bq", nil, &l)
-	sid := f.session(30*time.Second, 0)
+	if l.ModifyIndex != first.Token {
+		t.Fatalf("lock bq at modify_index %d, want %d (its grant)", l.ModifyIndex, first.Token)
+	}
 
-	done := make(chan wire.Lock, 1)
-	go func() {
-		var got wire.Lock
-		f.must("GET", fmt.Sprintf("/v1/locks/bq?index=%d&wait=20s", l.ModifyIndex), nil, &got)
-		done <- got
-	}()
-	time.Sleep(200 * time.Millisecond) // let the query block; the change below must wake it
-	r, st, _ := f.acquire("bq", sid, 0)
-	if st != 200 {
-		t.Fatal("acquire")
+	q := blockingGet[wire.Lock](f, fmt.Sprintf("/v1/locks/bq?index=%d&wait=20s", l.ModifyIndex))
+	q.expectPending(t, "before any write")
+	acquireShared("other", a)
+	f.session(30*time.Second, 0)
+	q.expectPending(t, "after writes to another lock and a new session")
+	second := acquireShared("bq", b)
+	got := q.result(t, 10*time.Second)
+	if got.ModifyIndex != second.Token || len(got.Holders) != 2 {
+		t.Fatalf("blocking query returned modify_index %d with %d holders, want %d with 2 (the second grant)",
+			got.ModifyIndex, len(got.Holders), second.Token)
 	}
-	select {
-	case got := <-done:
-		if got.ModifyIndex <= l.ModifyIndex || len(got.Holders) != 1 || got.Holders[0].Token != r.Token {
-			t.Fatalf("blocking query returned %+v, want the grant at %d", got, r.Token)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("blocking query did not return after the change")
+
+	// Nothing changes: it returns at wait with the same index.
+	idle := blockingGet[wire.Lock](f, fmt.Sprintf("/v1/locks/bq?index=%d&wait=1500ms", got.ModifyIndex))
+	idle.expectPending(t, "with no write")
+	if same := idle.result(t, 10*time.Second); same.ModifyIndex != got.ModifyIndex {
+		t.Fatalf("idle blocking query returned modify_index %d, want %d", same.ModifyIndex, got.ModifyIndex)
 	}
-	// Nothing changes: it returns at wait with the current state.
-	start := time.Now()
-	var same wire.Lock
-	f.must("GET", fmt.Sprintf("/v1/locks/bq?index=%d&wait=300ms", r.Token), nil, &same)
-	if waited := time.Since(start); waited < 300*time.Millisecond || same.ModifyIndex != r.Token {
-		t.Fatalf("idle blocking query returned after %v with index %d", waited, same.ModifyIndex)
-	}
+
 	// Elections have blocking queries too.
 	var e wire.Election
 	f.must("GET", "/v1/elections/boss", nil, &e)
-	go func() {
-		var got wire.Election
-		f.must("GET", fmt.Sprintf("/v1/elections/boss?index=%d&wait=20s", e.ModifyIndex), nil, &got)
-		done <- wire.Lock{Name: got.Session}
-	}()
-	time.Sleep(200 * time.Millisecond)
-	f.must("POST", "/v1/elections/boss/campaign", wire.CampaignRequest{Session: sid, Value: "v"}, nil)
-	select {
-	case got := <-done:
-		if got.Name != sid {
-			t.Fatalf("election observe returned leader %q, want %q", got.Name, sid)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("election blocking query did not return")
+	eq := blockingGet[wire.Election](f, fmt.Sprintf("/v1/elections/boss?index=%d&wait=20s", e.ModifyIndex))
+	eq.expectPending(t, "before the campaign")
+	acquireShared("bq", f.session(30*time.Second, 0))
+	eq.expectPending(t, "after a write to a lock")
+	f.must("POST", "/v1/elections/boss/campaign", wire.CampaignRequest{Session: a, Value: "v"}, nil)
+	if ge := eq.result(t, 10*time.Second); ge.Session != a || ge.ModifyIndex <= e.ModifyIndex {
+		t.Fatalf("election blocking query returned leader %q at %d, want %q after %d", ge.Session, ge.ModifyIndex, a, e.ModifyIndex)
 	}
+}
+
+// pendingGet is a GET running in the background.
+type pendingGet[T any] struct {
+	path string
+	done chan pendingResult[T]
+}
+
+type pendingResult[T any] struct {
+	v   T
+	st  int
+	err wire.Error
+}
+
+func blockingGet[T any](a *api, path string) *pendingGet[T] {
+	q := &pendingGet[T]{path: path, done: make(chan pendingResult[T], 1)}
+	go func() {
+		var r pendingResult[T]
+		r.st, r.err = a.do("GET", path, nil, &r.v)
+		q.done <- r
+	}()
+	return q
+}
+
+// expectPending fails the test if the query returns within 300ms.
+func (q *pendingGet[T]) expectPending(t *testing.T, when string) {
+	t.Helper()
+	select {
+	case r := <-q.done:
+		t.Fatalf("GET %s returned %s (%d %s %+v); it should still block", q.path, when, r.st, r.err.Code, r.v)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// result waits for the query's answer, which must be a 200.
+func (q *pendingGet[T]) result(t *testing.T, within time.Duration) T {
+	t.Helper()
+	select {
+	case r := <-q.done:
+		if r.st != 200 {
+			t.Fatalf("GET %s = %d %s: %s", q.path, r.st, r.err.Code, r.err.Message)
+		}
+		return r.v
+	case <-time.After(within):
+		t.Fatalf("GET %s did not return within %v", q.path, within)
+	}
+	var zero T
+	return zero
 }
 
 func TestCluster_ConsistentReadsConfirmQuorum(t *testing.T) {
