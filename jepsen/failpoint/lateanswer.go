@@ -44,9 +44,17 @@ import (
 // --heartbeat-timeout, which lockd allows. The fault's description says
 // how long L's lease still had to run when the last late answer was in,
 // and when a new leader was seen, both from the moment L was cut off.
-type lateAnswer struct {
-	load *busy
-}
+//
+// The window is narrow, and most cycles miss it. hashicorp/raft sends a
+// follower its next heartbeat only once the last one was answered, and
+// lockd starts a round a fifth of a HeartbeatTimeout after the one before
+// ended, so a round that a late answer completes began at most about that
+// long after F1 last heard from L; the lease margin and the drift
+// allowance come off that; and F1 gives up on L only at the first tick of
+// its randomized timer (ticks one to two HeartbeatTimeouts apart) after
+// its promise ran out. The self-test runs it with no margin, no drift
+// allowance and many cycles.
+type lateAnswer struct{}
 
 // The delay of F1's answers is drawn from this range.
 const minLate, maxLate = 300 * time.Millisecond, 400 * time.Millisecond
@@ -79,9 +87,6 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	}
 	var notes []string
 
-	// A leader with appends in flight gets answers continuously, and the
-	// last of them arrive up to the delay after it was cut off.
-	l.load = startBusy(leader.HTTP, env.TTL)
 	for _, f := range late {
 		if err := f.SetDelay(ctx, leader.ID, "out", d); err != nil {
 			return "", fmt.Errorf("delay on %s: %w", f.ID, err)
@@ -119,7 +124,6 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 			return "", err
 		}
 	}
-	l.load.stop()
 	leaseTo := "no lease"
 	if st, err := leader.Status(ctx); err == nil && st.MasterLeaseRemaining != nil {
 		leaseTo = fmt.Sprintf("lease to +%v", (time.Since(cutAt) + st.MasterLeaseRemaining.D()).Round(time.Millisecond))
@@ -128,8 +132,8 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	if n, at, ok := newLeader(ctx, followers, 3*time.Second); ok {
 		elected = fmt.Sprintf("%s leads at +%v", n.ID, at.Sub(cutAt).Round(time.Millisecond))
 	}
-	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it, %d writes of its own; %s cut off (%s; %s)",
-		ids(late), leader.ID, d, ids(cut), l.load.acknowledged(), leader.ID, leaseTo, elected)
+	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it; %s cut off (%s; %s)",
+		ids(late), leader.ID, d, ids(cut), leader.ID, leaseTo, elected)
 	if len(notes) > 0 {
 		what += " (" + strings.Join(notes, ", ") + ")"
 	}
@@ -138,10 +142,7 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 
 func (l *lateAnswer) Heal(ctx context.Context, env *Env) error {
 	env.Writes.Uncut()
-	err := (&partition{}).Heal(ctx, env)
-	l.load.close()
-	l.load = nil
-	return err
+	return (&partition{}).Heal(ctx, env)
 }
 
 // Hold leaves the old leader cut off a little longer: Inject returns once
