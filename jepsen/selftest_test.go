@@ -24,10 +24,12 @@ func TestSelfTest(t *testing.T) {
 	// must not end the old leader's service before its master lease does.
 	leaseArgs := []string{"--heartbeat-timeout", "1s", "--election-timeout", "1s", "--leader-lease-timeout", "1s"}
 	// The late-answer schedule needs the same equality (lockd allows it),
-	// and the widest window it can get: no margin and no drift allowance
-	// taken off the lease. It runs its cycle many times: each lines up only
-	// now and then (jepsen/RESULTS.md).
-	lateArgs := append(append([]string{}, leaseArgs...), "--lease-margin", "1ms", "--max-clock-drift", "0")
+	// and the widest window it can get: a heartbeat timeout short against
+	// the 300-400 ms delay, and no margin or drift allowance taken off the
+	// lease. It runs its cycle many times: each lines up only now and then
+	// (jepsen/RESULTS.md).
+	lateArgs := []string{"--heartbeat-timeout", "600ms", "--election-timeout", "600ms", "--leader-lease-timeout", "600ms",
+		"--lease-margin", "1ms", "--max-clock-drift", "0"}
 	tests := []struct {
 		name, debug, faults string
 		noFencing           bool

@@ -34,7 +34,8 @@ import (
 // F1 and F2 elect a new leader one to two HeartbeatTimeouts after F1 last
 // heard from L. The workers' clients are cut from L from then on (like
 // clients on the new side of a partition) and write through the new
-// leader, while the per-node readers go on asking L: a read that L answers
+// leader, while the per-node readers go on asking L, and so does a reader
+// of the schedule's own, one read after another: a read that L answers
 // from its lease after the new leader acknowledged a write is stale, and
 // the linearizability checker, which orders every node's reads against
 // every client's writes, rejects it.
@@ -54,7 +55,15 @@ import (
 // its randomized timer (ticks one to two HeartbeatTimeouts apart) after
 // its promise ran out. The self-test runs it with no margin, no drift
 // allowance and many cycles.
-type lateAnswer struct{}
+type lateAnswer struct {
+	reads  *fastReads
+	writer *writer
+	leader string
+}
+
+// writerTTL is the TTL of the schedule's writer's session: long enough to
+// outlast the time without a leader.
+const writerTTL = 10 * time.Second
 
 // The delay of F1's answers is drawn from this range.
 const minLate, maxLate = 300 * time.Millisecond, 400 * time.Millisecond
@@ -87,6 +96,16 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	}
 	var notes []string
 
+	urls := make([]string, len(followers))
+	for i, f := range followers {
+		urls[i] = f.HTTP
+	}
+	w, err := newWriter(ctx, env.Rec, urls, writerTTL)
+	if err != nil {
+		notes = append(notes, "no session for the writer: "+err.Error())
+	}
+	l.writer = w
+
 	for _, f := range late {
 		if err := f.SetDelay(ctx, leader.ID, "out", d); err != nil {
 			return "", fmt.Errorf("delay on %s: %w", f.ID, err)
@@ -112,6 +131,7 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	// Take L away: F1 hears nothing more from it, and its late answers
 	// drain into L.
 	env.Writes.Cut(leader.HTTP)
+	l.reads, l.leader = startFastReads(env.Rec, leader.HTTP, leader.ID), leader.ID
 	cutAt := time.Now()
 	for _, f := range late {
 		if err := leader.SetFault(ctx, f.ID, "out", "blackhole"); err != nil {
@@ -130,7 +150,11 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	}
 	elected := "no new leader within 3s"
 	if n, at, ok := newLeader(ctx, followers, 3*time.Second); ok {
-		elected = fmt.Sprintf("%s leads at +%v", n.ID, at.Sub(cutAt).Round(time.Millisecond))
+		if w != nil {
+			w.acquire(ctx)
+		}
+		elected = fmt.Sprintf("%s leads at +%v, %s taken through it at +%v", n.ID, at.Sub(cutAt).Round(time.Millisecond),
+			lateLock, time.Since(cutAt).Round(time.Millisecond))
 	}
 	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it; %s cut off (%s; %s)",
 		ids(late), leader.ID, d, ids(cut), leader.ID, leaseTo, elected)
@@ -141,8 +165,15 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 }
 
 func (l *lateAnswer) Heal(ctx context.Context, env *Env) error {
+	if l.reads != nil {
+		env.Rec.Eventf("late-answer: %s answered %d reads after it was cut off", l.leader, l.reads.stop())
+		l.reads = nil
+	}
 	env.Writes.Uncut()
-	return (&partition{}).Heal(ctx, env)
+	err := (&partition{}).Heal(ctx, env)
+	l.writer.close()
+	l.writer = nil
+	return err
 }
 
 // Hold leaves the old leader cut off a little longer: Inject returns once
