@@ -43,8 +43,9 @@ import (
 // Raft's own step-down (LeaderLeaseTimeout) must not end L's service
 // first: the schedule is meant to run with --leader-lease-timeout equal to
 // --heartbeat-timeout, which lockd allows. The fault's description says
-// how long L's lease still had to run when the last late answer was in,
-// and when a new leader was seen, both from the moment L was cut off.
+// how long L's lease still had to run when the last late answer was in
+// ("lease over by" when it had already run out), and when a new leader was
+// seen, both from the moment L was cut off.
 //
 // The window is narrow, and most cycles miss it. hashicorp/raft sends a
 // follower its next heartbeat only once the last one was answered, and
@@ -53,8 +54,13 @@ import (
 // long after F1 last heard from L; the lease margin and the drift
 // allowance come off that; and F1 gives up on L only at the first tick of
 // its randomized timer (ticks one to two HeartbeatTimeouts apart) after
-// its promise ran out. The self-test runs it with no margin, no drift
-// allowance and many cycles.
+// its promise ran out. What overlap there is lasts tens of milliseconds,
+// so the schedule does not wait for the workers to write and the per-node
+// reader to come by: the moment it sees the new leader it takes a lock of
+// its own (lateLock) through it, and from the cut on it reads every lock
+// from L one read after another, all recorded in the history. The
+// self-test runs it with 600 ms timeouts, no margin, no drift allowance
+// and many cycles.
 type lateAnswer struct {
 	reads  *fastReads
 	writer *writer
@@ -146,7 +152,11 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	}
 	leaseTo := "no lease"
 	if st, err := leader.Status(ctx); err == nil && st.MasterLeaseRemaining != nil {
-		leaseTo = fmt.Sprintf("lease to +%v", (time.Since(cutAt) + st.MasterLeaseRemaining.D()).Round(time.Millisecond))
+		if left := st.MasterLeaseRemaining.D(); left > 0 {
+			leaseTo = fmt.Sprintf("lease to +%v", (time.Since(cutAt) + left).Round(time.Millisecond))
+		} else {
+			leaseTo = fmt.Sprintf("lease over by +%v", time.Since(cutAt).Round(time.Millisecond))
+		}
 	}
 	elected := "no new leader within 3s"
 	if n, at, ok := newLeader(ctx, followers, 3*time.Second); ok {
