@@ -32,9 +32,7 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		t.count("campaign")
 		op := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Acquire, Session: s.ID()})
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
-		deadline, _ := octx.Deadline()
 		err := e.Campaign(octx, fmt.Sprintf("worker-%d", w.id))
-		timedOut := octx.Err() != nil
 		cancel()
 		st, code := status(err)
 		if st == history.OK {
@@ -44,20 +42,8 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		}
 		op.Code, op.Err = code, errString(err)
 		rec.Complete(op, st)
-		if timedOut && st != history.OK {
-			// Campaign resigns behind our back when its context ends, in
-			// case the grant raced with the deadline.
-			// The library sends that resign as soon as the context ends,
-			// before Campaign returns: the op's invocation is the deadline
-			// (or now, if the run's context ended first), not the moment
-			// we get control back, or a resign that already freed the
-			// election would look like it came after the next grant.
-			resign := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release,
-				Session: s.ID(), Err: "best-effort resign"})
-			if errors.Is(octx.Err(), context.DeadlineExceeded) {
-				resign.Call = min(resign.Call, rec.At(deadline))
-			}
-			rec.Complete(resign, history.Unknown)
+		if err != nil && st == history.Unknown {
+			recordGiveBack(rec, op)
 		}
 		leave()
 		if st != history.OK {

@@ -78,11 +78,26 @@ func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uin
 		}
 	}
 	rec.Complete(op, st)
+	if err != nil && st == history.Unknown {
+		recordGiveBack(rec, op)
+	}
 	if st != history.OK {
 		return 0, false
 	}
 	w.watchHold(ctx, lock, op.Token, m.Lost(), s)
 	return op.Token, true
+}
+
+// recordGiveBack records the release (or resign) the client library sends
+// on its own after an acquire (or campaign) of unknown outcome, to give back
+// what it may have been granted: without it in the history, the lock going
+// free would look like a release nobody asked for. The library may send it
+// before the acquire returns (or in the background once its context ended),
+// so its invocation is the acquire's own, and its outcome is unknown.
+func recordGiveBack(rec *history.Recorder, acquire history.Op) {
+	rec.Add(history.Op{Client: acquire.Client, Lock: acquire.Lock, Kind: history.Release, Session: acquire.Session,
+		Err: "the library's give-back after an acquire of unknown outcome", Status: history.Unknown,
+		Call: acquire.Call, Return: history.Infinity})
 }
 
 // release records m.Unlock.
