@@ -47,23 +47,35 @@ import (
 // ("lease over by" when it had already run out), and when a new leader was
 // seen, both from the moment L was cut off.
 //
-// The window is narrow, and most cycles miss it. hashicorp/raft sends a
-// follower its next heartbeat only once the last one was answered, and
-// lockd starts a round a fifth of a HeartbeatTimeout after the one before
-// ended, so a round that a late answer completes began at most about that
-// long after F1 last heard from L; the lease margin and the drift
-// allowance come off that; and F1 gives up on L only at the first tick of
-// its randomized timer (ticks one to two HeartbeatTimeouts apart) after
-// its promise ran out. What overlap there is lasts tens of milliseconds,
-// so the schedule does not wait for the workers to write and the per-node
-// reader to come by: the moment it sees the new leader it takes a lock of
-// its own (lateLock) through it, and from the cut on it reads every lock
-// from L one read after another, all recorded in the history. The
-// self-test runs it with 600 ms timeouts, no margin, no drift allowance
-// and many cycles.
+// The window is as wide as the answers are late only if answers stream
+// in. With heartbeats alone it is not: hashicorp/raft sends a follower its
+// next heartbeat only once the last one was answered, and lockd starts a
+// round a fifth of a HeartbeatTimeout after the one before ended, so a
+// round that a late answer completes began at most about that long after
+// F1 last heard from L. So from before F2 is cut until the cycle ends the
+// schedule keeps L busy (writeLoad): writes of its own through L, outside
+// the checked history, one started every few milliseconds on one of many
+// locks, each of which waits for F1's late answer to commit; Raft
+// pipelines their appends to F1 (lockd lets 64 wait for their answers),
+// and every pipelined answer also completes the rounds under way. And
+// consistent reads of its own through L, one after another, make L start
+// a round the moment the one before ended. Then the last round that a late
+// answer completes began only milliseconds before that answer arrived,
+// about the delay after F1 last heard from L, and L's lease outlives F1's
+// promise by nearly the delay. F1 gives up on L at the first tick of its
+// randomized timer (ticks one to two HeartbeatTimeouts apart) after its
+// promise ran out, so the new leader comes inside the old lease in a
+// large share of cycles (jepsen/RESULTS.md). The overlap lasts up to a few
+// hundred milliseconds, so the schedule does not wait for the workers to
+// write and the per-node reader to come by: the moment it sees the new
+// leader it takes a lock of its own (lateLock) through it, and from the
+// cut on it reads every lock from L one read after another, all recorded
+// in the history. The self-test runs it with 600 ms timeouts, no margin
+// and no drift allowance.
 type lateAnswer struct {
 	reads  *fastReads
 	writer *writer
+	load   *writeLoad
 	leader string
 }
 
@@ -111,6 +123,10 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 		notes = append(notes, "no session for the writer: "+err.Error())
 	}
 	l.writer = w
+	l.load, err = startWriteLoad(ctx, leader.HTTP, writerTTL)
+	if err != nil {
+		notes = append(notes, "no session for the load: "+err.Error())
+	}
 
 	for _, f := range late {
 		if err := f.SetDelay(ctx, leader.ID, "out", d); err != nil {
@@ -150,6 +166,10 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 			return "", err
 		}
 	}
+	var loaded int64
+	if l.load != nil {
+		loaded = l.load.writes.Load()
+	}
 	leaseTo := "no lease"
 	if st, err := leader.Status(ctx); err == nil && st.MasterLeaseRemaining != nil {
 		if left := st.MasterLeaseRemaining.D(); left > 0 {
@@ -166,8 +186,8 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 		elected = fmt.Sprintf("%s leads at +%v, %s taken through it at +%v", n.ID, at.Sub(cutAt).Round(time.Millisecond),
 			lateLock, time.Since(cutAt).Round(time.Millisecond))
 	}
-	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it; %s cut off (%s; %s)",
-		ids(late), leader.ID, d, ids(cut), leader.ID, leaseTo, elected)
+	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it, %d writes of load; %s cut off (%s; %s)",
+		ids(late), leader.ID, d, ids(cut), loaded, leader.ID, leaseTo, elected)
 	if len(notes) > 0 {
 		what += " (" + strings.Join(notes, ", ") + ")"
 	}
@@ -179,8 +199,11 @@ func (l *lateAnswer) Heal(ctx context.Context, env *Env) error {
 		env.Rec.Eventf("late-answer: %s answered %d reads after it was cut off", l.leader, l.reads.stop())
 		l.reads = nil
 	}
+	l.load.stop()
 	env.Writes.Uncut()
 	err := (&partition{}).Heal(ctx, env)
+	l.load.close()
+	l.load = nil
 	l.writer.close()
 	l.writer = nil
 	return err

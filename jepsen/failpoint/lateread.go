@@ -2,7 +2,9 @@ package failpoint
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/client"
@@ -151,4 +153,124 @@ func (w *writer) close() {
 		end.Status, end.Return, end.Err = history.Unknown, history.Infinity, err.Error()
 	}
 	w.rec.Add(end)
+}
+
+// writeLoad keeps one node busy confirming its leadership with answers
+// that stream in: it writes through a client that knows only that node,
+// outside the checked history, taking and releasing loadLocks locks of its
+// own, starting one operation every loadEvery on the next lock with none
+// in flight. The starts are paced by the clock, not by the answers:
+// writers that each waited for their last answer would all be released by
+// the same commit and write again together, and the node's appends would
+// reach its followers in bursts. A reader of its own asks the node for
+// consistent reads one after another, so that the node starts a lease
+// round the moment the one before it ends.
+type writeLoad struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	session *client.Session
+	writes  atomic.Int64 // acknowledged
+}
+
+const (
+	loadLocks = 32
+	loadEvery = 5 * time.Millisecond
+)
+
+// startWriteLoad opens a session through url and starts the writes and
+// the consistent reads; ttl is the session's TTL.
+func startWriteLoad(ctx context.Context, url string, ttl time.Duration) (*writeLoad, error) {
+	c, err := client.NewWithConfig(client.Config{Endpoints: []string{url},
+		RequestTimeout: time.Second, MaxBackoff: 20 * time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	s, err := client.NewSession(sctx, c, client.WithTTL(ttl), client.WithLockDelay(0), client.WithName("jepsen-load"))
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	w := &writeLoad{cancel: stop, session: s}
+	w.wg.Add(2)
+	go func() {
+		defer w.wg.Done()
+		w.write(lctx, s)
+	}()
+	go func() {
+		defer w.wg.Done()
+		for lctx.Err() == nil {
+			octx, cancel := context.WithTimeout(lctx, 300*time.Millisecond)
+			_, err := c.Lock(octx, "jepsen/load/0", client.Consistent)
+			cancel()
+			pause := time.Millisecond
+			if err != nil {
+				pause = 10 * time.Millisecond
+			}
+			if !wait(lctx, pause) {
+				return
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *writeLoad) write(ctx context.Context, s *client.Session) {
+	var locks [loadLocks]struct {
+		m        *client.Mutex
+		inFlight atomic.Bool
+	}
+	for i := range locks {
+		locks[i].m = client.NewMutex(s, fmt.Sprintf("jepsen/load/%d", i))
+	}
+	tick := time.NewTicker(loadEvery)
+	defer tick.Stop()
+	for i := 0; ; i = (i + 1) % loadLocks {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		l := &locks[i]
+		if !l.inFlight.CompareAndSwap(false, true) {
+			continue
+		}
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer l.inFlight.Store(false)
+			octx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			var err error
+			if l.m.Held() {
+				err = l.m.Unlock(octx)
+			} else {
+				err = l.m.TryLock(octx)
+			}
+			if err == nil {
+				w.writes.Add(1)
+			}
+		}()
+	}
+}
+
+// stop ends the writes and reads (those in flight are abandoned) and
+// returns how many writes the node acknowledged.
+func (w *writeLoad) stop() int64 {
+	if w == nil {
+		return 0
+	}
+	w.cancel()
+	w.wg.Wait()
+	return w.writes.Load()
+}
+
+// close stops the load and ends its session.
+func (w *writeLoad) close() {
+	if w == nil {
+		return
+	}
+	w.stop()
+	_ = w.session.Close()
 }
