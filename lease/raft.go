@@ -81,10 +81,6 @@ func bootWait(store raft.StableStore, hb time.Duration) error {
 	return nil
 }
 
-// maxAppendsInFlight bounds the AppendEntries a leader's pipeline to one
-// follower has sent and not yet seen answered.
-const maxAppendsInFlight = 64
-
 func (e *raftEngine) start(hl hclog.Logger) error {
 	cfg := e.n.cfg
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl)
@@ -95,13 +91,8 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// Up to maxAppendsInFlight appends to a follower may await their
-	// answers at once (the transport's default, 2, lets replication to a
-	// distant follower advance only twice per round trip). The master
-	// lease does not rest on these answers (see the package doc).
 	e.trans = newGuardedTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: cfg.Stream, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
-		MaxRPCsInFlight: maxAppendsInFlight,
 	}))
 	existing, err := raft.HasExistingState(logs, e.stable, snaps)
 	if err != nil {
