@@ -59,7 +59,7 @@ func TestSelfTest(t *testing.T) {
 		// The old master lease, which runs from the start of a round and
 		// so can count an answer to a heartbeat sent before it, under
 		// delayed answers and a cut-off leader.
-		{"round-lease", "round-lease", "late-answer", false, lateArgs, 4 * time.Minute, []string{traffic.Locks},
+		{"round-lease", "round-lease", "late-answer", false, lateArgs, 5 * time.Minute, []string{traffic.Locks},
 			[]string{validate.Linearizability, validate.LeaseTiming}},
 		// The same schedule against lockd's lease: nothing to find.
 		{"late-answer control", "", "late-answer", false, lateArgs, 2 * time.Minute, []string{traffic.Locks}, nil},
