@@ -109,3 +109,38 @@ func delayedAnswerTrial(t *testing.T, c *servertest.Cluster, delay time.Duration
 	}
 	return o
 }
+
+// Nodes of one cluster may run with different heartbeat timeouts: a leader
+// with a long one must not count on followers' promises as long as its own
+// (the old rule did, and got a lease three times longer than any promise
+// behind it). Each follower reports what is left of its own promise.
+// LOCKD_LEASE_RULE=round runs the old rule, which this test fails.
+func TestCluster_LeaseNeverOutrunsTheFollowersShorterPromises(t *testing.T) {
+	const long, short = time.Second, 300 * time.Millisecond
+	c := servertest.New(t, 3, func(nc *lease.Config) {
+		nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = short, short, short
+		if nc.ID == "n1" {
+			nc.HeartbeatTimeout, nc.ElectionTimeout = long, long
+		}
+		nc.Unsafe.RoundLease = os.Getenv("LOCKD_LEASE_RULE") == "round"
+	})
+	l := c.WaitLeader()
+	if c.Nodes[l].ID() != "n1" {
+		n1 := c.Nodes[0]
+		if err := c.Nodes[l].Node().Raft().LeadershipTransferToServer(raft.ServerID(n1.ID()), raft.ServerAddress(n1.PeerAddr())).Error(); err != nil {
+			t.Fatalf("leadership transfer to n1: %v", err)
+		}
+		servertest.WaitFor(t, 10*time.Second, "n1 to lead and serve", func() bool { return n1.Node().MasterLease() > 0 })
+	}
+	var longest time.Duration
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		longest = max(longest, c.Nodes[0].Node().MasterLease())
+	}
+	if longest == 0 {
+		t.Fatal("n1 never held a master lease")
+	}
+	if longest > short {
+		t.Fatalf("n1 (heartbeat timeout %v) held a master lease of %v; its followers promise at most %v", long, longest, short)
+	}
+	t.Logf("longest master lease seen on n1: %v (followers' timeout %v, its own %v)", longest, short, long)
+}
