@@ -235,13 +235,7 @@ func Check(ev Evidence) []validate.Verdict {
 	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")
 	}
-	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic))
-	for _, e := range ev.Events {
-		if len(e.What) > 9 && e.What[:9] == "VIOLATION" {
-			out[0].Details = append(out[0].Details, e.What)
-		}
-	}
-	return out
+	return append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events))
 }
 
 func nodeIDs(c *cluster.Cluster) []string {
