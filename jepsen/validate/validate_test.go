@@ -13,6 +13,14 @@ func acq(lock, session string, token uint64, call, ret int64) history.Op {
 	return history.Op{Lock: lock, Kind: history.Acquire, Session: session, Status: history.OK, Token: token, Call: call, Return: ret}
 }
 
+func unknownAcq(lock, session string, call int64) history.Op {
+	return history.Op{Lock: lock, Kind: history.Acquire, Session: session, Status: history.Unknown, Call: call, Return: history.Infinity}
+}
+
+func refused(lock, session, code string, call, ret int64) history.Op {
+	return history.Op{Lock: lock, Kind: history.Acquire, Session: session, Status: history.Fail, Code: code, Call: call, Return: ret}
+}
+
 func TestCheckTokens_Violations(t *testing.T) {
 	tests := []struct {
 		name string
@@ -27,9 +35,23 @@ func TestCheckTokens_Violations(t *testing.T) {
 			{Lock: "l", Kind: history.Acquire, Session: "a", Status: history.Unknown, Call: 0, Return: history.Infinity},
 			acq("m", "b", 7, 10, 20), acq("l", "a", 5, 30, 40)}, 0},
 		{"one token, two sessions", []history.Op{acq("l", "a", 5, 0, 10), acq("l", "b", 5, 5, 30)}, 1},
+		// A refusal says the session did not hold the lock when it was
+		// decided: an earlier attempt of unknown outcome can have been
+		// granted only after the refusal's invocation.
+		{"lower token after a held refusal", []history.Op{unknownAcq("l", "a", 0),
+			acq("m", "b", 9, 5, 10), refused("l", "a", "lock_held", 20, 30), acq("l", "a", 4, 40, 50)}, 1},
+		{"lower token after a lock-delay refusal", []history.Op{unknownAcq("l", "a", 0),
+			acq("m", "b", 9, 5, 10), refused("l", "a", "lock_delay", 20, 30), acq("l", "a", 4, 40, 50)}, 1},
+		{"the attempt may still land after the refusal", []history.Op{unknownAcq("l", "a", 0),
+			refused("l", "a", "lock_held", 20, 30), acq("m", "b", 9, 25, 35), acq("l", "a", 8, 40, 50)}, 0},
+		{"a failure that says nothing of the lock", []history.Op{unknownAcq("l", "a", 0),
+			acq("m", "b", 9, 5, 10), refused("l", "a", "unavailable", 20, 30), acq("l", "a", 4, 40, 50)}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			for i := range tt.ops { // in invocation order, as the recorder gives them
+				tt.ops[i].ID = int64(i + 1)
+			}
 			if got := CheckTokens(tt.ops, nil).Violations; got != tt.want {
 				t.Fatalf("violations = %d, want %d", got, tt.want)
 			}
