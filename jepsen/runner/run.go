@@ -231,7 +231,7 @@ func Check(ev Evidence) []validate.Verdict {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
 	}
 	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds))
-	fv := validate.CheckFencing(ev.Writes)
+	fv := validate.CheckFencing(ev.Writes, ev.Grants)
 	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")
 	}

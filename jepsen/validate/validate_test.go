@@ -84,12 +84,39 @@ func TestCheckLeaseTiming_Violations(t *testing.T) {
 }
 
 func TestCheckFencing_Violations(t *testing.T) {
-	w := func(tok uint64, ok bool) traffic.Write { return traffic.Write{Token: tok, Accepted: ok} }
-	if got := CheckFencing([]traffic.Write{w(5, true), w(7, true), w(7, true), w(5, false)}).Violations; got != 0 {
-		t.Fatalf("fenced log: %d violations, want 0", got)
+	w := func(client string, tok uint64, ok bool, at int64) traffic.Write {
+		return traffic.Write{Client: client, Session: client, Token: tok, Accepted: ok, At: at}
 	}
-	if got := CheckFencing([]traffic.Write{w(5, true), w(7, true), w(5, true)}).Violations; got != 1 {
-		t.Fatalf("stale write accepted: %d violations, want 1", got)
+	g := func(client string, tok uint64, call, ret int64) traffic.Grant {
+		return traffic.Grant{Client: client, Session: client, Token: tok, Call: call, Return: ret}
+	}
+	tests := []struct {
+		name   string
+		writes []traffic.Write
+		grants []traffic.Grant
+		want   int
+	}{
+		{"fenced log", []traffic.Write{w("a", 5, true, 10), w("b", 7, true, 30), w("b", 7, true, 40), w("a", 5, false, 50)},
+			[]traffic.Grant{g("a", 5, 0, 5), g("b", 7, 20, 25)}, 0},
+		{"stale write accepted", []traffic.Write{w("a", 5, true, 10), w("b", 7, true, 30), w("a", 5, true, 50)},
+			[]traffic.Grant{g("a", 5, 0, 5), g("b", 7, 20, 25)}, 1},
+		// The resource refuses the newer holder's writes, as it should
+		// given the tokens: the fault is lockd's, in the grants.
+		{"newer holder granted a lower token", []traffic.Write{w("a", 10, true, 10), w("b", 5, false, 40)},
+			[]traffic.Grant{g("a", 10, 0, 5), g("b", 5, 20, 30)}, 1},
+		{"newer holder granted the same token", nil,
+			[]traffic.Grant{g("a", 10, 0, 5), g("b", 10, 20, 30)}, 1},
+		{"concurrent acquires may be granted in either order", nil,
+			[]traffic.Grant{g("a", 10, 0, 25), g("b", 5, 20, 30)}, 0},
+		{"same grant reported twice", nil, []traffic.Grant{g("a", 10, 0, 5), g("a", 10, 20, 30)}, 0},
+		{"grant without a window left out", nil, []traffic.Grant{g("a", 10, 0, 5), {Client: "b", Session: "b", Token: 5}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckFencing(tt.writes, tt.grants); got.Violations != tt.want {
+				t.Fatalf("violations = %d, want %d: %v", got.Violations, tt.want, got.Details)
+			}
+		})
 	}
 }
 
