@@ -127,7 +127,10 @@ func acquire(s State, op history.Op) []any {
 	switch op.Status {
 	case history.OK:
 		if s.Holder == op.Session {
-			if s.Known && op.Token != s.Token {
+			// Held already: the same grant. If the grant's outcome was
+			// unknown, its token is still higher than every earlier
+			// grant's, which s.Token bounds.
+			if (s.Known && op.Token != s.Token) || (!s.Known && op.Token <= s.Token) {
 				return nil
 			}
 			return []any{State{Holder: op.Session, Token: op.Token, Known: true}}

@@ -41,6 +41,20 @@ func TestLock_Linearizability(t *testing.T) {
 			op(0, A, "a", ok, 5, 0, 10), op(1, A, "b", ok, 7, 40, 50), op(0, E, "a", unk, 0, 60, 1000)}, porcupine.Illegal},
 		{"unknown acquire may have happened", []porcupine.Operation{
 			op(0, A, "a", unk, 0, 0, 1000), op(2, Rd, "a", ok, 9, 20, 30), op(1, A, "b", fail, 0, 40, 50)}, porcupine.Ok},
+		// Tokens only grow: a grant the client learns after an acquire of
+		// unknown outcome still comes after every earlier grant.
+		{"token after an unknown acquire is higher", []porcupine.Operation{
+			op(1, A, "b", ok, 9, 0, 10), op(1, R, "b", ok, 0, 20, 30),
+			op(0, A, "a", unk, 0, 40, 1000), op(0, A, "a", ok, 12, 50, 60)}, porcupine.Ok},
+		{"token goes back after an unknown acquire", []porcupine.Operation{
+			op(1, A, "b", ok, 9, 0, 10), op(1, R, "b", ok, 0, 20, 30),
+			op(0, A, "a", unk, 0, 40, 1000), op(0, A, "a", ok, 4, 50, 60)}, porcupine.Illegal},
+		{"token goes back after an unknown acquire invoked before the grant", []porcupine.Operation{
+			op(0, A, "a", unk, 0, 5, 1000), op(1, A, "b", ok, 9, 0, 10), op(1, R, "b", ok, 0, 20, 30),
+			op(0, A, "a", ok, 4, 50, 60)}, porcupine.Illegal},
+		{"equal token after an unknown acquire", []porcupine.Operation{
+			op(1, A, "b", ok, 9, 0, 10), op(1, R, "b", ok, 0, 20, 30),
+			op(0, A, "a", unk, 0, 40, 1000), op(0, A, "a", ok, 9, 50, 60)}, porcupine.Illegal},
 		{"stale read after hand-over", []porcupine.Operation{
 			op(0, A, "a", ok, 5, 0, 10), op(0, R, "a", ok, 0, 20, 30), op(1, A, "b", ok, 7, 40, 50),
 			op(2, Rd, "a", ok, 5, 60, 70)}, porcupine.Illegal},

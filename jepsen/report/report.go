@@ -17,12 +17,13 @@ import (
 	"github.com/lockd/lockd/jepsen/runner"
 )
 
-// Print writes a run's seed, fault timeline and one line per checker.
+// Print writes a run's seed, fault timeline and one line per checker,
+// with the details of every checker that found a violation or could not
+// decide. A run that failed to run still shows the verdicts it reached.
 func Print(w io.Writer, r *runner.Result, timeline bool) {
 	fmt.Fprintf(w, "== run seed %d (%s, %d ops, %d faults, %s)\n", r.Seed, r.Dir, r.Ops, r.Faults, r.Elapsed.Round(1e8))
 	if r.Err != nil {
 		fmt.Fprintf(w, "   run failed: %v\n", r.Err)
-		return
 	}
 	if timeline {
 		for _, e := range r.Events {

@@ -189,29 +189,53 @@ func Run(cfg Config) (res *Result) {
 	res.Ops, res.History = len(ops), ops
 	res.Stats = tr.Stats()
 	res.Events = rec.Events()
-	skip := map[string]bool{traffic.FencedLock: true}
-	res.Verdicts = append(res.Verdicts, validate.CheckLinearizable(ops, skip, 2*time.Minute, cfg.Dir))
-	var extra []validate.ExtraGrant
-	var writes []traffic.Write
+	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
+		Classic: cfg.Election != "" && cfg.Election != "raft", Dir: cfg.Dir}
 	if r := tr.Resource(); r != nil {
-		for _, g := range r.Grants() {
-			extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
-		}
-		writes = r.Writes()
+		ev.Fenced = true
+		ev.Grants = r.Grants()
+		ev.Writes = r.Writes()
 	}
-	res.Verdicts = append(res.Verdicts, validate.CheckTokens(ops, extra), validate.CheckLeaseTiming(ops, rec.Holds()))
-	fv := validate.CheckFencing(writes)
-	if tr.Resource() == nil {
+	res.Verdicts = Check(ev)
+	return res
+}
+
+// Evidence is everything a run gathered for its checkers.
+type Evidence struct {
+	Ops    []history.Op
+	Holds  []history.Hold
+	Events []history.Event
+	// Fenced is set when the fenced workload ran; Grants and Writes are
+	// its resource's grants (the child clients' among them) and log.
+	Fenced bool
+	Grants []traffic.Grant
+	Writes []traffic.Write
+	// Durability is the verdict checkDurability reached on the live
+	// cluster.
+	Durability validate.Verdict
+	Samples    []validate.Sample
+	// Classic is set for the election modes without Raft terms.
+	Classic bool
+	// Dir receives the checkers' artifacts.
+	Dir string
+}
+
+// Check runs every checker on a run's evidence and returns their
+// verdicts.
+func Check(ev Evidence) []validate.Verdict {
+	var out []validate.Verdict
+	skip := map[string]bool{traffic.FencedLock: true}
+	out = append(out, validate.CheckLinearizable(ev.Ops, skip, 2*time.Minute, ev.Dir))
+	var extra []validate.ExtraGrant
+	for _, g := range ev.Grants {
+		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
+	}
+	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds))
+	fv := validate.CheckFencing(ev.Writes, ev.Grants)
+	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")
 	}
-	res.Verdicts = append(res.Verdicts, fv, durable,
-		validate.CheckLeaders(poll.samples(), cfg.Election != "" && cfg.Election != "raft"))
-	for _, e := range rec.Events() {
-		if len(e.What) > 9 && e.What[:9] == "VIOLATION" {
-			res.Verdicts[0].Details = append(res.Verdicts[0].Details, e.What)
-		}
-	}
-	return res
+	return append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events))
 }
 
 func nodeIDs(c *cluster.Cluster) []string {

@@ -78,6 +78,7 @@ func RunFenceClient() int {
 			}
 		}
 		m := client.NewMutex(s, FencedLock)
+		call := resourceNow(hc, res) // before the invocation, on the harness clock
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
 		err := m.TryLock(actx)
 		acancel()
@@ -85,7 +86,7 @@ func RunFenceClient() int {
 			continue
 		}
 		tok := m.Token()
-		post("/grant", Grant{Client: name, Session: s.ID(), Token: tok})
+		post("/grant", Grant{Client: name, Session: s.ID(), Token: tok, Call: call})
 		for range 3 + rand.IntN(4) {
 			if !m.Held() {
 				break
@@ -103,4 +104,20 @@ func RunFenceClient() int {
 		s.Close()
 	}
 	return 0
+}
+
+// resourceNow asks the resource for the harness clock. It answers 0, the
+// start of the run (a bound that still holds), when the resource does not
+// answer.
+func resourceNow(hc *http.Client, res string) int64 {
+	resp, err := hc.Post(res+"/acquiring", "application/json", nil)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var at int64
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&at) != nil {
+		return 0
+	}
+	return at
 }

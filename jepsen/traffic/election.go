@@ -89,6 +89,8 @@ func (t *Traffic) electionReader(ctx context.Context) {
 			}
 			t.count("observe")
 			if l.Token != 0 && l.Token < lastObserved {
+				// An event starting with VIOLATION fails the run
+				// (validate.CheckEvents counts it).
 				t.rec.Eventf("VIOLATION observe went back: token %d after %d", l.Token, lastObserved)
 			}
 			lastObserved = max(lastObserved, l.Token)

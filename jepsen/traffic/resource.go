@@ -30,11 +30,15 @@ type Write struct {
 	Accepted bool
 }
 
-// Grant is a grant of FencedLock that a writer reported to the resource.
+// Grant is a grant of FencedLock that a writer reported to the resource,
+// with bounds on when it happened on the harness clock: the acquire was
+// invoked no earlier than Call and acknowledged no later than Return.
 type Grant struct {
 	Client  string
 	Session string
 	Token   uint64
+	Call    int64
+	Return  int64
 }
 
 // Resource is a shared log guarded by FencedLock: holders append to it,
@@ -83,9 +87,17 @@ func NewResource(fencing bool, rec *history.Recorder) (*Resource, error) {
 			http.Error(w, "stale token", 409)
 		}
 	})
+	// A child asks for the time before it invokes an acquire: the answer
+	// is a reading taken before the invocation, so a lower bound of it.
+	mux.HandleFunc("POST /acquiring", func(w http.ResponseWriter, req *http.Request) {
+		json.NewEncoder(w).Encode(rec.Now())
+	})
+	// A child reports a grant after its acquire returned: the report's
+	// arrival bounds the acknowledgement from above.
 	mux.HandleFunc("POST /grant", func(w http.ResponseWriter, req *http.Request) {
 		var g Grant
 		if json.NewDecoder(req.Body).Decode(&g) == nil {
+			g.Return = rec.Now()
 			r.Granted(g)
 		}
 	})
@@ -224,12 +236,13 @@ func (t *Traffic) fencedWorker(ctx context.Context, rng interface{ IntN(int) int
 			continue
 		}
 		m := client.NewMutex(s, FencedLock)
+		call := t.rec.Now()
 		tok, ok := w.acquire(ctx, m, FencedLock)
 		if !ok {
 			continue
 		}
 		r := t.fence
-		r.Granted(Grant{Client: name, Session: s.ID(), Token: tok})
+		r.Granted(Grant{Client: name, Session: s.ID(), Token: tok, Call: call, Return: t.rec.Now()})
 		for range 2 + rng.IntN(5) {
 			if !m.Held() || !sleep(ctx, 50*time.Millisecond) {
 				break

@@ -9,12 +9,17 @@
 //     order;
 //  3. lease timing: no successful acquire completes while another,
 //     unpaused client's library believes it holds the lock;
-//  4. fencing: the fenced resource never accepted a write whose token is
-//     lower than one it had accepted before;
+//  4. fencing: the fenced lock's grants, the child processes' among them,
+//     have tokens that grow in real-time order (what fencing relies on),
+//     and the fenced resource never accepted a write whose token is lower
+//     than one it had accepted before;
 //  5. durability: every acknowledged acquire and release survives a kill
 //     -9 and restart of every node (the runner gathers the evidence);
 //  6. leaders: at most one leader per Raft term, and, for the classic
-//     election modes, at most one coordinator at a time.
+//     election modes, at most one coordinator at a time;
+//  7. events: the violations the workloads saw for themselves while the
+//     run went on (Observe delivering an older token than before), which
+//     they record on the timeline.
 //
 // A checker that could not decide (porcupine's timeout) says so instead
 // of passing.
@@ -66,4 +71,5 @@ const (
 	Fencing         = "fencing"
 	Durability      = "durability"
 	Leaders         = "leaders"
+	Events          = "events"
 )

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -100,6 +101,10 @@ func short(s string) string {
 // session last held or released the lock: such an acquire may have been
 // the one the server granted, and the later acquire that reported the
 // token only found it held already (acquires are idempotent per session).
+// A refusal of the session's acquire because the lock was held or in its
+// lock-delay says the session did not hold the lock when the refusal was
+// decided: an attempt still pending can have been granted only after
+// that, so the window starts no earlier than the refusal's invocation.
 func effectiveCalls(grants, ops []history.Op) []history.Op {
 	pending := map[grantKey]int64{}
 	eff := map[int64]int64{} // op ID -> effective call
@@ -115,6 +120,10 @@ func effectiveCalls(grants, ops []history.Op) []history.Op {
 				eff[op.ID] = c
 			}
 			delete(pending, k)
+		case op.Kind == history.Acquire && op.Status == history.Fail && refusal(op.Code):
+			if _, ok := pending[k]; ok {
+				pending[k] = op.Call
+			}
 		case op.Kind == history.Release:
 			delete(pending, k)
 		}
@@ -128,3 +137,8 @@ func effectiveCalls(grants, ops []history.Op) []history.Op {
 	}
 	return out
 }
+
+// refusal reports whether a failed acquire's code says the lock was not
+// the session's when the server decided (held by another session, or free
+// in its lock-delay), rather than that the request was not decided.
+func refusal(code string) bool { return code == wire.CodeLockHeld || code == wire.CodeLockDelay }

@@ -13,6 +13,14 @@ func acq(lock, session string, token uint64, call, ret int64) history.Op {
 	return history.Op{Lock: lock, Kind: history.Acquire, Session: session, Status: history.OK, Token: token, Call: call, Return: ret}
 }
 
+func unknownAcq(lock, session string, call int64) history.Op {
+	return history.Op{Lock: lock, Kind: history.Acquire, Session: session, Status: history.Unknown, Call: call, Return: history.Infinity}
+}
+
+func refused(lock, session, code string, call, ret int64) history.Op {
+	return history.Op{Lock: lock, Kind: history.Acquire, Session: session, Status: history.Fail, Code: code, Call: call, Return: ret}
+}
+
 func TestCheckTokens_Violations(t *testing.T) {
 	tests := []struct {
 		name string
@@ -27,9 +35,23 @@ func TestCheckTokens_Violations(t *testing.T) {
 			{Lock: "l", Kind: history.Acquire, Session: "a", Status: history.Unknown, Call: 0, Return: history.Infinity},
 			acq("m", "b", 7, 10, 20), acq("l", "a", 5, 30, 40)}, 0},
 		{"one token, two sessions", []history.Op{acq("l", "a", 5, 0, 10), acq("l", "b", 5, 5, 30)}, 1},
+		// A refusal says the session did not hold the lock when it was
+		// decided: an earlier attempt of unknown outcome can have been
+		// granted only after the refusal's invocation.
+		{"lower token after a held refusal", []history.Op{unknownAcq("l", "a", 0),
+			acq("m", "b", 9, 5, 10), refused("l", "a", "lock_held", 20, 30), acq("l", "a", 4, 40, 50)}, 1},
+		{"lower token after a lock-delay refusal", []history.Op{unknownAcq("l", "a", 0),
+			acq("m", "b", 9, 5, 10), refused("l", "a", "lock_delay", 20, 30), acq("l", "a", 4, 40, 50)}, 1},
+		{"the attempt may still land after the refusal", []history.Op{unknownAcq("l", "a", 0),
+			refused("l", "a", "lock_held", 20, 30), acq("m", "b", 9, 25, 35), acq("l", "a", 8, 40, 50)}, 0},
+		{"a failure that says nothing of the lock", []history.Op{unknownAcq("l", "a", 0),
+			acq("m", "b", 9, 5, 10), refused("l", "a", "unavailable", 20, 30), acq("l", "a", 4, 40, 50)}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			for i := range tt.ops { // in invocation order, as the recorder gives them
+				tt.ops[i].ID = int64(i + 1)
+			}
 			if got := CheckTokens(tt.ops, nil).Violations; got != tt.want {
 				t.Fatalf("violations = %d, want %d", got, tt.want)
 			}
@@ -62,12 +84,39 @@ func TestCheckLeaseTiming_Violations(t *testing.T) {
 }
 
 func TestCheckFencing_Violations(t *testing.T) {
-	w := func(tok uint64, ok bool) traffic.Write { return traffic.Write{Token: tok, Accepted: ok} }
-	if got := CheckFencing([]traffic.Write{w(5, true), w(7, true), w(7, true), w(5, false)}).Violations; got != 0 {
-		t.Fatalf("fenced log: %d violations, want 0", got)
+	w := func(client string, tok uint64, ok bool, at int64) traffic.Write {
+		return traffic.Write{Client: client, Session: client, Token: tok, Accepted: ok, At: at}
 	}
-	if got := CheckFencing([]traffic.Write{w(5, true), w(7, true), w(5, true)}).Violations; got != 1 {
-		t.Fatalf("stale write accepted: %d violations, want 1", got)
+	g := func(client string, tok uint64, call, ret int64) traffic.Grant {
+		return traffic.Grant{Client: client, Session: client, Token: tok, Call: call, Return: ret}
+	}
+	tests := []struct {
+		name   string
+		writes []traffic.Write
+		grants []traffic.Grant
+		want   int
+	}{
+		{"fenced log", []traffic.Write{w("a", 5, true, 10), w("b", 7, true, 30), w("b", 7, true, 40), w("a", 5, false, 50)},
+			[]traffic.Grant{g("a", 5, 0, 5), g("b", 7, 20, 25)}, 0},
+		{"stale write accepted", []traffic.Write{w("a", 5, true, 10), w("b", 7, true, 30), w("a", 5, true, 50)},
+			[]traffic.Grant{g("a", 5, 0, 5), g("b", 7, 20, 25)}, 1},
+		// The resource refuses the newer holder's writes, as it should
+		// given the tokens: the fault is lockd's, in the grants.
+		{"newer holder granted a lower token", []traffic.Write{w("a", 10, true, 10), w("b", 5, false, 40)},
+			[]traffic.Grant{g("a", 10, 0, 5), g("b", 5, 20, 30)}, 1},
+		{"newer holder granted the same token", nil,
+			[]traffic.Grant{g("a", 10, 0, 5), g("b", 10, 20, 30)}, 1},
+		{"concurrent acquires may be granted in either order", nil,
+			[]traffic.Grant{g("a", 10, 0, 25), g("b", 5, 20, 30)}, 0},
+		{"same grant reported twice", nil, []traffic.Grant{g("a", 10, 0, 5), g("a", 10, 20, 30)}, 0},
+		{"grant without a window left out", nil, []traffic.Grant{g("a", 10, 0, 5), {Client: "b", Session: "b", Token: 5}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckFencing(tt.writes, tt.grants); got.Violations != tt.want {
+				t.Fatalf("violations = %d, want %d: %v", got.Violations, tt.want, got.Details)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/runner"
+	"github.com/lockd/lockd/jepsen/validate"
+)
+
+// TestPrint_ShowsEveryViolation checks that a run with one violation a
+// workload saw on its own prints it, without the timeline, and that the
+// campaign row counts it.
+func TestPrint_ShowsEveryViolation(t *testing.T) {
+	what := "VIOLATION observe went back: token 7 after 9"
+	ev := runner.Evidence{
+		Events:     []history.Event{{At: 5e8, What: what}},
+		Durability: validate.Verdict{Checker: validate.Durability},
+		Dir:        t.TempDir(),
+	}
+	r := &runner.Result{Seed: 1, Verdicts: runner.Check(ev)}
+	var b strings.Builder
+	Print(&b, r, false)
+	if out := b.String(); !strings.Contains(out, what) || !strings.Contains(out, "FAIL") {
+		t.Errorf("report does not show the violation as a failure:\n%s", out)
+	}
+	c := &Campaign{}
+	c.Add(r)
+	if row := c.Row(); !strings.Contains(row, "| 1 (events 1) |") {
+		t.Errorf("campaign row does not count the violation: %s", row)
+	}
+}

@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/validate"
+)
+
+// evidence is a clean run's evidence: one lock taken and given back, a
+// fenced log that only grew, one leader, a durability check that passed.
+func evidence(t *testing.T) Evidence {
+	return Evidence{
+		Ops: []history.Op{
+			{ID: 1, Lock: "l", Kind: history.Acquire, Session: "s1", Token: 5, Status: history.OK, Call: 0, Return: 10},
+			{ID: 2, Lock: "l", Kind: history.Release, Session: "s1", Status: history.OK, Call: 20, Return: 30},
+		},
+		Events:     []history.Event{{At: 0, What: "cluster of 3 up"}},
+		Durability: validate.Verdict{Checker: validate.Durability},
+		Samples:    []validate.Sample{{Node: "n1", State: "Leader", Term: 2}, {Node: "n2", State: "Follower", Term: 2}},
+		Dir:        t.TempDir(),
+	}
+}
+
+// TestCheck_EveryViolationCounts checks that a violation a workload
+// recorded on the timeline while the run went on (Observe delivering an
+// older token) fails the run like any checker's: it is counted, named in
+// the verdicts, and a clean run stays clean.
+func TestCheck_EveryViolationCounts(t *testing.T) {
+	observe := "VIOLATION observe went back: token 7 after 9"
+	tests := []struct {
+		name   string
+		events []string
+		want   int // violations over all verdicts
+	}{
+		{"clean run", nil, 0},
+		{"one observe violation", []string{observe}, 1},
+		{"two", []string{observe, "VIOLATION observe went back: token 3 after 9"}, 2},
+		{"word inside a line is no violation", []string{"heal all: no VIOLATION here"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := evidence(t)
+			for i, e := range tt.events {
+				ev.Events = append(ev.Events, history.Event{At: int64(100 + i), What: e})
+			}
+			r := &Result{Verdicts: Check(ev)}
+			total, details := 0, ""
+			for _, v := range r.Verdicts {
+				total += v.Violations
+				if v.Violations > 0 {
+					details += strings.Join(v.Details, "\n")
+				}
+			}
+			if total != tt.want {
+				t.Fatalf("%d violations counted, want %d: %v", total, tt.want, r.Verdicts)
+			}
+			if failed := r.Violations() > 0; failed != (tt.want > 0) {
+				t.Fatalf("run failed = %v with %d violations", failed, tt.want)
+			}
+			for _, e := range tt.events {
+				if strings.HasPrefix(e, "VIOLATION") && !strings.Contains(details, e) {
+					t.Errorf("failing verdicts do not name %q:\n%s", e, details)
+				}
+			}
+		})
+	}
+}
