@@ -36,10 +36,12 @@ bench:
 # The fault-injection campaign (about an hour): 50 seeded runs of 60 s over
 # every fault kind, appending its row to jepsen/RESULTS.md.
 jepsen:
+	scripts/jepsen-deps.sh
 	$(GO) run ./jepsen --runs 50 --duration 60s --seed 1000 --faults all --results jepsen/RESULTS.md
 
 # Proves the checkers catch each --unsafe-debug switch and the unfenced control.
 jepsen-selftest:
+	scripts/jepsen-deps.sh
 	LOCKD_JEPSEN_SELFTEST=1 $(GO) test -run TestSelfTest -timeout 30m -v ./jepsen
 
 # A local 3-node cluster in the background (scripts/cluster.sh).
