@@ -39,7 +39,8 @@
 //	   a crash is kept by the restarted node.
 //	A4 (transfers) A leader gives its lease up before it starts a
 //	   leadership transfer (Node.Close, removing itself); a follower obeys
-//	   a TimeoutNow only from the leader it follows (guardedTransport).
+//	   a TimeoutNow only from the leader it follows (guardedTransport; its
+//	   doc names the one case left open).
 //	A5 (configurations) Membership changes one voter at a time, as
 //	   hashicorp/raft does, so a majority of the configuration the leader
 //	   uses meets a majority of any configuration an election may use.
@@ -60,7 +61,7 @@
 // are in, the lease ends at start plus the smallest of them times
 // (1 − MaxClockDrift), minus LeaseMargin. Any leader of a later term needs
 // the votes of a majority, which includes one of those followers, so no
-// other node leads before L's lease ends (A3–A5 keep the promises from
+// other node leads before L's lease ends (A3–A6 keep the promises from
 // being broken early). An answer, however late, speaks only of a promise
 // measured after the question left, so a delayed, duplicated or reordered
 // message can shorten the lease but never stretch it; a late answer to an
@@ -78,7 +79,8 @@
 // monotonic clock and restarted at full length by a new leader; no
 // wall-clock value of any node decides a grant.
 //
-// The safety argument below is about Raft mode. Node implements the Service
+// The safety argument above is about Raft mode (a classic-mode coordinator
+// has no quorum behind its lease). Node implements the Service
 // interface httpapi declares. It knows nothing
 // of HTTP: cmd/lockd wires the two together.
 package lease
