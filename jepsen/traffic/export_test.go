@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"math/rand/v2"
+	"net/http"
 
 	"github.com/lockd/lockd/client"
 )
@@ -20,3 +21,8 @@ func (w *worker) Session(ctx context.Context) *client.Session { return w.session
 
 // EndSession is worker.endSession.
 func (w *worker) EndSession() { w.endSession() }
+
+// AbandonOne is Traffic.abandonOne through a plain HTTP client.
+func (t *Traffic) AbandonOne(ctx context.Context, endpoint string) {
+	t.abandonOne(ctx, http.DefaultClient, t.nextClient(), endpoint, rand.New(rand.NewPCG(1, 2)))
+}
