@@ -141,7 +141,9 @@ func (w *writer) close() {
 	end := history.Op{Client: readerClient + 1, Lock: lateLock, Kind: history.End, Session: w.s.ID()}
 	if !w.s.Alive() {
 		// Lost: the server may expire it from its promise on.
-		end.Status, end.Call, end.Return, end.Err = history.Unknown, w.rec.At(traffic.ServerPromise(w.s)), history.Infinity, "expired"
+		promise := traffic.ServerPromise(w.s)
+		end.Status, end.Call, end.Return, end.Err = history.Unknown, w.rec.At(promise), history.Infinity, "expired"
+		time.Sleep(time.Until(promise)) // the destroy must not land before the End
 		w.s.Close()
 		w.rec.Add(end)
 		return

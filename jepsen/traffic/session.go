@@ -76,13 +76,16 @@ func (w *worker) endSession() {
 		return
 	}
 	rec := w.t.rec
-	promise := rec.At(ServerPromise(s))
+	promise := ServerPromise(s)
 	if !s.Alive() {
-		at := promise
 		for _, l := range w.locks {
 			rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),
-				Status: history.Unknown, Call: at, Return: history.Infinity, Err: "expired"})
+				Status: history.Unknown, Call: rec.At(promise), Return: history.Infinity, Err: "expired"})
 		}
+		// The destroy releases the session's locks at once: sent before the
+		// promise, it would end the session before the End above. The wait
+		// is at most the library's safety, a tenth of the TTL and a little.
+		time.Sleep(time.Until(promise))
 		leave := w.t.gate.passSoon(context.Background())
 		s.Close() // stops its goroutines; the destroy, if it lands, is inside the End above
 		leave()
@@ -99,7 +102,7 @@ func (w *worker) endSession() {
 	}
 	for _, l := range w.locks {
 		rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),
-			Status: st, Call: min(call, promise), Return: ret, Err: errString(err)})
+			Status: st, Call: min(call, rec.At(promise)), Return: ret, Err: errString(err)})
 	}
 }
 

@@ -29,6 +29,7 @@ type sessionServer struct {
 	mu       sync.Mutex
 	arrived  []int64 // create, then each acknowledged keepalive
 	answered []int64
+	deleted  int64 // arrival of the destroy
 }
 
 func (f *sessionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -52,6 +53,7 @@ func (f *sessionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.arrived, f.answered = append(f.arrived, now), append(f.answered, f.rec.Now())
 		reply(http.StatusOK, wire.KeepAliveResponse{ID: "session-a", TTL: wire.Duration(f.ttl)})
 	case r.Method == "DELETE":
+		f.deleted = now
 		reply(http.StatusNotFound, wire.Error{Code: wire.CodeSessionExpired, Message: "expired"})
 	default:
 		reply(http.StatusNotFound, wire.Error{Code: "not_found", Message: r.URL.Path})
@@ -99,6 +101,11 @@ func lostSessionEnd(t *testing.T, ttl time.Duration, acks int) (end history.Op, 
 	ops := rec.Ops()
 	if len(ops) != 1 || ops[0].Kind != history.End || ops[0].Lock != "l" {
 		t.Fatalf("recorded %+v, want one End of lock l", ops)
+	}
+	// A destroy releases the session's locks at once: it must not reach
+	// the server before the End it belongs to.
+	if fs.deleted != 0 && fs.deleted < ops[0].Call {
+		t.Errorf("the destroy arrived at %s, before the End from %s", history.Seconds(fs.deleted), history.Seconds(ops[0].Call))
 	}
 	return ops[0], promise, floor
 }
