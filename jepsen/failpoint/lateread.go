@@ -140,13 +140,15 @@ func (w *writer) close() {
 	}
 	end := history.Op{Client: readerClient + 1, Lock: lateLock, Kind: history.End, Session: w.s.ID()}
 	if !w.s.Alive() {
-		// Lost: the server may expire it from the library's deadline on.
-		end.Status, end.Call, end.Return, end.Err = history.Unknown, w.rec.At(w.s.Deadline()), history.Infinity, "expired"
+		// Lost: the server may expire it from its promise on.
+		promise := traffic.ServerPromise(w.s)
+		end.Status, end.Call, end.Return, end.Err = history.Unknown, w.rec.At(promise), history.Infinity, "expired"
+		time.Sleep(time.Until(promise)) // the destroy must not land before the End
 		w.s.Close()
 		w.rec.Add(end)
 		return
 	}
-	end.Call = min(w.rec.Now(), w.rec.At(w.s.Deadline()))
+	end.Call = min(w.rec.Now(), w.rec.At(traffic.ServerPromise(w.s)))
 	err := w.s.Close()
 	end.Status, end.Return = history.OK, w.rec.Now()
 	if err != nil {

@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/lockd/lockd/client"
@@ -14,12 +16,14 @@ import (
 )
 
 // checkDurability is checker 5. After the workloads stopped, one session
-// with a long TTL takes every lock of the lock workload (waiting out any
-// holder left behind) and releases the first again; every acknowledged
-// step is remembered, together with the highest token any client was ever
+// with a long TTL takes every lock and election the run was acknowledged a
+// grant on, and every lock of the lock workload (waiting out any holder
+// left behind), and releases the first lock again; every acknowledged step
+// is remembered, together with the highest token any client was ever
 // acknowledged. Then every node is killed with SIGKILL and restarted, and
-// each lock must read exactly as acknowledged, and the cluster's applied
-// index must cover every acknowledged token.
+// each name must read exactly as acknowledged (which also shows that the
+// session survived), and the cluster's applied index must cover every
+// acknowledged token.
 func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *history.Recorder) validate.Verdict {
 	v := validate.Verdict{Checker: validate.Durability}
 	undecided := func(format string, args ...any) validate.Verdict {
@@ -43,26 +47,30 @@ func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *h
 		return undecided("no durability session: %v", err)
 	}
 	defer s.Close()
-	want := map[string]uint64{} // lock -> token held by s (0: free)
-	for i, l := range traffic.LockNames {
-		m := client.NewMutex(s, l)
+	want := durableNames(rec.Ops())
+	for i := range want {
+		d := &want[i]
 		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err := m.Lock(lctx)
+		if d.Election {
+			e := client.NewElection(s, d.Name)
+			err = e.Campaign(lctx, durableValue)
+			d.Token = e.Token()
+		} else {
+			m := client.NewMutex(s, d.Name)
+			err = m.Lock(lctx)
+			d.Token = m.Token()
+			if err == nil && i == 0 {
+				uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				err = m.Unlock(uctx)
+				cancel()
+				d.Token = 0
+			}
+		}
 		cancel()
 		if err != nil {
-			return undecided("final acquire of %s: %v", l, err)
+			return undecided("final grant or release of %s: %v", d.Name, err)
 		}
-		want[l] = m.Token()
-		maxToken = max(maxToken, m.Token())
-		if i == 0 {
-			uctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := m.Unlock(uctx)
-			cancel()
-			if err != nil {
-				return undecided("final release of %s: %v", l, err)
-			}
-			want[l] = 0
-		}
+		maxToken = max(maxToken, d.Token)
 	}
 	rec.Eventf("durability: acknowledged %v, highest acknowledged token %d; kill -9 every node", want, maxToken)
 	for _, n := range c.Nodes {
@@ -77,19 +85,35 @@ func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *h
 		return undecided("after restart: %v", err)
 	}
 	rec.Eventf("durability: every node restarted")
-	for _, l := range traffic.LockNames {
+	got := map[string]durableName{}
+	for _, d := range want {
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		lk, err := cl.Lock(rctx, l, client.Consistent)
+		r := durableName{Name: d.Name, Election: d.Election}
+		if d.Election {
+			var l client.Leader
+			l, err = cl.Election(rctx, d.Name)
+			if errors.Is(err, client.ErrNoElectionLeader) {
+				err = nil
+			}
+			if l.Session == s.ID() {
+				r.Token, r.Value = l.Token, l.Value
+			}
+			r.Seen = fmt.Sprintf("leader %s token %d", l.Session, l.Token)
+		} else {
+			var lk wire.Lock
+			lk, err = cl.Lock(rctx, d.Name, client.Consistent)
+			r.Token = holderToken(lk, s.ID())
+			r.Seen = fmt.Sprintf("holders %v", lk.Holders)
+		}
 		cancel()
 		if err != nil {
-			return undecided("read %s after restart: %v", l, err)
+			return undecided("read %s after restart: %v", d.Name, err)
 		}
-		got := holderToken(lk, s.ID())
-		if got != want[l] {
-			v.Violations++
-			v.Details = append(v.Details, fmt.Sprintf("%s after restart: durability session holds token %d, acknowledged %d (holders %v)",
-				l, got, want[l], lk.Holders))
-		}
+		got[d.Name] = r
+	}
+	for _, msg := range compareDurable(want, got) {
+		v.Violations++
+		v.Details = append(v.Details, msg)
 	}
 	var st wire.Cluster
 	for _, n := range c.Nodes {
@@ -104,8 +128,77 @@ func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *h
 		v.Violations++
 		v.Details = append(v.Details, fmt.Sprintf("applied index %d after restart is below acknowledged token %d", st.AppliedIndex, maxToken))
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d locks compared, highest acknowledged token %d", len(want), maxToken))
+	v.Details = append(v.Details, fmt.Sprintf("%d locks and elections compared, highest acknowledged token %d", len(want), maxToken))
 	return v
+}
+
+// durableValue is the value the durability session campaigns with.
+const durableValue = "durability"
+
+// durableName is a lock or an election the durability check compares: the
+// durability session's token on it (0: not held by it) and, for an
+// election, its value.
+type durableName struct {
+	Name     string
+	Election bool
+	Token    uint64
+	Value    string
+	Seen     string // what a read after the restart showed, for the report
+}
+
+func (d durableName) String() string {
+	if d.Election {
+		return fmt.Sprintf("election %s:%d", d.Name, d.Token)
+	}
+	return fmt.Sprintf("%s:%d", d.Name, d.Token)
+}
+
+// durableNames returns the names the durability check takes: the lock
+// workload's locks first (the first is given back again, so that a release
+// is compared too), then every other lock and election a grant was
+// acknowledged on in ops, in name order. Elections are the workload's
+// election names.
+func durableNames(ops []history.Op) []durableName {
+	var out []durableName
+	seen := map[string]bool{}
+	for _, l := range traffic.LockNames {
+		seen[l] = true
+		out = append(out, durableName{Name: l})
+	}
+	var more []string
+	for _, op := range ops {
+		if op.Kind == history.Acquire && op.Status == history.OK && !seen[op.Lock] {
+			seen[op.Lock] = true
+			more = append(more, op.Lock)
+		}
+	}
+	sort.Strings(more)
+	for _, n := range more {
+		out = append(out, durableName{Name: n, Election: n == traffic.ElectionName})
+	}
+	return out
+}
+
+// compareDurable compares what the durability session was acknowledged
+// before the restart with what it reads after, name by name, and returns
+// one message per difference. A name got lacks reads as not held.
+func compareDurable(want []durableName, got map[string]durableName) []string {
+	var out []string
+	for _, w := range want {
+		g := got[w.Name]
+		kind := "lock"
+		if w.Election {
+			kind = "election"
+		}
+		switch {
+		case g.Token != w.Token:
+			out = append(out, fmt.Sprintf("%s %s after restart: durability session holds token %d, acknowledged %d (%s)",
+				kind, w.Name, g.Token, w.Token, g.Seen))
+		case w.Election && w.Token != 0 && g.Value != durableValue:
+			out = append(out, fmt.Sprintf("election %s after restart: value %q, acknowledged %q", w.Name, g.Value, durableValue))
+		}
+	}
+	return out
 }
 
 func holderToken(l wire.Lock, session string) uint64 {

@@ -23,8 +23,8 @@ const idleSessions = 20
 
 // expiryWorker creates sessions, takes a lock with each, and abandons them
 // (no keepalive, no destroy) so that the server must expire them under
-// load. The history learns that each such session may end from creation +
-// TTL x (1 - 2%) on: the server may not expire it earlier.
+// load. The history learns that each such session may end from the send
+// time of its create + TTL on: the server may not expire it earlier.
 func (t *Traffic) expiryWorker(ctx context.Context, rng *rand.Rand) {
 	c := t.newClient(t.nextClient())
 	var idle []*client.Session
@@ -77,7 +77,7 @@ func (t *Traffic) abandonOne(ctx context.Context, hc *http.Client, id int, ep st
 	op.Token, op.Code, op.Err = r.Token, code, errString(err)
 	t.rec.Complete(op, st)
 	t.rec.Add(history.Op{Client: id, Lock: l, Kind: history.End, Session: s.ID, Status: history.Unknown,
-		Call: created + int64(float64(expiryTTL)*0.98), Return: history.Infinity, Err: "abandoned"})
+		Call: created + int64(expiryTTL), Return: history.Infinity, Err: "abandoned"})
 }
 
 // rawCall sends one request without the client library (which would keep

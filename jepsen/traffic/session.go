@@ -49,10 +49,26 @@ func (w *worker) session(ctx context.Context) *client.Session {
 	return s
 }
 
+// ServerPromise returns the earliest moment the server may expire s, a
+// session created with the library's default drift and margin: the send
+// time of the last keepalive (or create) the server acknowledged + TTL.
+// The server measures the TTL from the request's arrival, which is later.
+//
+// The library's deadline is that send time + TTL x (1 - drift) - margin; the
+// difference is the library's own safety, which gives the holder time to
+// stop before the server may drop it. An End recorded from the library's
+// deadline would let the checkers accept a server that expires sessions
+// that much early (0.1 x TTL and more).
+func ServerPromise(s *client.Session) time.Time {
+	ttl := s.TTL()
+	safety := ttl - (time.Duration(float64(ttl)*(1-client.DefaultDrift)) - ttl/10)
+	return s.Deadline().Add(safety)
+}
+
 // endSession ends the current session and records the end in the history
 // of every lock the worker uses. A session the library lost may be expired
-// by the server at any moment from its local deadline on (that deadline is
-// conservative by design); a live one is destroyed now.
+// by the server at any moment from the server's promise on (ServerPromise);
+// a live one is destroyed now.
 func (w *worker) endSession() {
 	s := w.s
 	w.s = nil
@@ -60,12 +76,16 @@ func (w *worker) endSession() {
 		return
 	}
 	rec := w.t.rec
+	promise := ServerPromise(s)
 	if !s.Alive() {
-		at := rec.At(s.Deadline())
 		for _, l := range w.locks {
 			rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),
-				Status: history.Unknown, Call: at, Return: history.Infinity, Err: "expired"})
+				Status: history.Unknown, Call: rec.At(promise), Return: history.Infinity, Err: "expired"})
 		}
+		// The destroy releases the session's locks at once: sent before the
+		// promise, it would end the session before the End above. The wait
+		// is at most the library's safety, a tenth of the TTL and a little.
+		time.Sleep(time.Until(promise))
 		leave := w.t.gate.passSoon(context.Background())
 		s.Close() // stops its goroutines; the destroy, if it lands, is inside the End above
 		leave()
@@ -82,7 +102,7 @@ func (w *worker) endSession() {
 	}
 	for _, l := range w.locks {
 		rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),
-			Status: st, Call: min(call, rec.At(s.Deadline())), Return: ret, Err: errString(err)})
+			Status: st, Call: min(call, rec.At(promise)), Return: ret, Err: errString(err)})
 	}
 }
 
