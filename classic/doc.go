@@ -1,7 +1,7 @@
 // Package classic runs the textbook election algorithms for real, beside
 // Raft, so that anyone can see what each costs and what breaks: the ring
 // (Chang and Roberts), the bully and the invitation algorithm (both
-// Garcia-Molina), as the lectures in shared/seeds teach them, with a
+// Garcia-Molina), as the classic lectures teach them, with a
 // heartbeat failure detector shared by all three.
 //
 // Each algorithm is a state machine with no I/O and no clock of its own

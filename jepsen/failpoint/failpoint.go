@@ -229,6 +229,22 @@ func leaderOrAny(ctx context.Context, env *Env, rng *rand.Rand) *cluster.Node {
 }
 
 // randomNode returns a random running, unpaused node other than except.
+// leaderAndFollowers returns the current leader (nil if none) and every
+// other node, in an order drawn from rng.
+func leaderAndFollowers(ctx context.Context, env *Env, rng *rand.Rand) (*cluster.Node, []*cluster.Node) {
+	leader := env.Cluster.Leader(ctx)
+	if leader == nil {
+		return nil, nil
+	}
+	var followers []*cluster.Node
+	for _, i := range rng.Perm(len(env.Cluster.Nodes)) {
+		if n := env.Cluster.Nodes[i]; n != leader {
+			followers = append(followers, n)
+		}
+	}
+	return leader, followers
+}
+
 func randomNode(env *Env, rng *rand.Rand, except *cluster.Node) *cluster.Node {
 	var c []*cluster.Node
 	for _, n := range env.Cluster.Nodes {

@@ -91,15 +91,9 @@ func (l *lateAnswer) Name() string { return "late-answer" }
 func (l *lateAnswer) Available(ctx context.Context, env *Env) error { return delayAvailable(ctx, env) }
 
 func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
-	leader := env.Cluster.Leader(ctx)
+	leader, followers := leaderAndFollowers(ctx, env, rng)
 	if leader == nil {
 		return "", errors.New("no leader")
-	}
-	var followers []*cluster.Node
-	for _, i := range rng.Perm(len(env.Cluster.Nodes)) {
-		if n := env.Cluster.Nodes[i]; n != leader {
-			followers = append(followers, n)
-		}
 	}
 	if len(followers) < 2 {
 		return "", errors.New("needs at least three nodes")

@@ -68,15 +68,9 @@ func (l *leaseSchedule) Available(ctx context.Context, env *Env) error {
 }
 
 func (l *leaseSchedule) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
-	leader := env.Cluster.Leader(ctx)
+	leader, followers := leaderAndFollowers(ctx, env, rng)
 	if leader == nil {
 		return "", errors.New("no leader")
-	}
-	var followers []*cluster.Node
-	for _, i := range rng.Perm(len(env.Cluster.Nodes)) {
-		if n := env.Cluster.Nodes[i]; n != leader {
-			followers = append(followers, n)
-		}
 	}
 	half := len(followers) / 2
 	cut, crash := followers[:half], followers[half:]
