@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,62 +12,108 @@ import (
 	"github.com/lockd/lockd/jepsen/validate"
 )
 
-// TestSelfTest enables one unsafe debug switch of lockd (or turns fencing
-// off) per case, with the faults most likely to expose it, and requires
-// the checkers named for it to report a violation: a harness that cannot
-// catch a known bug proves nothing by passing. The cases take about a
-// minute each, so they run only when LOCKD_JEPSEN_SELFTEST=1.
+// selfTestCase is one case of TestSelfTest: an unsafe debug switch of
+// lockd (or a harness switch), the faults most likely to expose it, and
+// the checkers of which at least one must report a violation. A case with
+// no catch list is a control: every checker must pass it.
+type selfTestCase struct {
+	name, debug, faults string
+	noFencing           bool
+	serveArgs           []string
+	// d is how long workloads and faults run; 0 for a minute.
+	d time.Duration
+	// workloads to run; nil for all.
+	workloads []string
+	// catch lists checkers of which at least one must fail; nil for a
+	// control, which every checker must pass.
+	catch []string
+}
+
+// The lease schedule's window is widest against the election timeout with
+// long timeouts, and Raft's own step-down (LeaderLeaseTimeout) must not end
+// the old leader's service before its master lease does.
+var leaseArgs = []string{"--heartbeat-timeout", "1s", "--election-timeout", "1s", "--leader-lease-timeout", "1s"}
+
+// The late-answer schedule needs the same equality (lockd allows it), and
+// the widest window it can get: a heartbeat timeout short against the
+// 300-400 ms delay, and no margin or drift allowance taken off the lease.
+// A sixth to a half of its cycles catch the old lease rule; four minutes
+// run about 55 of them (jepsen/RESULTS.md).
+var lateArgs = []string{"--heartbeat-timeout", "600ms", "--election-timeout", "600ms", "--leader-lease-timeout", "600ms",
+	"--lease-margin", "1ms", "--max-clock-drift", "0"}
+
+// selfTests is the self-test's table. Files named selftest_*_test.go add
+// the cases of the checkers they concern in init functions, so that the
+// table reads in file order.
+var selfTests = []selfTestCase{
+	{name: "grant-held", debug: "grant-held", faults: "none",
+		catch: []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming, validate.Fencing}},
+	{name: "stale-reads", debug: "stale-reads", faults: "partition-leader,pause-leader",
+		catch: []string{validate.Linearizability, validate.LeaseTiming}},
+	// The lock workload alone keeps the log quiet while the lease schedule
+	// holds writes back (the fence clients are other processes, and
+	// abandoned sessions expire through the leader).
+	{name: "no-boot-wait", debug: "no-boot-wait", faults: "lease-schedule", serveArgs: leaseArgs,
+		workloads: []string{traffic.Locks}, catch: []string{validate.Linearizability, validate.LeaseTiming}},
+	// The same schedule with the boot wait: nothing to find.
+	{name: "boot-wait control", faults: "lease-schedule", serveArgs: leaseArgs, workloads: []string{traffic.Locks}},
+	{name: "no-session-grace", debug: "no-session-grace", faults: "kill-leader,pause-leader",
+		catch: []string{validate.LeaseTiming, validate.Linearizability}},
+	{name: "no-fencing", faults: "pause-client", noFencing: true, catch: []string{validate.Fencing}},
+	// The old master lease, which runs from the start of a round and so can
+	// count an answer to a heartbeat sent before it, under delayed answers
+	// and a cut-off leader.
+	{name: "round-lease", debug: "round-lease", faults: "late-answer", serveArgs: lateArgs, d: 5 * time.Minute,
+		workloads: []string{traffic.Locks}, catch: []string{validate.Linearizability, validate.LeaseTiming}},
+	// The same schedule against lockd's lease: nothing to find.
+	{name: "late-answer control", faults: "late-answer", serveArgs: lateArgs, d: 2 * time.Minute,
+		workloads: []string{traffic.Locks}},
+}
+
+// TestSelfTest runs every case of selfTests and prints a table of which
+// checker caught which switch: a harness that cannot catch a known bug
+// proves nothing by passing. The cases take one to five minutes each, so
+// they run only when LOCKD_JEPSEN_SELFTEST=1; LOCKD_JEPSEN_SELFTEST_RUN
+// (a comma-separated list of case names) runs only those.
 func TestSelfTest(t *testing.T) {
 	if os.Getenv("LOCKD_JEPSEN_SELFTEST") != "1" {
 		t.Skip("set LOCKD_JEPSEN_SELFTEST=1 to run the self-test (several minutes)")
 	}
-	// The lease schedule's window is widest against the election timeout
-	// with long timeouts, and Raft's own step-down (LeaderLeaseTimeout)
-	// must not end the old leader's service before its master lease does.
-	leaseArgs := []string{"--heartbeat-timeout", "1s", "--election-timeout", "1s", "--leader-lease-timeout", "1s"}
-	// The late-answer schedule needs the same equality (lockd allows it),
-	// and the widest window it can get: a heartbeat timeout short against
-	// the 300-400 ms delay, and no margin or drift allowance taken off the
-	// lease. A sixth to a half of its cycles catch the old lease rule;
-	// four minutes run about 55 of them (jepsen/RESULTS.md).
-	lateArgs := []string{"--heartbeat-timeout", "600ms", "--election-timeout", "600ms", "--leader-lease-timeout", "600ms",
-		"--lease-margin", "1ms", "--max-clock-drift", "0"}
-	tests := []struct {
-		name, debug, faults string
-		noFencing           bool
-		serveArgs           []string
-		// d is how long workloads and faults run; 0 for a minute.
-		d time.Duration
-		// workloads to run; nil for all. The lock workload alone keeps
-		// the log quiet while the lease schedule holds writes back (the
-		// fence clients are other processes, and abandoned sessions
-		// expire through the leader).
-		workloads []string
-		// catch lists checkers of which at least one must fail; nil for
-		// a control, which every checker must pass.
-		catch []string
-	}{
-		{"grant-held", "grant-held", "none", false, nil, 0, nil,
-			[]string{validate.Linearizability, validate.Tokens, validate.LeaseTiming, validate.Fencing}},
-		{"stale-reads", "stale-reads", "partition-leader,pause-leader", false, nil, 0, nil,
-			[]string{validate.Linearizability, validate.LeaseTiming}},
-		{"no-boot-wait", "no-boot-wait", "lease-schedule", false, leaseArgs, 0, []string{traffic.Locks},
-			[]string{validate.Linearizability, validate.LeaseTiming}},
-		// The same schedule with the boot wait: nothing to find.
-		{"boot-wait control", "", "lease-schedule", false, leaseArgs, 0, []string{traffic.Locks}, nil},
-		{"no-session-grace", "no-session-grace", "kill-leader,pause-leader", false, nil, 0, nil,
-			[]string{validate.LeaseTiming, validate.Linearizability}},
-		{"no-fencing", "", "pause-client", true, nil, 0, nil, []string{validate.Fencing}},
-		// The old master lease, which runs from the start of a round and
-		// so can count an answer to a heartbeat sent before it, under
-		// delayed answers and a cut-off leader.
-		{"round-lease", "round-lease", "late-answer", false, lateArgs, 5 * time.Minute, []string{traffic.Locks},
-			[]string{validate.Linearizability, validate.LeaseTiming}},
-		// The same schedule against lockd's lease: nothing to find.
-		{"late-answer control", "", "late-answer", false, lateArgs, 2 * time.Minute, []string{traffic.Locks}, nil},
+	only := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv("LOCKD_JEPSEN_SELFTEST_RUN"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			only[n] = true
+		}
 	}
-	for i, tt := range tests {
+	var mu sync.Mutex
+	var table []string
+	row := func(format string, args ...any) {
+		mu.Lock()
+		table = append(table, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	t.Cleanup(func() {
+		t.Logf("self-test table:\n| case | switch | faults | expected | result |\n|---|---|---|---|---|\n%s",
+			strings.Join(table, "\n"))
+	})
+	for i, tt := range selfTests {
+		if len(only) > 0 && !only[tt.name] {
+			continue
+		}
 		t.Run(tt.name, func(t *testing.T) {
+			sw := tt.debug
+			if tt.noFencing {
+				sw = "(harness) no fencing"
+			}
+			if sw == "" {
+				sw = "none (control)"
+			}
+			expected := "every checker ok"
+			if tt.catch != nil {
+				expected = "one of " + strings.Join(tt.catch, ", ")
+			}
+			result := "not run"
+			defer func() { row("| %s | %s | %s | %s | %s |", tt.name, sw, tt.faults, expected, result) }()
 			workloads := tt.workloads
 			if workloads == nil {
 				workloads = traffic.All
@@ -76,26 +124,35 @@ func TestSelfTest(t *testing.T) {
 			}
 			r := mustRunWorkloads(t, workloads, uint64(7000+i), d, tt.faults, tt.debug, tt.noFencing, tt.serveArgs...)
 			if tt.faults != "none" && r.Faults == 0 {
+				result = "no fault injected"
 				t.Fatalf("no fault of %s was injected: the case proves nothing", tt.faults)
 			}
 			if tt.catch == nil {
+				var failed []string
 				for _, v := range r.Verdicts {
 					if !v.OK() {
+						failed = append(failed, v.Checker)
 						t.Errorf("control: %s: %s\n%s", v.Checker, v, strings.Join(v.Details, "\n"))
 					}
+				}
+				result = "clean"
+				if failed != nil {
+					result = "FAILED: " + strings.Join(failed, ", ")
 				}
 				return
 			}
 			var caught []string
 			for _, name := range tt.catch {
 				if v, ok := r.Verdict(name); ok && v.Violations > 0 {
-					caught = append(caught, name)
+					caught = append(caught, fmt.Sprintf("%s (%d)", name, v.Violations))
 				}
 			}
 			if len(caught) == 0 {
+				result = "NOT CAUGHT"
 				t.Fatalf("%s was not caught by any of %s", tt.name, strings.Join(tt.catch, ", "))
 			}
-			t.Logf("%s caught by %s", tt.name, strings.Join(caught, ", "))
+			result = "caught by " + strings.Join(caught, ", ")
+			t.Logf("%s %s", tt.name, result)
 		})
 	}
 }
