@@ -85,6 +85,10 @@ type Campaign struct {
 	// Violations counts violations per checker over all runs.
 	Violations map[string]int
 	Undecided  int
+	// Stats sums the workloads' operation counts by kind over all runs,
+	// and Injected the faults injected by kind, so that a row shows what
+	// the campaign covered.
+	Stats, Injected map[string]int
 }
 
 // Add folds a run into the campaign.
@@ -92,8 +96,22 @@ func (c *Campaign) Add(r *runner.Result) {
 	if c.Violations == nil {
 		c.Violations = map[string]int{}
 	}
+	if c.Stats == nil {
+		c.Stats, c.Injected = map[string]int{}, map[string]int{}
+	}
 	c.Runs++
 	c.Ops += r.Ops
+	for k, n := range r.Stats {
+		c.Stats[k] += n
+	}
+	for _, e := range r.Events {
+		// The schedule records each injection as "inject KIND: what".
+		if rest, ok := strings.CutPrefix(e.What, "inject "); ok {
+			if kind, _, ok := strings.Cut(rest, ": "); ok && !strings.Contains(kind, " ") {
+				c.Injected[kind]++
+			}
+		}
+	}
 	if r.Err != nil {
 		c.Failed++
 	}
@@ -123,5 +141,27 @@ func (c *Campaign) Row() string {
 	if c.Undecided > 0 || c.Failed > 0 {
 		viol += fmt.Sprintf("; %d undecided verdicts, %d runs failed to run", c.Undecided, c.Failed)
 	}
-	return fmt.Sprintf("| %s | %s | %d | %d | %s | `%s` |", c.Mode, c.Faults, c.Runs, c.Ops, viol, c.Command)
+	ops := fmt.Sprint(c.Ops)
+	if len(c.Stats) > 0 {
+		ops += " (" + counts(c.Stats) + ")"
+	}
+	faults := c.Faults
+	if len(c.Injected) > 0 {
+		faults += "; injected: " + counts(c.Injected)
+	}
+	return fmt.Sprintf("| %s | %s | %d | %s | %s | `%s` |", c.Mode, faults, c.Runs, ops, viol, c.Command)
+}
+
+// counts renders a count per kind as "a 3, b 10", sorted by kind.
+func counts(m map[string]int) string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -31,3 +31,19 @@ func TestPrint_ShowsEveryViolation(t *testing.T) {
 		t.Errorf("campaign row does not count the violation: %s", row)
 	}
 }
+
+// TestCampaign_RowShowsCoverage checks that a campaign row sums the
+// workloads' operation kinds and the faults injected by kind over runs,
+// and ignores failed injections.
+func TestCampaign_RowShowsCoverage(t *testing.T) {
+	c := &Campaign{Mode: "raft", Faults: "all", Command: "go run ./jepsen"}
+	c.Add(&runner.Result{Ops: 10, Stats: map[string]int{"acquire": 4, "hand-offs": 1},
+		Events: []history.Event{{What: "inject kill-leader: killed n1"}, {What: "inject pause-node failed: no node"},
+			{What: "heal kill-leader"}}})
+	c.Add(&runner.Result{Ops: 5, Stats: map[string]int{"acquire": 2, "stale reads": 3},
+		Events: []history.Event{{What: "inject kill-leader: killed n2"}, {What: "inject delay-node: n3 300ms"}}})
+	want := "| raft | all; injected: delay-node 1, kill-leader 2 | 2 | 15 (acquire 6, hand-offs 1, stale reads 3) | 0 |"
+	if row := c.Row(); !strings.HasPrefix(row, want) {
+		t.Errorf("row = %s\nwant prefix %s", row, want)
+	}
+}
