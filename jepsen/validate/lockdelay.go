@@ -1,0 +1,86 @@
+package validate
+
+import (
+	"fmt"
+
+	"github.com/lockd/lockd/jepsen/history"
+)
+
+// lockDelaySlack is the share of a lock-delay the checker leaves to clock
+// rates: the leader measures the delay on its own monotonic clock, which
+// may run up to the allowed drift faster than the harness's.
+const lockDelaySlack = 0.02
+
+// CheckLockDelay checks lock-delay: a session that expires while holding a
+// lock leaves it ungrantable for the session's lock-delay, measured from
+// the expiry.
+//
+// It looks only at sessions that nobody destroys (an End marked Expire: a
+// destroy releases at once, with no delay), that hold the lock when they
+// end for certain: an exclusive acquire succeeded, and no release and no
+// acquire of unknown outcome of that session on the lock followed (a
+// refused acquire changes nothing). The server may not expire such a
+// session before the End's invocation (the send time of its last
+// acknowledged create or keepalive + TTL), so no other session's grant of
+// the lock with a higher token (a grant after this session's) may complete
+// before that moment + the lock-delay, less lockDelaySlack of it. A new
+// leader restarts a delay at its full length: later, never earlier.
+//
+// The verdict's notes count the expiries it checked.
+func CheckLockDelay(ops []history.Op) Verdict {
+	v := Verdict{Checker: LockDelay}
+	byKey := map[grantKey][]history.Op{}
+	grants := map[string][]history.Op{}
+	for _, op := range ops {
+		if op.Session == "" {
+			continue
+		}
+		k := grantKey{op.Lock, op.Session}
+		byKey[k] = append(byKey[k], op)
+		if op.Kind == history.Acquire && op.Status == history.OK {
+			grants[op.Lock] = append(grants[op.Lock], op)
+		}
+	}
+	checked := 0
+	for _, end := range ops {
+		if end.Kind != history.End || !end.Expire || end.LockDelay <= 0 {
+			continue
+		}
+		held, ok := heldAtEnd(byKey[grantKey{end.Lock, end.Session}], end)
+		if !ok {
+			continue
+		}
+		checked++
+		until := end.Call + int64(float64(end.LockDelay)*(1-lockDelaySlack))
+		for _, g := range grants[end.Lock] {
+			if g.Session != end.Session && g.Token > held.Token && g.Return < until {
+				v.addf("lock-delay broken on %s: %s (lock-delay %v) held token %d and may expire from %s on, yet %s was granted token %d by %s",
+					end.Lock, short(end.Session), end.LockDelay, held.Token, history.Seconds(end.Call), short(g.Session), g.Token, history.Seconds(g.Return))
+			}
+		}
+	}
+	v.Details = append(v.Details, fmt.Sprintf("checked %d lock-delay expiries", checked))
+	return v
+}
+
+// heldAtEnd returns the grant the session surely held when end ended it,
+// given the session's operations on the lock.
+func heldAtEnd(ops []history.Op, end history.Op) (history.Op, bool) {
+	var held history.Op
+	ok := false
+	for _, op := range ops {
+		switch {
+		case op.Kind == history.End:
+		case op.Call > end.Call, op.Kind == history.Release:
+			return history.Op{}, false
+		case op.Kind == history.Acquire && op.Status == history.Unknown:
+			return history.Op{}, false
+		case op.Kind == history.Acquire && op.Status == history.OK:
+			if op.Mode == "shared" || (ok && op.Token != held.Token) {
+				return history.Op{}, false
+			}
+			held, ok = op, true
+		}
+	}
+	return held, ok
+}
