@@ -96,6 +96,9 @@ type Hold struct {
 	// Paused is set when the harness paused this client during the hold;
 	// the lease-timing checker leaves such holds out.
 	Paused bool
+	// Shared is set for a shared holding, which other shared ones may
+	// overlap.
+	Shared bool
 }
 
 // Event is one entry of the fault timeline.

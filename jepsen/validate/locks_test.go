@@ -156,3 +156,26 @@ func TestCheckTokens_SharedHoldersShareAToken(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckLeaseTiming_SharedHolds(t *testing.T) {
+	shared := history.Hold{Lock: "l", Session: "a", Token: 5, From: 10, To: 100, Shared: true}
+	excl := history.Hold{Lock: "l", Session: "a", Token: 5, From: 10, To: 100}
+	sacq := history.Op{Lock: "l", Kind: history.Acquire, Session: "b", Mode: "shared", Status: history.OK, Token: 7, Call: 40, Return: 50}
+	tests := []struct {
+		name string
+		op   history.Op
+		hold history.Hold
+		want int
+	}{
+		{"shared beside shared", sacq, shared, 0},
+		{"exclusive inside a shared belief", acq("l", "b", 7, 40, 50), shared, 1},
+		{"shared inside an exclusive belief", sacq, excl, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckLeaseTiming([]history.Op{tt.op}, []history.Hold{tt.hold}).Violations; got != tt.want {
+				t.Fatalf("violations = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
