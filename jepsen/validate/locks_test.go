@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/traffic"
 )
 
 // waitAcq is a blocking acquire (wait 3 s) with the given outcome.
@@ -175,6 +176,53 @@ func TestCheckLeaseTiming_SharedHolds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := CheckLeaseTiming([]history.Op{tt.op}, []history.Hold{tt.hold}).Violations; got != tt.want {
 				t.Fatalf("violations = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWithChildGrants_FencedLockUnderLinearizability(t *testing.T) {
+	const f = traffic.FencedLock
+	child := func(session string, tok uint64, call, ret int64) traffic.Grant {
+		return traffic.Grant{Client: "child-0", Session: session, Token: tok, Call: call, Return: ret}
+	}
+	rel := func(session string, call, ret int64) history.Op {
+		return history.Op{Lock: f, Kind: history.Release, Session: session, Status: history.OK, Call: call, Return: ret}
+	}
+	tests := []struct {
+		name   string
+		ops    []history.Op
+		grants []traffic.Grant
+		want   int
+	}{
+		{"child and worker take turns", []history.Op{acq(f, "w", 20, 500, 510), rel("w", 520, 530)},
+			[]traffic.Grant{child("c1", 10, 0, 100), child("c2", 30, 600, 700)}, 0},
+		// A child's grant with token 10 was acknowledged; a worker invoked
+		// after that cannot get 5.
+		{"token goes back after a child's grant", []history.Op{acq(f, "w", 5, 500, 510)},
+			[]traffic.Grant{child("c1", 10, 0, 100), child("c2", 30, 600, 700)}, 1},
+		// The child held c1 from 100 until before its next grant at 900:
+		// a worker's grant at 300-310 and its release, then the child's
+		// grant with a lower token than the worker's.
+		{"child granted a lower token after a worker", []history.Op{acq(f, "w", 20, 300, 310), rel("w", 320, 330)},
+			[]traffic.Grant{child("c1", 10, 0, 100), child("c2", 15, 800, 900)}, 1},
+		// A worker is told the lock is held while no known holder has it:
+		// a child may hold it unreported, so that is no violation.
+		{"held refusal with no known holder", []history.Op{refused(f, "w", "lock_held", 0, 10)}, nil, 0},
+		{"held refusal on another lock still checked", []history.Op{refused("l", "w", "lock_held", 0, 10)}, nil, 1},
+		// A worker's grant while the child's known holding can't have
+		// ended: the child's next grant is the same holding repeated.
+		{"worker granted inside a child's holding", []history.Op{acq(f, "w", 20, 300, 310)},
+			[]traffic.Grant{child("c1", 10, 0, 100), child("c1", 10, 150, 400)}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range tt.ops {
+				tt.ops[i].ID = int64(i + 1)
+			}
+			got := CheckLinearizable(WithChildGrants(tt.ops, f, tt.grants), nil, 10*time.Second, t.TempDir())
+			if got.Violations != tt.want {
+				t.Fatalf("violations = %d, want %d: %v", got.Violations, tt.want, got.Details)
 			}
 		})
 	}
