@@ -163,7 +163,7 @@ func (t *Traffic) Start(ctx context.Context) error {
 }
 
 // startLockGuarantees starts the workers of shared locks (SharedLock),
-// blocking acquires with hand-offs (QueueLock) and lock-delays (DelayLock).
+// blocking acquires with hand-offs (QueueLock) and lock-delays (DelayLocks).
 func (t *Traffic) startLockGuarantees(ctx context.Context, rng *rand.Rand) {
 	for i := range 2 {
 		t.spawn(func() { t.sharedWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })

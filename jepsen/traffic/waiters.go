@@ -91,13 +91,14 @@ func (t *Traffic) sharedWorker(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-// queueReader reads the locks that have queues or shared holders, with
+// queueReader reads the locks that have queues, shared holders or
+// lock-delays, with
 // default consistency, and records the holder and the queue it saw; the
 // fifo checker orders waiters by these reads.
 func (t *Traffic) queueReader(ctx context.Context, rng *rand.Rand) {
 	c := t.newClient(t.nextClient())
 	id := t.nextClient()
-	names := []string{QueueLock, QueueLock, SharedLock, DelayLock}
+	names := append([]string{QueueLock, QueueLock, QueueLock, SharedLock}, DelayLocks...)
 	for sleep(ctx, jitter(rng, 5*time.Millisecond, 25*time.Millisecond)) {
 		l := names[rng.IntN(len(names))]
 		t.count("read")
