@@ -2,14 +2,20 @@ package validate
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lockd/lockd/jepsen/history"
 )
 
-// lockDelaySlack is the share of a lock-delay the checker leaves to clock
-// rates: the leader measures the delay on its own monotonic clock, which
-// may run up to the allowed drift faster than the harness's.
-const lockDelaySlack = 0.02
+// The leader measures the session's TTL and then the lock-delay on its own
+// clock, which may run up to the allowed drift (1% by default) faster than
+// the harness's. The checker leaves that much room: lockDelaySlack of the
+// delay, and lockDelayMargin for the TTL before it (2% of TTLs up to
+// 2.5 s).
+const (
+	lockDelaySlack  = 0.02
+	lockDelayMargin = 50 * time.Millisecond
+)
 
 // CheckLockDelay checks lock-delay: a session that expires while holding a
 // lock leaves it ungrantable for the session's lock-delay, measured from
@@ -23,8 +29,9 @@ const lockDelaySlack = 0.02
 // session before the End's invocation (the send time of its last
 // acknowledged create or keepalive + TTL), so no other session's grant of
 // the lock with a higher token (a grant after this session's) may complete
-// before that moment + the lock-delay, less lockDelaySlack of it. A new
-// leader restarts a delay at its full length: later, never earlier.
+// before that moment + the lock-delay, less the room left to clock rates
+// (lockDelaySlack, lockDelayMargin). A new leader restarts a delay at its
+// full length: later, never earlier.
 //
 // The verdict's notes count the expiries it checked.
 func CheckLockDelay(ops []history.Op) Verdict {
@@ -51,7 +58,7 @@ func CheckLockDelay(ops []history.Op) Verdict {
 			continue
 		}
 		checked++
-		until := end.Call + int64(float64(end.LockDelay)*(1-lockDelaySlack))
+		until := end.Call + int64(float64(end.LockDelay)*(1-lockDelaySlack)) - int64(lockDelayMargin)
 		for _, g := range grants[end.Lock] {
 			if g.Session != end.Session && g.Token > held.Token && g.Return < until {
 				v.addf("lock-delay broken on %s: %s (lock-delay %v) held token %d and may expire from %s on, yet %s was granted token %d by %s",

@@ -97,6 +97,11 @@ func TestCheckLockDelay(t *testing.T) {
 			acq("d", "b", 9, 1400*ms, 1510*ms)}, 0},
 		{"grant inside the delay", []history.Op{acq("d", "a", 5, 0, 10*ms), expired("d", "a", d, 1000*ms),
 			acq("d", "b", 9, 1040*ms, 1100*ms)}, 1},
+		// The room left to clock rates: 2% of the delay and 50 ms.
+		{"grant inside the room left to clock rates", []history.Op{acq("d", "a", 5, 0, 10*ms), expired("d", "a", d, 1000*ms),
+			acq("d", "b", 9, 1400*ms, 1445*ms)}, 0},
+		{"grant just before that room", []history.Op{acq("d", "a", 5, 0, 10*ms), expired("d", "a", d, 1000*ms),
+			acq("d", "b", 9, 1400*ms, 1435*ms)}, 1},
 		{"two grants inside the delay", []history.Op{acq("d", "a", 5, 0, 10*ms), expired("d", "a", d, 1000*ms),
 			acq("d", "b", 9, 1040*ms, 1100*ms), acq("d", "c", 11, 1200*ms, 1210*ms)}, 2},
 		// A grant before the holder's (lower token) is none of the delay's business.
