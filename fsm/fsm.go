@@ -24,8 +24,10 @@ type FSM struct {
 	mu      sync.RWMutex
 	st      *state
 	changed chan struct{}
-	// grantHeld is the test-only switch of SetUnsafeGrantHeld.
+	// grantHeld is the test-only switch of SetUnsafeGrantHeld; unsafe
+	// holds those of SetUnsafe.
 	grantHeld bool
+	unsafe    Unsafe
 }
 
 // state is everything a snapshot holds. Restore swaps it as a whole, so
@@ -50,6 +52,7 @@ type op struct {
 	now       time.Time
 	legacy    bool
 	grantHeld bool
+	unsafe    Unsafe
 }
 
 // New returns an empty FSM with applied index 0.
@@ -96,7 +99,7 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 	if decodeErr != nil {
 		res = Result{Err: decodeErr}
 	} else {
-		res = f.st.apply(c, index, f.grantHeld)
+		res = f.st.apply(c, index, f.grantHeld, f.unsafe)
 	}
 	res.Index = index
 	return res
@@ -136,10 +139,10 @@ func (f *FSM) AppliedIndex() uint64 {
 
 // apply dispatches c. Every handler checks everything before it changes
 // anything, so a refusal leaves the state as it was.
-func (st *state) apply(c Command, index uint64, grantHeld bool) Result {
+func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result {
 	// UTC strips the monotonic reading and the location: times compare and
 	// encode the same on every replica, however the command reached it.
-	o := op{index: index, now: c.Now.UTC(), legacy: c.legacy, grantHeld: grantHeld}
+	o := op{index: index, now: c.Now.UTC(), legacy: c.legacy, grantHeld: grantHeld, unsafe: u}
 	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
 		return refuse("%v: now %s out of range", c.Op, c.Now)
 	}

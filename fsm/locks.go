@@ -63,7 +63,7 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 	if free || o.grantHeld && mode == Exclusive && !s.election {
 		s.grant(l, c.Session, mode, value, o)
 		s.settle(l, o)
-		return Result{Granted: true, Token: o.index}
+		return Result{Granted: true, Token: l.Holders[len(l.Holders)-1].Token}
 	}
 	if c.Wait == 0 {
 		if len(l.Holders) == 0 && l.delayed(o) {

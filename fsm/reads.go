@@ -104,7 +104,15 @@ func (f *FSM) Members() []Member {
 func (f *FSM) Timers() []Timer {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.st.elections.timers(f.st.locks.timers(nil))
+	out := f.st.elections.timers(f.st.locks.timers(nil))
+	if f.unsafe.EarlyLockDelay {
+		for i := range out {
+			if out[i].Session == "" {
+				out[i].Length /= 10
+			}
+		}
+	}
+	return out
 }
 
 func (s *space) read(name string) Lock {

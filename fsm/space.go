@@ -68,7 +68,7 @@ func (s *space) settle(l *Lock, o op) {
 // grant makes session a holder with the entry's index as its token. It is
 // only called when nothing delays the grant, so a stale delay goes.
 func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
-	l.Holders = append(l.Holders, Holder{Session: session, Token: o.index, AcquiredAt: o.now})
+	l.Holders = append(l.Holders, Holder{Session: session, Token: s.grantToken(o), AcquiredAt: o.now})
 	l.Mode = mode
 	if s.election {
 		l.Value = value
@@ -129,11 +129,12 @@ func (s *space) handoff(l *Lock, o op) bool {
 		changed = true
 	}
 	for len(l.Waiters) > 0 {
-		w := l.Waiters[0]
+		i := nextWaiter(l, o)
+		w := l.Waiters[i]
 		if !l.admits(w.Mode) {
 			break
 		}
-		s.dropWaiter(l, 0)
+		s.dropWaiter(l, i)
 		s.grant(l, w.Session, w.Mode, w.Value, o)
 		changed = true
 		if w.Mode != Shared {

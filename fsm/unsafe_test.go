@@ -2,7 +2,9 @@ package fsm
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestUnsafeGrantHeld_BreaksExclusionOnlyWhenOn(t *testing.T) {
@@ -18,6 +20,72 @@ func TestUnsafeGrantHeld_BreaksExclusionOnlyWhenOn(t *testing.T) {
 			t.Fatalf("switch off: second acquire = %+v, want ErrLockHeld", res)
 		case on && (!res.Granted || len(h.f.Lock("x").Holders) != 2):
 			t.Fatalf("switch on: second acquire = %+v, holders %v; want a second exclusive holder", res, holders(h.f.Lock("x")))
+		}
+	}
+}
+
+func TestUnsafeLowerToken_LowersEveryFourthGrantOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{LowerToken: on})
+		h.mustApply(create("a", 0))                           // 1
+		h.mustApply(create("b", 0))                           // 2
+		first := h.mustApply(acquire("a", "x", Exclusive, 0)) // 3
+		res := h.mustApply(acquire("b", "y", Exclusive, 0))   // 4: a multiple of four
+		switch {
+		case first.Token != 3:
+			t.Fatalf("on=%v: first grant token %d, want 3", on, first.Token)
+		case !on && res.Token != 4:
+			t.Fatalf("switch off: grant at entry 4 has token %d, want 4", res.Token)
+		case on && res.Token != 2:
+			t.Fatalf("switch on: grant at entry 4 has token %d, want 2 (below the last grant's 3)", res.Token)
+		}
+		if got := h.f.Lock("y").Holders[0].Token; got != res.Token {
+			t.Fatalf("on=%v: holder token %d, answer %d", on, got, res.Token)
+		}
+	}
+}
+
+func TestUnsafeEarlyLockDelay_ShortensOnlyLockDelayTimersWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{EarlyLockDelay: on})
+		h.mustApply(create("a", time.Second))
+		h.mustApply(create("b", 0))
+		h.mustApply(acquire("a", "x", Exclusive, 0))
+		h.mustApply(acquire("b", "x", Exclusive, 3*time.Second)) // queued: a wait timer
+		h.mustApply(expire("a"))
+		var delay, wait time.Duration
+		for _, tm := range h.f.Timers() {
+			if tm.Session == "" {
+				delay = tm.Length
+			} else {
+				wait = tm.Length
+			}
+		}
+		if wait != 3*time.Second {
+			t.Fatalf("on=%v: wait timer %v, want 3s (the switch touches lock-delays only)", on, wait)
+		}
+		if want := map[bool]time.Duration{false: time.Second, true: 100 * time.Millisecond}[on]; delay != want {
+			t.Fatalf("on=%v: lock-delay timer %v, want %v", on, delay, want)
+		}
+	}
+}
+
+func TestUnsafeBreakFIFO_HandsOffToTheLastWaiterOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{BreakFIFO: on})
+		for _, s := range []string{"a", "b", "c"} {
+			h.mustApply(create(s, 0))
+		}
+		h.mustApply(acquire("a", "x", Exclusive, 0))
+		h.mustApply(acquire("b", "x", Exclusive, time.Minute))
+		h.mustApply(acquire("c", "x", Exclusive, time.Minute))
+		h.mustApply(release("a", "x"))
+		want := map[bool]string{false: "b", true: "c"}[on]
+		if got := holders(h.f.Lock("x")); len(got) != 1 || !strings.HasPrefix(got[0], want) {
+			t.Fatalf("on=%v: holders after the release %v, want %s", on, got, want)
 		}
 	}
 }

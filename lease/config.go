@@ -106,6 +106,14 @@ type Unsafe struct {
 	// exchange: lockd's earlier rule, which a late answer to a heartbeat
 	// sent before the round can stretch past a follower's promise.
 	RoundLease bool
+	// LowerToken, EarlyLockDelay and BreakFIFO set the state machine's
+	// switches of the same names (see fsm.Unsafe): a grant's token lower
+	// than an earlier one's, lock-delays that end at a tenth of their
+	// length, hand-offs to the last waiter. Every node must be started
+	// with them alike.
+	LowerToken     bool
+	EarlyLockDelay bool
+	BreakFIFO      bool
 }
 
 // DefaultConfig returns a Config with the LAN defaults described on each field.

@@ -66,6 +66,8 @@ func newNode(cfg Config) (*Node, error) {
 		stop:  make(chan struct{}),
 	}
 	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
+	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: cfg.Unsafe.LowerToken, EarlyLockDelay: cfg.Unsafe.EarlyLockDelay,
+		BreakFIFO: cfg.Unsafe.BreakFIFO})
 	if cfg.Unsafe != (Unsafe{}) {
 		n.log.Warn("UNSAFE test switches are on; this node breaks lockd's guarantees on purpose",
 			"unsafe", fmt.Sprintf("%+v", cfg.Unsafe))

@@ -214,8 +214,14 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.NoSessionGrace = true
 		case "round-lease":
 			nc.Unsafe.RoundLease = true
+		case "lower-token":
+			nc.Unsafe.LowerToken = true
+		case "early-lock-delay":
+			nc.Unsafe.EarlyLockDelay = true
+		case "break-fifo":
+			nc.Unsafe.BreakFIFO = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, lower-token, early-lock-delay, break-fifo)", name)
 		}
 	}
 	return nil

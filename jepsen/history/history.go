@@ -61,6 +61,19 @@ type Op struct {
 	Holder string
 	// Valid is a check's answer.
 	Valid bool
+	// Mode is an acquire's mode: "" or "exclusive", or "shared".
+	Mode string
+	// Wait is how long a blocking acquire asked the server to queue it
+	// (0 for a try).
+	Wait time.Duration
+	// Waiters are the sessions a read saw queued for the lock, in order.
+	Waiters []string
+	// LockDelay is, on an End that can only be an expiry (Expire), the
+	// lock-delay of the session it ends.
+	LockDelay time.Duration
+	// Expire marks an End of a session nobody destroys: the server can only
+	// expire it, so the locks it held get its lock-delay.
+	Expire bool
 	// Code is the error code of a failed operation.
 	Code   string
 	Status Status
@@ -83,6 +96,9 @@ type Hold struct {
 	// Paused is set when the harness paused this client during the hold;
 	// the lease-timing checker leaves such holds out.
 	Paused bool
+	// Shared is set for a shared holding, which other shared ones may
+	// overlap.
+	Shared bool
 }
 
 // Event is one entry of the fault timeline.

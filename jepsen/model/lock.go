@@ -2,6 +2,11 @@
 // porcupine's linearizability checker. A history is partitioned by lock
 // name, and each partition is checked against this model on its own.
 //
+// A lock is free, held by one exclusive holder, or held by any number of
+// shared holders. Every grant's token is the Raft index of the entry that
+// granted it, so tokens only grow; shared holders that one hand-off
+// granted together share their entry's token.
+//
 // Lease expiry is modelled by recording it: the end of a session is an
 // operation of the history (kind history.End). A destroyed session's End
 // spans the destroy call; an expired session's End starts at the earliest
@@ -16,22 +21,96 @@ package model
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
-// State is the state of one lock: its holder (empty when free) and the
-// token of the current or last grant. When Known is false, the lock was
-// granted by an operation whose outcome the client never learned, and
-// Token is only a lower bound.
+// State is the state of one lock: its exclusive holder (empty when none),
+// its shared holders, and the highest token granted so far. When Known is
+// false, the exclusive holder was granted by an operation whose outcome the
+// client never learned, and its token is only known to be above Token.
+//
+// Shared lists the shared holders as a sorted, comma-separated list of
+// "session=token", or "session>bound" for a grant of unknown outcome whose
+// token is only known to be above bound. (A string keeps State comparable
+// with ==, as porcupine needs.)
 type State struct {
 	Holder string
 	Token  uint64
 	Known  bool
+	Shared string
 }
 
-// Lock is the porcupine model of one exclusive lock, partitioned by name.
+// sharedHolder is one entry of State.Shared.
+type sharedHolder struct {
+	session string
+	token   uint64 // the token, or the bound when !known
+	known   bool
+}
+
+func (s State) shared() []sharedHolder {
+	if s.Shared == "" {
+		return nil
+	}
+	var out []sharedHolder
+	for _, e := range strings.Split(s.Shared, ",") {
+		if i := strings.IndexAny(e, "=>"); i > 0 {
+			tok, _ := strconv.ParseUint(e[i+1:], 10, 64)
+			out = append(out, sharedHolder{session: e[:i], token: tok, known: e[i] == '='})
+		}
+	}
+	return out
+}
+
+func (s State) withShared(hs []sharedHolder) State {
+	parts := make([]string, 0, len(hs))
+	for _, h := range hs {
+		sep := ">"
+		if h.known {
+			sep = "="
+		}
+		parts = append(parts, h.session+sep+strconv.FormatUint(h.token, 10))
+	}
+	sort.Strings(parts)
+	s.Shared = strings.Join(parts, ",")
+	return s
+}
+
+// sharedIndex returns the index of session among hs, or -1.
+func sharedIndex(hs []sharedHolder, session string) int {
+	for i, h := range hs {
+		if h.session == session {
+			return i
+		}
+	}
+	return -1
+}
+
+// free reports whether nobody holds the lock.
+func (s State) free() bool { return s.Holder == "" && s.Shared == "" }
+
+// holds reports whether session holds the lock in either mode.
+func (s State) holds(session string) bool {
+	return s.Holder == session || sharedIndex(s.shared(), session) >= 0
+}
+
+// without returns s with session's holding, if any, dropped.
+func (s State) without(session string) State {
+	if s.Holder == session {
+		return State{Token: s.Token, Known: s.Known}
+	}
+	hs := s.shared()
+	if i := sharedIndex(hs, session); i >= 0 {
+		return s.withShared(append(hs[:i:i], hs[i+1:]...))
+	}
+	return s
+}
+
+// Lock is the porcupine model of one lock, partitioned by name.
 var Lock = porcupine.NondeterministicModel{
 	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 		byLock := map[string][]porcupine.Operation{}
@@ -56,10 +135,12 @@ var Lock = porcupine.NondeterministicModel{
 	DescribeOperation: func(input, _ any) string { return Describe(input.(history.Op)) },
 	DescribeState: func(state any) string {
 		s := state.(State)
-		if s.Holder == "" {
+		switch {
+		case s.Shared != "":
+			return fmt.Sprintf("shared by %s (last token %d)", s.Shared, s.Token)
+		case s.Holder == "":
 			return fmt.Sprintf("free (last token %d)", s.Token)
-		}
-		if !s.Known {
+		case !s.Known:
 			return fmt.Sprintf("held by %s, token > %d", short(s.Holder), s.Token)
 		}
 		return fmt.Sprintf("held by %s, token %d", short(s.Holder), s.Token)
@@ -72,12 +153,12 @@ func Step(s State, op history.Op) []any {
 	same := []any{s}
 	switch op.Kind {
 	case history.Acquire:
+		if op.Mode == "shared" {
+			return acquireShared(s, op)
+		}
 		return acquire(s, op)
 	case history.Release:
-		next := s
-		if s.Holder == op.Session {
-			next = State{Token: s.Token, Known: s.Known}
-		}
+		next := s.without(op.Session)
 		switch op.Status {
 		case history.OK:
 			// The client library reports "not the holder" as success.
@@ -87,41 +168,69 @@ func Step(s State, op history.Op) []any {
 		}
 		return same
 	case history.End:
-		if s.Holder == op.Session {
-			return []any{State{Token: s.Token, Known: s.Known}}
-		}
-		return same
+		return []any{s.without(op.Session)}
 	case history.Read:
 		if op.Status != history.OK {
 			return same
 		}
-		if op.Holder != s.Holder {
-			return nil
-		}
-		if op.Holder == "" {
-			return same
-		}
-		if s.Known {
-			if op.Token != s.Token {
-				return nil
-			}
-			return same
-		}
-		if op.Token <= s.Token {
-			return nil
-		}
-		return []any{State{Holder: s.Holder, Token: op.Token, Known: true}}
+		return read(s, op)
 	case history.Check:
 		if op.Status != history.OK {
 			return same
 		}
-		current := s.Holder != "" && s.Known && s.Token == op.Token
-		if op.Valid == current || (s.Holder != "" && !s.Known) {
+		current, unsure := s.current(op.Token)
+		if op.Valid == current || unsure {
 			return same
 		}
 		return nil
 	}
 	return same
+}
+
+// current reports whether token is a current holder's, and whether that
+// is unsure because a holder's token is not known.
+func (s State) current(token uint64) (current, unsure bool) {
+	if s.Holder != "" {
+		return s.Known && s.Token == token, !s.Known
+	}
+	for _, h := range s.shared() {
+		current = current || h.known && h.token == token
+		unsure = unsure || !h.known
+	}
+	return current, unsure
+}
+
+// read checks a read that saw op.Holder (the first holder; "" when free)
+// with op.Token.
+func read(s State, op history.Op) []any {
+	if s.Shared != "" {
+		hs := s.shared()
+		i := sharedIndex(hs, op.Holder)
+		switch {
+		case i < 0:
+			return nil
+		case hs[i].known && hs[i].token != op.Token, !hs[i].known && op.Token <= hs[i].token:
+			return nil
+		}
+		hs[i] = sharedHolder{session: op.Holder, token: op.Token, known: true}
+		return []any{s.withShared(hs)}
+	}
+	if op.Holder != s.Holder {
+		return nil
+	}
+	if op.Holder == "" {
+		return []any{s}
+	}
+	if s.Known {
+		if op.Token != s.Token {
+			return nil
+		}
+		return []any{s}
+	}
+	if op.Token <= s.Token {
+		return nil
+	}
+	return []any{State{Holder: s.Holder, Token: op.Token, Known: true}}
 }
 
 func acquire(s State, op history.Op) []any {
@@ -136,23 +245,77 @@ func acquire(s State, op history.Op) []any {
 			}
 			return []any{State{Holder: op.Session, Token: op.Token, Known: true}}
 		}
-		if s.Holder != "" || op.Token <= s.Token {
+		if !s.free() || op.Token <= s.Token {
 			return nil
 		}
 		return []any{State{Holder: op.Session, Token: op.Token, Known: true}}
 	case history.Unknown:
-		if s.Holder == "" {
+		if s.free() {
 			return []any{s, State{Holder: op.Session, Token: s.Token, Known: false}}
 		}
 		return []any{s}
 	}
+	return refusal(s, op)
+}
+
+// acquireShared steps a shared acquire: shared holders coexist, and each
+// grant's token is above every earlier grant's, or equal to that of the
+// shared holders granted in the same entry.
+func acquireShared(s State, op history.Op) []any {
+	if s.Holder != "" {
+		if op.Status == history.OK {
+			return nil
+		}
+		if op.Status == history.Unknown {
+			return []any{s}
+		}
+		return refusal(s, op)
+	}
+	hs := s.shared()
+	i := sharedIndex(hs, op.Session)
+	switch op.Status {
+	case history.OK:
+		if i >= 0 { // held already: the same grant
+			h := hs[i]
+			if (h.known && op.Token != h.token) || (!h.known && op.Token <= h.token) {
+				return nil
+			}
+			hs[i] = sharedHolder{session: op.Session, token: op.Token, known: true}
+			next := s.withShared(hs)
+			next.Token = max(next.Token, op.Token)
+			return []any{next}
+		}
+		together := false
+		for _, h := range hs {
+			together = together || h.known && h.token == op.Token && op.Token == s.Token
+		}
+		if op.Token <= s.Token && !together {
+			return nil
+		}
+		next := s.withShared(append(hs, sharedHolder{session: op.Session, token: op.Token, known: true}))
+		next.Token = op.Token
+		return []any{next}
+	case history.Unknown:
+		if i >= 0 {
+			return []any{s}
+		}
+		next := s.withShared(append(hs, sharedHolder{session: op.Session, token: s.Token}))
+		return []any{s, next}
+	}
+	return refusal(s, op)
+}
+
+// refusal steps a refused acquire: "lock_held" needs a holder other than
+// the session (for a shared request, an exclusive one, or a queue the
+// model does not see, so any holder), "lock_delay" a free lock.
+func refusal(s State, op history.Op) []any {
 	switch op.Code {
 	case "lock_held":
-		if s.Holder == "" || s.Holder == op.Session {
+		if s.free() || s.holds(op.Session) {
 			return nil
 		}
 	case "lock_delay":
-		if s.Holder != "" {
+		if !s.free() {
 			return nil
 		}
 	}

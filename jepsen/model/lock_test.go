@@ -68,3 +68,67 @@ func TestLock_Linearizability(t *testing.T) {
 		})
 	}
 }
+
+// sop is a shared acquire.
+func sop(client int, session string, st history.Status, token uint64, call, ret int64) porcupine.Operation {
+	o := op(client, history.Acquire, session, st, token, call, ret)
+	in := o.Input.(history.Op)
+	in.Mode = "shared"
+	o.Input, o.Output = in, in
+	return o
+}
+
+func TestLock_SharedHolders(t *testing.T) {
+	A, R, E, Rd := history.Acquire, history.Release, history.End, history.Read
+	ok, fail, unk := history.OK, history.Fail, history.Unknown
+	tests := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"shared holders coexist", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), sop(1, "b", ok, 7, 20, 30), op(2, Rd, "a", ok, 5, 40, 50)}, porcupine.Ok},
+		{"exclusive excludes shared", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), op(1, A, "b", ok, 7, 20, 30)}, porcupine.Illegal},
+		{"shared excluded by exclusive", []porcupine.Operation{
+			op(0, A, "a", ok, 5, 0, 10), sop(1, "b", ok, 7, 20, 30)}, porcupine.Illegal},
+		{"exclusive after every shared holder left", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), sop(1, "b", ok, 7, 20, 30), op(0, R, "a", ok, 0, 40, 50),
+			op(1, E, "b", unk, 0, 60, 1000), op(2, A, "c", ok, 9, 1100, 1200)}, porcupine.Ok},
+		{"exclusive while one shared holder remains", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), sop(1, "b", ok, 7, 20, 30), op(0, R, "a", ok, 0, 40, 50),
+			op(2, A, "c", ok, 9, 60, 70)}, porcupine.Illegal},
+		{"shared token goes back", []porcupine.Operation{
+			sop(0, "a", ok, 7, 0, 10), sop(1, "b", ok, 5, 20, 30)}, porcupine.Illegal},
+		// One hand-off grants shared waiters together, in one entry.
+		{"shared holders granted together share a token", []porcupine.Operation{
+			sop(0, "a", ok, 7, 0, 30), sop(1, "b", ok, 7, 5, 31)}, porcupine.Ok},
+		{"exclusive grant reuses the last token", []porcupine.Operation{
+			sop(0, "a", ok, 7, 0, 10), op(0, R, "a", ok, 0, 20, 30), op(1, A, "b", ok, 7, 40, 50)}, porcupine.Illegal},
+		{"shared refused as held while free", []porcupine.Operation{
+			sop(0, "a", fail, 0, 0, 10)}, porcupine.Illegal},
+		{"shared refused while exclusively held", []porcupine.Operation{
+			op(0, A, "a", ok, 5, 0, 10), sop(1, "b", fail, 0, 20, 30)}, porcupine.Ok},
+		{"unknown shared acquire learnt later", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), sop(1, "b", unk, 0, 20, 1000), sop(1, "b", ok, 8, 30, 40)}, porcupine.Ok},
+		{"unknown shared acquire learnt later with a lower token", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), sop(1, "b", unk, 0, 20, 1000), sop(1, "b", ok, 4, 30, 40)}, porcupine.Illegal},
+		{"check of a shared holder's token", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), sop(1, "b", ok, 7, 20, 30), check(2, 5, true, 40, 50), check(2, 6, false, 60, 70)}, porcupine.Ok},
+		{"check denies a shared holder's token", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), check(2, 5, false, 40, 50)}, porcupine.Illegal},
+	}
+	m := Lock.ToModel()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := porcupine.CheckOperationsTimeout(m, tt.ops, 10*time.Second); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func check(client int, token uint64, valid bool, call, ret int64) porcupine.Operation {
+	o := history.Op{Client: client, Lock: "l", Kind: history.Check, Token: token, Valid: valid, Status: history.OK, Call: call, Return: ret}
+	return porcupine.Operation{ClientId: client, Input: o, Output: o, Call: call, Return: ret}
+}

@@ -224,13 +224,16 @@ type Evidence struct {
 // verdicts.
 func Check(ev Evidence) []validate.Verdict {
 	var out []validate.Verdict
-	skip := map[string]bool{traffic.FencedLock: true}
-	out = append(out, validate.CheckLinearizable(ev.Ops, skip, 2*time.Minute, ev.Dir))
+	// The fenced lock's child clients are not in the history: their
+	// reported grants stand in for them.
+	lin := validate.WithChildGrants(ev.Ops, traffic.FencedLock, ev.Grants)
+	out = append(out, validate.CheckLinearizable(lin, nil, 2*time.Minute, ev.Dir))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
 	}
-	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds))
+	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds),
+		validate.CheckFIFO(ev.Ops), validate.CheckLockDelay(ev.Ops))
 	fv := validate.CheckFencing(ev.Writes, ev.Grants)
 	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")

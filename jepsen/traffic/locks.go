@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -54,6 +55,18 @@ func (t *Traffic) lockWorker(ctx context.Context, rng *rand.Rand) {
 
 // acquire records a try acquire of lock by m.
 func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uint64, bool) {
+	return w.acquireWith(ctx, m, lock, "", 0)
+}
+
+// acquireWith records an acquire of lock by m in mode ("" for exclusive):
+// a try when wait is 0, else a blocking acquire that queues for up to
+// wait. The blocking one has no deadline the library could turn into its
+// own wait: it asks the server to queue for the API's longest wait, and
+// the worker gives up by cancelling after wait (the server then takes it
+// out of the queue; the outcome is unknown). So it is one request, one
+// place in the queue, kept by the library's retries, and never re-queued
+// at the back by the library after a wait the server ended.
+func (w *worker) acquireWith(ctx context.Context, m *client.Mutex, lock, mode string, wait time.Duration) (uint64, bool) {
 	s := w.s
 	if !s.Alive() {
 		return 0, false
@@ -65,10 +78,19 @@ func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uin
 	}
 	rec := w.t.rec
 	w.t.count("acquire")
-	op := rec.Invoke(history.Op{Client: w.id, Lock: lock, Kind: history.Acquire, Session: s.ID()})
-	octx, cancel := context.WithTimeout(ctx, opTimeout)
-	err := m.TryLock(octx)
-	cancel()
+	op := rec.Invoke(history.Op{Client: w.id, Lock: lock, Kind: history.Acquire, Session: s.ID(), Mode: mode, Wait: wait})
+	var err error
+	if wait == 0 {
+		octx, cancel := context.WithTimeout(ctx, opTimeout)
+		err = m.TryLock(octx)
+		cancel()
+	} else {
+		octx, cancel := context.WithCancel(ctx)
+		stop := time.AfterFunc(wait, cancel)
+		err = m.Lock(octx)
+		stop.Stop()
+		cancel()
+	}
 	st, code := status(err)
 	op.Code, op.Err = code, errString(err)
 	if st == history.OK {
@@ -81,10 +103,16 @@ func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uin
 	if err != nil && st == history.Unknown {
 		recordGiveBack(rec, op)
 	}
+	if code == wire.CodeLockDelay {
+		w.t.count("lock-delay refusals")
+	}
 	if st != history.OK {
 		return 0, false
 	}
-	w.watchHold(ctx, lock, op.Token, m.Lost(), s)
+	if mode == wire.ModeShared {
+		w.t.count("shared grants")
+	}
+	w.watchHoldMode(ctx, lock, op.Token, m.Lost(), s, mode == wire.ModeShared)
 	return op.Token, true
 }
 
@@ -157,4 +185,30 @@ func (t *Traffic) reader(ctx context.Context, node int, rng *rand.Rand) {
 		op.Code, op.Err = code, errString(err)
 		t.rec.Complete(op, st)
 	}
+}
+
+// watchHoldMode is watchHold for a holding that may be shared (which
+// other shared holdings may overlap).
+func (w *worker) watchHoldMode(ctx context.Context, lock string, token uint64, lost <-chan struct{}, s *client.Session, shared bool) {
+	if !shared {
+		w.watchHold(ctx, lock, token, lost, s)
+		return
+	}
+	rec := w.t.rec
+	h := history.Hold{Client: w.id, Lock: lock, Session: s.ID(), Token: token, From: rec.Now(), Shared: true}
+	w.t.spawn(func() {
+		select {
+		case <-lost:
+		case <-ctx.Done():
+			select {
+			case <-lost:
+			case <-time.After(30 * time.Second):
+				h.To = history.Infinity
+				rec.AddHold(h)
+				return
+			}
+		}
+		h.To = min(rec.Now(), rec.At(s.Deadline()))
+		rec.AddHold(h)
+	})
 }

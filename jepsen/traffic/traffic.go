@@ -1,7 +1,8 @@
 // Package traffic is the harness's client workloads: lock operations on a
-// few lock names, a fenced resource written by lock holders (some of them
-// child processes the harness can SIGSTOP), elections, and session expiry
-// under load. Workers use the lockd client library, record every operation
+// few lock names (exclusive and shared holders, blocking acquires that
+// queue, sessions abandoned inside a lock-delay), a fenced resource
+// written by lock holders (some of them child processes the harness can
+// SIGSTOP), elections, and session expiry under load. Workers use the lockd client library, record every operation
 // in a history.Recorder, and stop by themselves when their context ends;
 // every call carries a deadline.
 //
@@ -74,6 +75,7 @@ type Traffic struct {
 	mu     sync.Mutex
 	client int
 	stats  map[string]int
+	queued map[string]bool // sessions a read saw queued (waiters.go)
 }
 
 // New returns a Traffic. It does no I/O.
@@ -133,6 +135,7 @@ func (t *Traffic) Start(ctx context.Context) error {
 		for i := range t.cfg.Endpoints {
 			t.spawn(func() { t.reader(ctx, i, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
 		}
+		t.startLockGuarantees(ctx, rng)
 	}
 	if t.has(Elections) {
 		for i := range 2 {
@@ -157,6 +160,22 @@ func (t *Traffic) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startLockGuarantees starts the workers of shared locks (SharedLock),
+// blocking acquires with hand-offs (QueueLock) and lock-delays (DelayLocks).
+func (t *Traffic) startLockGuarantees(ctx context.Context, rng *rand.Rand) {
+	for i := range 2 {
+		t.spawn(func() { t.sharedWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+	}
+	for i := range 3 {
+		t.spawn(func() { t.queueWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+	}
+	t.spawn(func() { t.queueReader(ctx, rand.New(rand.NewPCG(rng.Uint64(), 11))) })
+	t.spawn(func() { t.delayAbandoner(ctx, rand.New(rand.NewPCG(rng.Uint64(), 12))) })
+	for i := range 2 {
+		t.spawn(func() { t.delayContender(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+	}
 }
 
 func (t *Traffic) spawn(f func()) {

@@ -19,7 +19,11 @@
 //     election modes, at most one coordinator at a time;
 //  7. events: the violations the workloads saw for themselves while the
 //     run went on (Observe delivering an older token than before), which
-//     they record on the timeline.
+//     they record on the timeline;
+//  8. fifo: waiters a read saw queued in some order are granted in that
+//     order (hand-offs go to the head of the queue);
+//  9. lock-delay: a lock its holder's session lost by expiry is granted to
+//     nobody else before the session's lock-delay has passed.
 //
 // A checker that could not decide (porcupine's timeout) says so instead
 // of passing.
@@ -72,4 +76,6 @@ const (
 	Durability      = "durability"
 	Leaders         = "leaders"
 	Events          = "events"
+	FIFO            = "fifo"
+	LockDelay       = "lock-delay"
 )

@@ -47,24 +47,30 @@ type ExtraGrant struct {
 }
 
 // CheckTokens checks that no token was handed to two grants (tokens are
-// Raft indexes, unique across locks), and that a grant acknowledged before
-// another was invoked has the lower token.
+// Raft indexes, unique across locks; only shared holders of one lock
+// granted by the same entry share one), and that a grant acknowledged
+// before another was invoked has the lower token.
 func CheckTokens(ops []history.Op, extra []ExtraGrant) Verdict {
 	v := Verdict{Checker: Tokens}
-	owner := map[uint64]grantKey{}
-	claim := func(tok uint64, k grantKey) {
-		if o, ok := owner[tok]; ok && o != k {
+	type owned struct {
+		grantKey
+		shared bool
+	}
+	owner := map[uint64]owned{}
+	claim := func(tok uint64, k grantKey, shared bool) {
+		o, ok := owner[tok]
+		if ok && o.grantKey != k && !(o.shared && shared && o.lock == k.lock) {
 			v.addf("token %d granted twice: %s to %s and %s to %s", tok, o.lock, short(o.session), k.lock, short(k.session))
 			return
 		}
-		owner[tok] = k
+		owner[tok] = owned{k, shared}
 	}
 	grants := effectiveCalls(firstGrants(ops), ops)
 	for _, g := range grants {
-		claim(g.Token, grantKey{g.Lock, g.Session})
+		claim(g.Token, grantKey{g.Lock, g.Session}, g.Mode == "shared")
 	}
 	for _, g := range extra {
-		claim(g.Token, grantKey{g.Lock, g.Session})
+		claim(g.Token, grantKey{g.Lock, g.Session}, false)
 	}
 	byReturn := append([]history.Op(nil), grants...)
 	sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })

@@ -1,0 +1,57 @@
+package fsm
+
+// Unsafe holds switches that each break one guarantee of the state machine
+// on purpose, so that the fault harness can show that its checkers catch
+// the bug. They are never on in a real deployment, and every replica must
+// be set alike, or the replicas diverge: each acts only on the replicated
+// state and the entry's index.
+type Unsafe struct {
+	// LowerToken gives every grant made by an entry whose index is a
+	// multiple of lowerTokenEvery a token one below the highest token any
+	// current holder of the same namespace has, when there is one: a token
+	// lower than one granted before (and equal to no entry of its own).
+	LowerToken bool
+	// EarlyLockDelay ends each lock-delay at a tenth of its length: the
+	// timers the leader runs for lock-delays are that much shorter.
+	EarlyLockDelay bool
+	// BreakFIFO hands a freed lock to the last of its waiters instead of
+	// the first.
+	BreakFIFO bool
+}
+
+// lowerTokenEvery is how often LowerToken lowers a grant's token.
+const lowerTokenEvery = 4
+
+// SetUnsafe sets the switches of u (see Unsafe).
+func (f *FSM) SetUnsafe(u Unsafe) {
+	f.mu.Lock()
+	f.unsafe = u
+	f.mu.Unlock()
+}
+
+// grantToken is the token a grant made by entry o gets: the entry's index,
+// unless the LowerToken switch lowers it.
+func (s *space) grantToken(o op) uint64 {
+	if !o.unsafe.LowerToken || o.index%lowerTokenEvery != 0 {
+		return o.index
+	}
+	var highest uint64
+	for _, l := range s.objs {
+		for _, h := range l.Holders {
+			highest = max(highest, h.Token)
+		}
+	}
+	if highest < 2 {
+		return o.index
+	}
+	return highest - 1
+}
+
+// nextWaiter is the index in l's queue of the waiter a hand-off considers:
+// the head, or the last one under the BreakFIFO switch.
+func nextWaiter(l *Lock, o op) int {
+	if o.unsafe.BreakFIFO {
+		return len(l.Waiters) - 1
+	}
+	return 0
+}
