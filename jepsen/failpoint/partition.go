@@ -21,7 +21,9 @@ import (
 //   - bridge: two halves that cannot reach each other, and one node both
 //     halves reach;
 //   - oneway: the leader's messages to the others (or theirs to it) are
-//     lost in one direction only (with iptables, see filter.go).
+//     lost in one direction only, while the other direction passes (with
+//     iptables, only the data packets of that direction are dropped, see
+//     filter.go).
 type partition struct {
 	kind   string
 	filter bool
@@ -119,7 +121,7 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 		rule = "blackhole"
 	}
 	if p.filter {
-		c, err := newChain(ctx, links, rule)
+		c, err := newChain(ctx, links, rule, p.kind == "oneway")
 		if err != nil {
 			return "", err
 		}
