@@ -27,7 +27,11 @@ import (
 type partition struct {
 	kind   string
 	filter bool
-	chain  *chain // the filter's rules in force, nil when none
+	// dir fixes a oneway cut's direction ("in" or "out"); empty: drawn.
+	dir   string
+	chain *chain // the filter's rules in force, nil when none
+	// cut is the last Inject's links.
+	cut []link
 }
 
 func (p *partition) Name() string {
@@ -111,6 +115,9 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 		if rng.IntN(2) == 0 {
 			dir = "in"
 		}
+		if p.dir != "" {
+			dir = p.dir
+		}
 		for _, o := range others(leader) {
 			links = append(links, link{leader, o, dir})
 		}
@@ -120,6 +127,7 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 	if rng.IntN(2) == 0 {
 		rule = "blackhole"
 	}
+	p.cut = links
 	if p.filter {
 		c, err := newChain(ctx, links, rule, p.kind == "oneway")
 		if err != nil {
