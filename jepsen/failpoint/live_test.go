@@ -196,6 +196,9 @@ func TestFaultPartitions(t *testing.T) {
 				needFilter(t)
 			}
 			env := liveEnv(t)
+			if p.filter {
+				holdFilter(t)
+			}
 			ctx := context.Background()
 			what, err := p.Inject(ctx, env, seeded(3))
 			if err != nil {
@@ -263,6 +266,9 @@ func TestFaultBridge(t *testing.T) {
 				needFilter(t)
 			}
 			env := liveEnv(t)
+			if p.filter {
+				holdFilter(t)
+			}
 			ctx := context.Background()
 			what, err := p.Inject(ctx, env, seeded(5))
 			if err != nil {
@@ -358,6 +364,9 @@ func TestFaultOneWay(t *testing.T) {
 					needFilter(t)
 				}
 				env := liveEnv(t)
+				if p.filter {
+					holdFilter(t)
+				}
 				ctx := context.Background()
 				l := leaderAmong(t, 10*time.Second, env.Cluster.Nodes...)
 				term := status(l).Term

@@ -7,11 +7,22 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lockd/lockd/jepsen/cluster"
 )
+
+// filterMu serializes the tests' iptables rules: every fault of one
+// process uses the same chain (chainName).
+var filterMu sync.Mutex
+
+// holdFilter takes the chain for the rest of the test.
+func holdFilter(t *testing.T) {
+	filterMu.Lock()
+	t.Cleanup(filterMu.Unlock)
+}
 
 // needFilter skips the test unless iptables partitions can run here.
 func needFilter(t *testing.T) {
@@ -112,7 +123,9 @@ func TestOneWayRules(t *testing.T) {
 		t.Skip("-short")
 	}
 	needFilter(t)
+	t.Parallel()
 	ipA, ipB := probeAddrs(t)
+	holdFilter(t)
 	a, b := &cluster.Node{ID: "a", IP: ipA}, &cluster.Node{ID: "b", IP: ipB}
 	ctx := context.Background()
 	if ab, ba := delivers(t, ipA, ipB); !ab || !ba {
