@@ -230,7 +230,7 @@ func Check(ev Evidence) []validate.Verdict {
 	for _, g := range ev.Grants {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
 	}
-	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds))
+	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...))
 	fv := validate.CheckFencing(ev.Writes, ev.Grants)
 	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")
