@@ -152,7 +152,7 @@ func run(args []string) int {
 		if r.Err != nil || r.Violations() > 0 || !allDecided(r) {
 			exit = 1
 		} else if !o.keep {
-			os.RemoveAll(filepath.Join(r.Dir, "nodes")) // keep logs of failing runs only
+			os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
 			os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
 		}
 	}

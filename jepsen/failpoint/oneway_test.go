@@ -81,7 +81,7 @@ func deliversOn(t *testing.T, from, to string, fromDials bool) bool {
 		}
 		accepted <- c
 	}()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(dialIP)}, Timeout: time.Second}
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(dialIP)}, Timeout: 500 * time.Millisecond}
 	dialed, err := d.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		return false
@@ -106,7 +106,7 @@ func deliversOn(t *testing.T, from, to string, fromDials bool) bool {
 	if _, err := w.Write(msg); err != nil {
 		return false
 	}
-	r.SetReadDeadline(time.Now().Add(700 * time.Millisecond))
+	r.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	got := make([]byte, len(msg))
 	_, err = io.ReadFull(r, got)
 	return err == nil && string(got) == string(msg)

@@ -259,6 +259,9 @@ func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
 	return nil
 }
 
+// PID returns the child's process id.
+func (c *Child) PID() int { return c.cmd.Process.Pid }
+
 // Pause stops the child with SIGSTOP, and records when on the harness
 // clock (just before the signal: the pause began no earlier).
 func (c *Child) Pause() error {
