@@ -69,8 +69,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "TTL of the clients' sessions")
 	fs.StringVar(&o.results, "results", "", "append this campaign's row to this RESULTS.md")
 	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one")
-	fs.StringVar(&o.check, "check", "", "check a saved history.jsonl again (linearizability, tokens) and exit; no cluster")
-	fs.BoolVar(&o.keep, "keep", false, "keep every run's node logs and history (default: failing runs' only)")
+	fs.StringVar(&o.check, "check", "", "check a saved run again with every checker (history.jsonl, and the evidence.json next to it) and exit; no cluster")
+	fs.BoolVar(&o.keep, "keep", false, "keep every run's node logs, history and evidence (default: failing runs' only)")
 	fs.StringVar(&o.serveArgs, "serve-args", "", "more arguments for every lockd serve, space-separated (e.g. \"--heartbeat-timeout 2s\")")
 }
 
@@ -152,7 +152,8 @@ func run(args []string) int {
 		if r.Err != nil || r.Violations() > 0 || !allDecided(r) {
 			exit = 1
 		} else if !o.keep {
-			os.RemoveAll(filepath.Join(r.Dir, "nodes")) // keep logs of failing runs only
+			os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
+			os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
 		}
 	}
 	fmt.Println("\ncampaign:", camp.Row())

@@ -8,6 +8,18 @@
 // Healed. A Schedule, drawn from a seed, injects and heals them one at a
 // time for a bounded time.
 //
+// Each fault does what its name says, measured on a live cluster by this
+// package's tests (TestFault*): a partition lets no message across the cut
+// (the cut node's commit index stays put while the majority commits), a
+// one-way partition passes the other direction, pause stops every thread
+// of the process, kill ends it, delay makes messages at least that late,
+// wall-step moves only the wall clock, membership removes the node and
+// adds it back, and everything flows again after the heal. A one-way cut
+// with iptables drops only the data packets of its direction: dropping
+// every packet of one direction stops TCP both ways (TestOneWayRules
+// measures both rule sets on raw connections), so iptables-oneway would be
+// another iptables-leader; see filter.go.
+//
 // Faults break things on purpose; they do not check anything.
 package failpoint
 

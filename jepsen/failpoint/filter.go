@@ -19,10 +19,24 @@ import (
 //
 // "drop" rules answer with a TCP reset, so a new connection fails at once
 // (as with the transport hooks' drop) while an open one stalls until its
-// sender gives up; "blackhole" rules discard the packets silently. Over
-// TCP a one-way cut stalls the other direction too, since acknowledgements
-// no longer come back: iptables-oneway is the real-network version of the
-// hooks' one-way partition, not an exact copy.
+// sender gives up; "blackhole" rules discard the packets silently.
+//
+// A one-way cut (iptables-oneway) cannot drop every packet of one
+// direction: TCP needs the receiver's handshake replies and
+// acknowledgements to come back, so dropping all of A's packets to B
+// stops B's messages to A as well (measured: a leader cut that way
+// received nothing from its followers either, exactly like
+// iptables-leader). Its rules drop only the packets from A to B that
+// carry data (a payload of at least one byte; the u32 and length matches
+// compute it from the IP and TCP header lengths) and let A's SYNs, pure
+// acknowledgements, FINs and resets through, so that connections open
+// both ways and every byte B sends to A is delivered and acknowledged,
+// while nothing A writes to B arrives: at the message level the cut is
+// one-way, as the transport hooks' is (TestOneWayRules measures it on
+// raw connections, TestFaultOneWay on a live cluster). With "drop" the
+// first data packet A sends resets A's own end of that connection (the
+// reset goes to A); "blackhole" leaves A retransmitting until it gives
+// up.
 //
 // A fault's rules live in a chain of their own, jumped to from INPUT for
 // loopback traffic, and healing removes the jump and the chain: nothing
@@ -102,9 +116,11 @@ func removeLeftoverChain(ctx context.Context) error {
 	return c.remove(ctx)
 }
 
-// filterRules returns the match and target of one rule per direction of
-// every link, in order, without duplicates.
-func filterRules(links []link, rule string) [][]string {
+// filterRules returns the match and target of the rules for every link, in
+// order, without duplicates: per direction of a link, one rule dropping
+// every packet, or, with dataOnly, the rules dropping only the packets
+// that carry data (see dataMatches).
+func filterRules(links []link, rule string, dataOnly bool) [][]string {
 	target := []string{"-j", "REJECT", "--reject-with", "tcp-reset"}
 	if rule == "blackhole" {
 		target = []string{"-j", "DROP"}
@@ -113,9 +129,19 @@ func filterRules(links []link, rule string) [][]string {
 	var out [][]string
 	seen := map[[2]string]bool{}
 	add := func(src, dst string) {
-		if k := [2]string{src, dst}; !seen[k] {
-			seen[k] = true
-			out = append(out, append([]string{"-p", "tcp", "-s", src, "-d", dst}, target...))
+		k := [2]string{src, dst}
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		base := []string{"-p", "tcp", "-s", src, "-d", dst}
+		if !dataOnly {
+			out = append(out, append(base, target...))
+			return
+		}
+		for _, m := range dataMatches() {
+			r := append(append(append([]string(nil), base...), m...), target...)
+			out = append(out, r)
 		}
 	}
 	for _, l := range links {
@@ -129,16 +155,33 @@ func filterRules(links []link, rule string) [][]string {
 	return out
 }
 
-// newChain installs a chain with filterRules(links, rule) and the jump to
+// dataMatches returns one match per TCP header length (20 to 60 bytes, in
+// steps of 4) for an IPv4 packet with a 20-byte header, as loopback
+// packets have: the TCP header is that long and the packet longer than
+// both headers, so it carries at least one byte of data. A last match
+// takes any packet with IP options whose length passes the smallest
+// headers: loopback traffic has none, and a rule that dropped a pure
+// acknowledgement with options would only make the cut wider, never
+// narrower.
+func dataMatches() [][]string {
+	var out [][]string
+	for th := 20; th <= 60; th += 4 {
+		out = append(out, []string{"-m", "u32", "--u32", fmt.Sprintf("0>>22&0x3C=20&&0>>22&0x3C@12>>26&0x3C=%d", th),
+			"-m", "length", "--length", fmt.Sprintf("%d:65535", 20+th+1)})
+	}
+	return append(out, []string{"-m", "u32", "--u32", "0>>22&0x3C=24:60", "-m", "length", "--length", "45:65535"})
+}
+
+// newChain installs a chain with filterRules(links, rule, dataOnly) and the jump to
 // it. On error it removes what it installed.
-func newChain(ctx context.Context, links []link, rule string) (*chain, error) {
+func newChain(ctx context.Context, links []link, rule string, dataOnly bool) (*chain, error) {
 	c := &chain{name: chainName()}
 	// A chain left by a run of this process that did not heal is reused.
 	_ = c.run(ctx, "-N", c.name)
 	if err := c.run(ctx, "-F", c.name); err != nil {
 		return nil, err
 	}
-	for _, r := range filterRules(links, rule) {
+	for _, r := range filterRules(links, rule, dataOnly) {
 		if err := c.run(ctx, append([]string{"-A", c.name}, r...)...); err != nil {
 			c.remove(ctx)
 			return nil, err

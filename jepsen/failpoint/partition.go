@@ -21,11 +21,17 @@ import (
 //   - bridge: two halves that cannot reach each other, and one node both
 //     halves reach;
 //   - oneway: the leader's messages to the others (or theirs to it) are
-//     lost in one direction only (with iptables, see filter.go).
+//     lost in one direction only, while the other direction passes (with
+//     iptables, only the data packets of that direction are dropped, see
+//     filter.go).
 type partition struct {
 	kind   string
 	filter bool
-	chain  *chain // the filter's rules in force, nil when none
+	// dir fixes a oneway cut's direction ("in" or "out"); empty: drawn.
+	dir   string
+	chain *chain // the filter's rules in force, nil when none
+	// cut is the last Inject's links.
+	cut []link
 }
 
 func (p *partition) Name() string {
@@ -109,6 +115,9 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 		if rng.IntN(2) == 0 {
 			dir = "in"
 		}
+		if p.dir != "" {
+			dir = p.dir
+		}
 		for _, o := range others(leader) {
 			links = append(links, link{leader, o, dir})
 		}
@@ -118,8 +127,9 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 	if rng.IntN(2) == 0 {
 		rule = "blackhole"
 	}
+	p.cut = links
 	if p.filter {
-		c, err := newChain(ctx, links, rule)
+		c, err := newChain(ctx, links, rule, p.kind == "oneway")
 		if err != nil {
 			return "", err
 		}

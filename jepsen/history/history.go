@@ -93,9 +93,13 @@ type Hold struct {
 	Token   uint64
 	From    int64
 	To      int64 // Infinity if the belief never ended in the run
-	// Paused is set when the harness paused this client during the hold;
-	// the lease-timing checker leaves such holds out.
-	Paused bool
+	// Paused is set when the harness paused this client during the hold,
+	// and PausedAt is when the pause began (0: unknown). A paused process
+	// cannot notice its loss, which is what fencing is for: the
+	// lease-timing checker counts such a hold only up to PausedAt, and
+	// leaves it out when PausedAt is unknown.
+	Paused   bool
+	PausedAt int64
 	// Shared is set for a shared holding, which other shared ones may
 	// overlap.
 	Shared bool

@@ -8,6 +8,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -197,12 +198,19 @@ func Run(cfg Config) (res *Result) {
 		ev.Writes = r.Writes()
 	}
 	res.Verdicts = Check(ev)
+	if err := SaveEvidence(cfg.Dir, ev); err != nil {
+		logf("seed %d: %v", cfg.Seed, err)
+	}
 	return res
 }
 
 // Evidence is everything a run gathered for its checkers.
+//
+// A run saves it (but Ops, which go to history.jsonl, and Dir) in its
+// directory as EvidenceFile, so that "jepsen --check" can run every
+// checker again; a field added here is saved with it.
 type Evidence struct {
-	Ops    []history.Op
+	Ops    []history.Op `json:"-"`
 	Holds  []history.Hold
 	Events []history.Event
 	// Fenced is set when the fenced workload ran; Grants and Writes are
@@ -217,7 +225,9 @@ type Evidence struct {
 	// Classic is set for the election modes without Raft terms.
 	Classic bool
 	// Dir receives the checkers' artifacts.
-	Dir string
+	Dir string `json:"-"`
+	// LinearizeTimeout bounds the linearizability check (0: 2 minutes).
+	LinearizeTimeout time.Duration `json:"-"`
 }
 
 // Check runs every checker on a run's evidence and returns their
@@ -227,12 +237,12 @@ func Check(ev Evidence) []validate.Verdict {
 	// The fenced lock's child clients are not in the history: their
 	// reported grants stand in for them.
 	lin := validate.WithChildGrants(ev.Ops, traffic.FencedLock, ev.Grants)
-	out = append(out, validate.CheckLinearizable(lin, nil, 2*time.Minute, ev.Dir))
+	out = append(out, validate.CheckLinearizable(lin, nil, cmp.Or(ev.LinearizeTimeout, 2*time.Minute), ev.Dir))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
 	}
-	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds),
+	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...),
 		validate.CheckFIFO(ev.Ops), validate.CheckLockDelay(ev.Ops))
 	fv := validate.CheckFencing(ev.Writes, ev.Grants)
 	if !ev.Fenced {

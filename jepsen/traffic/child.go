@@ -78,14 +78,19 @@ func RunFenceClient() int {
 			}
 		}
 		m := client.NewMutex(s, FencedLock)
+		t0 := time.Now()
 		call := resourceNow(hc, res) // before the invocation, on the harness clock
+		t1 := time.Now()
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
 		err := m.TryLock(actx)
 		acancel()
+		got := time.Now()
 		if err != nil {
 			continue
 		}
 		tok := m.Token()
+		lost := make(chan time.Time, 1)
+		go func(ch <-chan struct{}) { <-ch; lost <- time.Now() }(m.Lost())
 		post("/grant", Grant{Client: name, Session: s.ID(), Token: tok, Call: call})
 		for range 3 + rand.IntN(4) {
 			if !m.Held() {
@@ -95,7 +100,18 @@ func RunFenceClient() int {
 			st := post("/write", Write{Client: name, Session: s.ID(), Token: tok})
 			fmt.Fprintf(os.Stderr, "%s write token %d -> %d\n", time.Now().Format(time.StampMilli), tok, st)
 		}
-		post("/released", Grant{Client: name})
+		// The belief ends at the latest now (Unlock comes next), or when
+		// Lost closed, or at the session's local deadline.
+		end := time.Now()
+		select {
+		case at := <-lost:
+			end = at
+		default:
+		}
+		if d := s.Deadline(); d.Before(end) {
+			end = d
+		}
+		post("/released", holdReport(name, s.ID(), tok, call, t0, t1, got, end))
 		uctx, ucancel := context.WithTimeout(ctx, 2*time.Second)
 		m.Unlock(uctx)
 		ucancel()
@@ -104,6 +120,19 @@ func RunFenceClient() int {
 		s.Close()
 	}
 	return 0
+}
+
+// holdReport converts a hold from got (the acquire's return) to end (the
+// belief's end) on this process's clock to the harness clock, through one
+// reading h of it taken between t0 and t1: any moment t maps into
+// [h-(t1-t), h+(t-t0)], so From = h+(got-t0) is no earlier than the
+// acquire's return, and To = h+(end-t1) no later than the belief's end.
+func holdReport(name, session string, token uint64, h int64, t0, t1, got, end time.Time) HoldReport {
+	r := HoldReport{Client: name, Session: session, Token: token}
+	if h > 0 {
+		r.From, r.To = h+int64(got.Sub(t0)), h+int64(end.Sub(t1))
+	}
+	return r
 }
 
 // resourceNow asks the resource for the harness clock. It answers 0, the

@@ -39,6 +39,22 @@ type Grant struct {
 	Token   uint64
 	Call    int64
 	Return  int64
+	// Child is set for a child process's grant, which the history's
+	// operations do not hold.
+	Child bool
+}
+
+// HoldReport is a child client's report, when it stops believing it holds
+// FencedLock, of the interval of that belief on the harness clock: From
+// no earlier than its acquire's return, To no later than the moment its
+// library gave the lock up (Lost closed, or Unlock invoked). Both are 0
+// when the child could not read the harness clock.
+type HoldReport struct {
+	Client  string
+	Session string
+	Token   uint64
+	From    int64
+	To      int64
 }
 
 // Resource is a shared log guarded by FencedLock: holders append to it,
@@ -67,6 +83,10 @@ type Child struct {
 	Name string
 	cmd  *exec.Cmd
 	done chan struct{}
+	rec  *history.Recorder
+
+	mu     sync.Mutex
+	pauses [][2]int64 // SIGSTOP intervals on the harness clock; an open one ends at Infinity
 }
 
 // NewResource starts the resource's HTTP server on 127.0.0.1.
@@ -98,20 +118,57 @@ func NewResource(fencing bool, rec *history.Recorder) (*Resource, error) {
 		var g Grant
 		if json.NewDecoder(req.Body).Decode(&g) == nil {
 			g.Return = rec.Now()
+			g.Child = true
 			r.Granted(g)
 		}
 	})
+	// A child reports the end of its belief that it holds the lock; the
+	// hold goes into the history, marked paused if the harness stopped
+	// the child during it.
 	mux.HandleFunc("POST /released", func(w http.ResponseWriter, req *http.Request) {
-		var g Grant
-		if json.NewDecoder(req.Body).Decode(&g) == nil {
-			r.mu.Lock()
-			r.holding[g.Client] = false
-			r.mu.Unlock()
+		var h HoldReport
+		if json.NewDecoder(req.Body).Decode(&h) == nil {
+			r.released(h)
 		}
 	})
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second}
 	go r.srv.Serve(ln)
 	return r, nil
+}
+
+// released records a child's hold (if its bounds are known) and that it
+// no longer holds the lock.
+func (r *Resource) released(h HoldReport) {
+	r.mu.Lock()
+	r.holding[h.Client] = false
+	var c *Child
+	for _, x := range r.children {
+		if x.Name == h.Client {
+			c = x
+		}
+	}
+	r.mu.Unlock()
+	if h.From <= 0 || h.To <= h.From {
+		return
+	}
+	hold := history.Hold{Client: -1, Lock: FencedLock, Session: h.Session, Token: h.Token, From: h.From, To: h.To}
+	if c != nil {
+		hold.PausedAt, hold.Paused = c.pausedDuring(h.From, h.To)
+	}
+	r.rec.AddHold(hold)
+}
+
+// pausedDuring returns the start of the first pause that overlaps
+// [from, to], and whether there is one.
+func (c *Child) pausedDuring(from, to int64) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.pauses {
+		if p[0] <= to && p[1] >= from {
+			return p[0], true
+		}
+	}
+	return 0, false
 }
 
 // URL returns the resource's base URL.
@@ -193,7 +250,7 @@ func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
 			logf.Close()
 			return fmt.Errorf("traffic: start %s: %w", name, err)
 		}
-		c := &Child{Name: name, cmd: cmd, done: make(chan struct{})}
+		c := &Child{Name: name, cmd: cmd, done: make(chan struct{}), rec: r.rec}
 		go func() { cmd.Wait(); logf.Close(); close(c.done) }()
 		r.mu.Lock()
 		r.children = append(r.children, c)
@@ -202,11 +259,29 @@ func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
 	return nil
 }
 
-// Pause stops the child with SIGSTOP.
-func (c *Child) Pause() error { return syscall.Kill(c.cmd.Process.Pid, syscall.SIGSTOP) }
+// PID returns the child's process id.
+func (c *Child) PID() int { return c.cmd.Process.Pid }
 
-// Resume continues the child with SIGCONT.
-func (c *Child) Resume() error { return syscall.Kill(c.cmd.Process.Pid, syscall.SIGCONT) }
+// Pause stops the child with SIGSTOP, and records when on the harness
+// clock (just before the signal: the pause began no earlier).
+func (c *Child) Pause() error {
+	c.mu.Lock()
+	c.pauses = append(c.pauses, [2]int64{c.rec.Now(), history.Infinity})
+	c.mu.Unlock()
+	return syscall.Kill(c.cmd.Process.Pid, syscall.SIGSTOP)
+}
+
+// Resume continues the child with SIGCONT, and records when the pause
+// ended (just after the signal).
+func (c *Child) Resume() error {
+	err := syscall.Kill(c.cmd.Process.Pid, syscall.SIGCONT)
+	c.mu.Lock()
+	if n := len(c.pauses); n > 0 && c.pauses[n-1][1] == history.Infinity {
+		c.pauses[n-1][1] = c.rec.Now()
+	}
+	c.mu.Unlock()
+	return err
+}
 
 // Close waits for the children to exit (up to 10 s past their deadline,
 // then kills them), and stops the HTTP server.

@@ -7,8 +7,10 @@
 //     porcupine, one partition per lock name;
 //  2. tokens: every grant's token is unique and tokens grow in real-time
 //     order;
-//  3. lease timing: no successful acquire completes while another,
-//     unpaused client's library believes it holds the lock;
+//  3. lease timing: no successful acquire completes while another
+//     client's library believes it holds the lock (the child fence
+//     clients' holds and grants among them; a paused client's belief
+//     counts until its pause began);
 //  4. fencing: the fenced lock's grants, the child processes' among them,
 //     have tokens that grow in real-time order (what fencing relies on),
 //     and the fenced resource never accepted a write whose token is lower

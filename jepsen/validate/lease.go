@@ -4,16 +4,23 @@ import (
 	"fmt"
 
 	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/traffic"
 )
 
 // CheckLeaseTiming checks that no successful acquire of a lock completed
 // while a different session's client believed it held that lock: the
 // belief runs from its acquire's return until the library gave it up
-// (Lost closed); only shared holdings may overlap. Holds of clients the harness paused are left out: a
-// paused process cannot notice its loss, which is what fencing is for.
-// An acquire counts only if it returned before its own session's earliest
-// possible end.
-func CheckLeaseTiming(ops []history.Op, holds []history.Hold) Verdict {
+// (Lost closed); only shared holdings may overlap. The holds are the
+// in-process workers' and the child fence clients' (which report theirs to
+// the fenced resource). A hold of a client the harness paused counts only
+// until the pause began: a paused process cannot notice its loss, which is
+// what fencing is for. An acquire counts only if it returned before its
+// own session's earliest possible end. The child clients' grants of the
+// fenced lock (those of childGrants with Child set; they are not in ops)
+// are acquires too: each is known only to have completed within [Call,
+// Return], so it is a violation only when that whole window lies inside
+// another session's belief.
+func CheckLeaseTiming(ops []history.Op, holds []history.Hold, childGrants ...traffic.Grant) Verdict {
 	v := Verdict{Checker: LeaseTiming}
 	ends := map[grantKey]int64{}
 	for _, op := range ops {
@@ -26,9 +33,13 @@ func CheckLeaseTiming(ops []history.Op, holds []history.Hold) Verdict {
 	}
 	byLock := map[string][]history.Hold{}
 	for _, h := range holds {
-		if !h.Paused {
-			byLock[h.Lock] = append(byLock[h.Lock], h)
+		if h.Paused {
+			if h.PausedAt <= h.From {
+				continue // paused from the start, or when is unknown
+			}
+			h.To = min(h.To, h.PausedAt)
 		}
+		byLock[h.Lock] = append(byLock[h.Lock], h)
 	}
 	n := 0
 	for _, b := range firstGrants(ops) {
@@ -44,6 +55,19 @@ func CheckLeaseTiming(ops []history.Op, holds []history.Hold) Verdict {
 				v.addf("%s: %s acquired it (token %d) at %s while %s believed it held it (token %d) from %s to %s",
 					b.Lock, short(b.Session), b.Token, history.Seconds(b.Return), short(h.Session), h.Token,
 					history.Seconds(h.From), history.Seconds(h.To))
+			}
+		}
+	}
+	for _, g := range childGrants {
+		if !g.Child {
+			continue // an in-process worker's: its acquire is in ops
+		}
+		n++
+		for _, h := range byLock[traffic.FencedLock] {
+			if h.Session != g.Session && h.From < g.Call && g.Return < h.To {
+				v.addf("%s: %s (session %s) acquired it (token %d) within %s-%s while %s believed it held it (token %d) from %s to %s",
+					traffic.FencedLock, g.Client, short(g.Session), g.Token, history.Seconds(g.Call), history.Seconds(g.Return),
+					short(h.Session), h.Token, history.Seconds(h.From), history.Seconds(h.To))
 			}
 		}
 	}
