@@ -2,7 +2,7 @@
 // starts a cluster of real processes on loopback addresses (127.a.b.x),
 // runs client workloads while it injects faults on a schedule drawn from a
 // seed, heals, checks
-// the history with six checkers, and reports. See RESULTS.md for the
+// the history with every checker of package validate, and reports. See RESULTS.md for the
 // campaigns run so far and the commands that reproduce them.
 //
 //	go run ./jepsen --runs 5 --duration 30s --faults all
