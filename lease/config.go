@@ -106,6 +106,26 @@ type Unsafe struct {
 	// exchange: lockd's earlier rule, which a late answer to a heartbeat
 	// sent before the round can stretch past a follower's promise.
 	RoundLease bool
+	// ObserveStale makes a blocking query of an election (the path of
+	// Observe) now and then answer with an older leader than one it has
+	// answered before.
+	ObserveStale bool
+	// EarlyExpiry makes the leader expire a session 0.9 x TTL after its
+	// create or last keepalive instead of after the full TTL.
+	EarlyExpiry bool
+	// ForgetGrant makes a restarted node skip the acquire and campaign
+	// entries of the log it had before it started when it replays them,
+	// so that it forgets grants it acknowledged before the restart.
+	ForgetGrant bool
+}
+
+// sessionTTL is how long the leader keeps a session alive after a create
+// or keepalive asking for ttl: ttl itself, unless EarlyExpiry is set.
+func (u Unsafe) sessionTTL(ttl time.Duration) time.Duration {
+	if u.EarlyExpiry {
+		return ttl * 9 / 10
+	}
+	return ttl
 }
 
 // DefaultConfig returns a Config with the LAN defaults described on each field.

@@ -210,10 +210,14 @@ func (n *Node) Check(ctx context.Context, name string, token uint64) (bool, erro
 
 // Election reads the leader of an election; Session is empty when nobody leads.
 func (n *Node) Election(ctx context.Context, name string, opt wire.ReadOptions) (wire.Election, error) {
-	return read(ctx, n, opt, func() (wire.Election, uint64) {
+	e, err := read(ctx, n, opt, func() (wire.Election, uint64) {
 		e := n.fsm.Election(name)
 		return wireElection(e), e.ModifyIndex
 	})
+	if err == nil && opt.Wait > 0 && n.cfg.Unsafe.ObserveStale {
+		e = n.observe.answer(e)
+	}
+	return e, err
 }
 
 func wireLock(l fsm.Lock) wire.Lock {

@@ -32,6 +32,8 @@ type Node struct {
 
 	stop chan struct{}  // closed by Close
 	wg   sync.WaitGroup // background goroutines
+
+	observe staleObserve // the unsafe switch ObserveStale
 }
 
 // New checks cfg and returns a Raft-mode Node. It does no I/O.

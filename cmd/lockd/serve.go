@@ -214,8 +214,14 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.NoSessionGrace = true
 		case "round-lease":
 			nc.Unsafe.RoundLease = true
+		case "observe-stale":
+			nc.Unsafe.ObserveStale = true
+		case "early-expiry":
+			nc.Unsafe.EarlyExpiry = true
+		case "forget-grant":
+			nc.Unsafe.ForgetGrant = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, observe-stale, early-expiry, forget-grant)", name)
 		}
 	}
 	return nil

@@ -1,0 +1,132 @@
+package lease
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+func mustApply(t *testing.T, f *fsm.FSM, index uint64, c fsm.Command) {
+	t.Helper()
+	if res := f.ApplyCommand(index, c); res.Err != nil {
+		t.Fatalf("entry %d: %v", index, res.Err)
+	}
+}
+
+// EarlyExpiry: the leader lists a session as expired at 0.9 x TTL after its
+// last keepalive with the switch, and not before the full TTL without it.
+func TestUnsafe_EarlyExpiry(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		clock := &manualClock{now: time.Unix(1000, 0)}
+		term, f := newTestTerm(clock)
+		term.n.cfg.Unsafe.EarlyExpiry = on
+		mustApply(t, f, 1, fsm.Command{Op: fsm.OpCreateSession, Now: clock.Now(), Session: "s", TTL: 10 * time.Second})
+		if !term.extend("s", 10*time.Second) {
+			t.Fatal("extend refused")
+		}
+		clock.advance(9500 * time.Millisecond)
+		got := term.expired()
+		if on && len(got) != 1 {
+			t.Errorf("early-expiry on: expired at 0.95 x TTL = %v, want [s]", got)
+		}
+		if !on && len(got) != 0 {
+			t.Errorf("early-expiry off: expired at 0.95 x TTL = %v, want none", got)
+		}
+	}
+}
+
+// ForgetGrant: acquire and campaign entries at or below the index the node
+// had at start are skipped when replayed with the switch, and applied
+// without it; later entries are always applied.
+func TestUnsafe_ForgetGrant(t *testing.T) {
+	enc := func(c fsm.Command) []byte {
+		b, err := fsm.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	now := time.Unix(1000, 0)
+	entries := [][]byte{
+		enc(fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "s", TTL: 10 * time.Second}),
+		enc(fsm.Command{Op: fsm.OpAcquire, Now: now, Session: "s", Name: "a", Mode: fsm.Exclusive}),
+		enc(fsm.Command{Op: fsm.OpCampaign, Now: now, Session: "s", Name: "e", Value: "v"}),
+		enc(fsm.Command{Op: fsm.OpAcquire, Now: now, Session: "s", Name: "b", Mode: fsm.Exclusive}),
+	}
+	for _, on := range []bool{false, true} {
+		a := raftFSM{f: fsm.New()}
+		if on {
+			a.forgetUpTo = 3 // the node had entries 1-3 when it started
+		}
+		for i, data := range entries {
+			a.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
+		}
+		held := func(l fsm.Lock) bool { return len(l.Holders) == 1 && l.Holders[0].Session == "s" }
+		if got := held(a.f.Lock("a")); got == on {
+			t.Errorf("forget-grant %v: lock a held after replay = %v", on, got)
+		}
+		if got := held(a.f.Election("e")); got == on {
+			t.Errorf("forget-grant %v: election e led after replay = %v", on, got)
+		}
+		if !held(a.f.Lock("b")) {
+			t.Errorf("forget-grant %v: lock b, granted after the start, is not held", on)
+		}
+		if _, ok := a.f.Session("s"); !ok {
+			t.Errorf("forget-grant %v: the session was forgotten too", on)
+		}
+	}
+}
+
+// ObserveStale: blocking queries of an election answer, now and then, a
+// leader older than one answered before with the switch, and never without
+// it; plain reads are never touched.
+func TestUnsafe_ObserveStale(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		f := fsm.New()
+		n := &Node{cfg: validConfig(), clock: &manualClock{now: time.Unix(1000, 0)}, fsm: f}
+		n.cfg.Unsafe.ObserveStale = on
+		now := time.Unix(1000, 0)
+		mustApply(t, f, 1, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "s1", TTL: 10 * time.Second})
+		mustApply(t, f, 2, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "s2", TTL: 10 * time.Second})
+		mustApply(t, f, 3, fsm.Command{Op: fsm.OpCampaign, Now: now, Session: "s1", Name: "e", Value: "one"})
+		block := wire.ReadOptions{Stale: true, Wait: time.Millisecond}
+		ctx := context.Background()
+		first, err := n.Election(ctx, "e", block)
+		if err != nil || first.Token == 0 {
+			t.Fatalf("first read: %+v, %v", first, err)
+		}
+		mustApply(t, f, 4, fsm.Command{Op: fsm.OpResign, Now: now, Session: "s1", Name: "e"})
+		mustApply(t, f, 5, fsm.Command{Op: fsm.OpCampaign, Now: now, Session: "s2", Name: "e", Value: "two"})
+		var back, plainBack int
+		for range 2 * staleEvery {
+			e, err := n.Election(ctx, "e", block)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Token < first.Token || e.Session != "s2" {
+				back++
+			}
+			p, err := n.Election(ctx, "e", wire.ReadOptions{Stale: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Session != "s2" {
+				plainBack++
+			}
+		}
+		if on && back == 0 {
+			t.Errorf("observe-stale on: no blocking answer went back to the older leader")
+		}
+		if !on && back != 0 {
+			t.Errorf("observe-stale off: %d blocking answers went back", back)
+		}
+		if plainBack != 0 {
+			t.Errorf("observe-stale %v: %d plain reads went back", on, plainBack)
+		}
+	}
+}
