@@ -7,12 +7,11 @@ import (
 )
 
 // staleObserve is the state of the unsafe switch ObserveStale: per
-// election, the leader a blocking query answered before the current one.
+// election, the last leaders (with a token) blocking queries answered.
 type staleObserve struct {
 	mu      sync.Mutex
 	answers int
-	last    map[string]wire.Election
-	older   map[string]wire.Election
+	seen    map[string][]wire.Election
 }
 
 // staleEvery is how often, in blocking answers, ObserveStale answers
@@ -21,22 +20,25 @@ const staleEvery = 3
 
 // answer returns what a blocking query of an election answers when the
 // current leader is e: e itself, or, every staleEvery answers, the leader
-// answered before e when its token is lower.
+// two before the last one answered, whose token is lower than that of
+// the one in between, which an observer has likely seen already.
 func (s *staleObserve) answer(e wire.Election) wire.Election {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.last == nil {
-		s.last, s.older = map[string]wire.Election{}, map[string]wire.Election{}
+	if s.seen == nil {
+		s.seen = map[string][]wire.Election{}
 	}
-	if l, ok := s.last[e.Name]; ok && l.Token != 0 && l.Token != e.Token {
-		s.older[e.Name] = l
-	}
-	if e.Token != 0 {
-		s.last[e.Name] = e
+	l := s.seen[e.Name]
+	if e.Token != 0 && (len(l) == 0 || l[len(l)-1].Token != e.Token) {
+		l = append(l, e)
+		if len(l) > 3 {
+			l = l[len(l)-3:]
+		}
+		s.seen[e.Name] = l
 	}
 	s.answers++
-	if o, ok := s.older[e.Name]; ok && s.answers%staleEvery == 0 && o.Token < e.Token {
-		return o
+	if len(l) == 3 && s.answers%staleEvery == 0 && l[0].Token < l[1].Token {
+		return l[0]
 	}
 	return e
 }
