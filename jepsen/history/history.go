@@ -85,6 +85,33 @@ type Hold struct {
 	Paused bool
 }
 
+// StaleRead is one ?stale read of a lock, answered by one node from its
+// own state. Stale reads may lag, so they stay out of the operations the
+// linearizability checker reads; the stale-reads checker reads them.
+type StaleRead struct {
+	Client int
+	Node   string
+	// Proc identifies the node's process that answered (its pid, the same
+	// before and after the read): a restarted process rebuilds its state
+	// from the log and may start behind where it was.
+	Proc   int
+	Lock   string
+	Index  uint64 // the lock's modify index the node answered
+	Holder string // the first holder's session, "" when free
+	Token  uint64 // the first holder's token
+	Call   int64
+	Return int64
+}
+
+// Ack is a write the cluster acknowledged at Return, applied at Index: a
+// stale read of Lock invoked well after Return on a caught-up node must
+// show Index or later.
+type Ack struct {
+	Lock   string
+	Index  uint64
+	Return int64
+}
+
 // Event is one entry of the fault timeline.
 type Event struct {
 	At   int64
@@ -99,6 +126,8 @@ type Recorder struct {
 	ops    []Op
 	holds  []Hold
 	events []Event
+	stale  []StaleRead
+	acks   []Ack
 }
 
 // NewRecorder returns a Recorder whose clock starts now.
@@ -147,6 +176,37 @@ func (r *Recorder) AddHold(h Hold) {
 	r.mu.Lock()
 	r.holds = append(r.holds, h)
 	r.mu.Unlock()
+}
+
+// AddStaleRead records a stale read.
+func (r *Recorder) AddStaleRead(s StaleRead) {
+	r.mu.Lock()
+	r.stale = append(r.stale, s)
+	r.mu.Unlock()
+}
+
+// StaleReads returns the recorded stale reads ordered by invocation.
+func (r *Recorder) StaleReads() []StaleRead {
+	r.mu.Lock()
+	out := append([]StaleRead(nil), r.stale...)
+	r.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
+
+// AddAck records an acknowledged write for the stale-reads checker's lag
+// bound.
+func (r *Recorder) AddAck(a Ack) {
+	r.mu.Lock()
+	r.acks = append(r.acks, a)
+	r.mu.Unlock()
+}
+
+// Acks returns the recorded acknowledged writes.
+func (r *Recorder) Acks() []Ack {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Ack(nil), r.acks...)
 }
 
 // Eventf adds an entry to the fault timeline.

@@ -148,7 +148,7 @@ func Run(cfg Config) (res *Result) {
 
 	tr := traffic.New(traffic.Config{Endpoints: c.Endpoints(), NodeIDs: nodeIDs(c), Recorder: rec, Seed: cfg.Seed,
 		TTL: cfg.TTL, Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
-		LogDir: cfg.Dir})
+		LogDir: cfg.Dir, Proc: func(i int) int { return c.Nodes[i].PID() }})
 	work, stopWork := context.WithTimeout(hard, cfg.Duration)
 	defer stopWork()
 	if err := tr.Start(work); err != nil {
@@ -180,6 +180,8 @@ func Run(cfg Config) (res *Result) {
 	}
 	tr.Wait()
 	rec.Eventf("workloads stopped")
+	rec.Eventf("%s", staleLagPhase(hard, c, rec))
+	quiet := quietWindow(hard, c, rec)
 	logf("seed %d: final reads, then kill -9 and restart of every node", cfg.Seed)
 	durable := checkDurability(hard, c, cfg.Binary, rec)
 	stopPoll()
@@ -190,7 +192,8 @@ func Run(cfg Config) (res *Result) {
 	res.Stats = tr.Stats()
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
-		Classic: cfg.Election != "" && cfg.Election != "raft", Dir: cfg.Dir}
+		Classic: cfg.Election != "" && cfg.Election != "raft", Dir: cfg.Dir, StaleReads: rec.StaleReads(),
+		Acks: rec.Acks(), Quiet: &quiet}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -218,6 +221,12 @@ type Evidence struct {
 	Classic bool
 	// Dir receives the checkers' artifacts.
 	Dir string
+	// StaleReads and Acks are the ?stale reads and the writes acknowledged
+	// once the cluster was healed, for the stale-reads checker.
+	StaleReads []history.StaleRead
+	Acks       []history.Ack
+	// Quiet is the window in which only keepalives ran (nil: none held).
+	Quiet *validate.QuietWindow
 }
 
 // Check runs every checker on a run's evidence and returns their
@@ -235,7 +244,13 @@ func Check(ev Evidence) []validate.Verdict {
 	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")
 	}
-	return append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events))
+	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events),
+		validate.CheckStaleReads(ev.StaleReads, ev.Acks, validate.StaleLag))
+	quiet := validate.Verdict{Checker: validate.QuietKeepalives, Details: []string{"no quiet window held"}}
+	if ev.Quiet != nil {
+		quiet = validate.CheckQuiet(*ev.Quiet)
+	}
+	return append(out, quiet)
 }
 
 func nodeIDs(c *cluster.Cluster) []string {

@@ -19,7 +19,12 @@
 //     election modes, at most one coordinator at a time;
 //  7. events: the violations the workloads saw for themselves while the
 //     run went on (Observe delivering an older token than before), which
-//     they record on the timeline.
+//     they record on the timeline;
+//  8. stale reads: ?stale reads are monotonic per node process, and once
+//     the cluster is healed they lag an acknowledged write by at most
+//     StaleLag;
+//  9. quiet keepalives: in a window with no faults and no workload, where
+//     only keepalives run, the leader's commit index does not move.
 //
 // A checker that could not decide (porcupine's timeout) says so instead
 // of passing.
@@ -72,4 +77,6 @@ const (
 	Durability      = "durability"
 	Leaders         = "leaders"
 	Events          = "events"
+	StaleReads      = "stale-reads"
+	QuietKeepalives = "quiet-keepalives"
 )
