@@ -183,13 +183,14 @@ func Run(cfg Config) (res *Result) {
 	rec.Eventf("%s", staleLagPhase(hard, c, rec))
 	quiet := quietWindow(hard, c, rec)
 	logf("seed %d: final reads, then kill -9 and restart of every node", cfg.Seed)
-	durable := checkDurability(hard, c, cfg.Binary, rec)
+	durable, survived := checkDurability(hard, c, cfg.Binary, rec)
 	stopPoll()
 	poll.wait()
 
 	ops := rec.Ops()
 	res.Ops, res.History = len(ops), ops
 	res.Stats = tr.Stats()
+	res.Stats["sessions across restart"] = survived
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: cfg.Election != "" && cfg.Election != "raft", Dir: cfg.Dir, StaleReads: rec.StaleReads(),

@@ -14,7 +14,8 @@
 //     and the fenced resource never accepted a write whose token is lower
 //     than one it had accepted before;
 //  5. durability: every acknowledged acquire and release survives a kill
-//     -9 and restart of every node (the runner gathers the evidence);
+//     -9 and restart of every node, and sessions alive before it survive
+//     with their locks and a fresh TTL (the runner gathers the evidence);
 //  6. leaders: at most one leader per Raft term, and, for the classic
 //     election modes, at most one coordinator at a time;
 //  7. events: the violations the workloads saw for themselves while the
