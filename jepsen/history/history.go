@@ -25,12 +25,14 @@ type Kind string
 
 // Operation kinds. Elections are recorded as locks (campaign = acquire,
 // resign = release, leader = read), since an election is an exclusive lock
-// with a value.
+// with a value, and the value is Op.Value; proclaim is their own kind.
 const (
 	Acquire Kind = "acquire"
 	Release Kind = "release"
 	Read    Kind = "read"
 	Check   Kind = "check"
+	// Proclaim changes the value of an election its session leads.
+	Proclaim Kind = "proclaim"
 	// End is the end of a session (destroyed, or expired): from its
 	// invocation on, the server may drop the session's holdings at any
 	// moment. Expiry has no completion (Return is Infinity).
@@ -61,6 +63,9 @@ type Op struct {
 	Holder string
 	// Valid is a check's answer.
 	Valid bool
+	// Value is an election's value: the one a campaign or a proclaim
+	// asked for, or the one a read saw (elections only).
+	Value string `json:",omitempty"`
 	// Code is the error code of a failed operation.
 	Code   string
 	Status Status

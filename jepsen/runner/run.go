@@ -234,8 +234,10 @@ type Evidence struct {
 // verdicts.
 func Check(ev Evidence) []validate.Verdict {
 	var out []validate.Verdict
-	skip := map[string]bool{traffic.FencedLock: true}
-	out = append(out, validate.CheckLinearizable(ev.Ops, skip, 2*time.Minute, ev.Dir))
+	elections := map[string]bool{traffic.ElectionName: true}
+	skip := map[string]bool{traffic.FencedLock: true, traffic.ElectionName: true}
+	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(ev.Ops, skip, 2*time.Minute, ev.Dir),
+		validate.CheckElections(ev.Ops, elections, 2*time.Minute, ev.Dir)))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})

@@ -11,13 +11,17 @@ import (
 	"github.com/lockd/lockd/jepsen/history"
 )
 
-// electionWorker campaigns for ElectionName, leads a little while, and
-// resigns. An election is an exclusive lock with a value, so campaign and
-// resign go into the history as acquire and release.
+// electionWorker campaigns for ElectionName with a value of its own,
+// proclaims new values while it leads, and resigns. An election is an
+// exclusive lock with a value, so campaign and resign go into the history
+// as acquire and release, with the value in Op.Value; every value is
+// unique in the run, so that a read shows which campaign or proclaim it
+// saw.
 func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 	w := t.newWorker([]string{ElectionName}, rng)
 	defer w.endSession()
 	rec := t.rec
+	values := 0
 	for sleep(ctx, jitter(rng, 20*time.Millisecond, 200*time.Millisecond)) {
 		s := w.session(ctx)
 		if s == nil || !s.Alive() {
@@ -30,9 +34,11 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		}
 		e := client.NewElection(s, ElectionName)
 		t.count("campaign")
-		op := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Acquire, Session: s.ID()})
+		values++
+		op := rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Acquire, Session: s.ID(),
+			Value: fmt.Sprintf("worker-%d/%d", w.id, values)})
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
-		err := e.Campaign(octx, fmt.Sprintf("worker-%d", w.id))
+		err := e.Campaign(octx, op.Value)
 		cancel()
 		st, code := status(err)
 		if st == history.OK {
@@ -50,7 +56,14 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 			continue
 		}
 		w.watchHold(ctx, ElectionName, op.Token, e.Lost(), s)
-		sleep(ctx, jitter(rng, 50*time.Millisecond, 400*time.Millisecond))
+		for range rng.IntN(4) {
+			if !sleep(ctx, jitter(rng, 20*time.Millisecond, 150*time.Millisecond)) || !e.Leading() {
+				break
+			}
+			values++
+			t.proclaim(ctx, w, e, fmt.Sprintf("worker-%d/%d", w.id, values))
+		}
+		sleep(ctx, jitter(rng, 50*time.Millisecond, 250*time.Millisecond))
 		leave = t.gate.passSoon(ctx)
 		t.count("resign")
 		op = rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release, Session: s.ID()})
@@ -62,6 +75,27 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		rec.Complete(op, st)
 		leave()
 	}
+}
+
+// proclaim sets a new value for the election w's session leads and
+// records it. A refusal (not the leader) changes nothing.
+func (t *Traffic) proclaim(ctx context.Context, w *worker, e *client.Election, value string) {
+	leave, ok := t.gate.pass(ctx)
+	if !ok {
+		return
+	}
+	defer leave()
+	t.count("proclaims")
+	op := t.rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Proclaim, Session: w.s.ID(), Value: value})
+	octx, cancel := context.WithTimeout(ctx, opTimeout)
+	err := e.Proclaim(octx, value)
+	cancel()
+	st, code := status(err)
+	if errors.Is(err, client.ErrNotLeader) {
+		st, code = history.Fail, "not_leader"
+	}
+	op.Code, op.Err = code, errString(err)
+	t.rec.Complete(op, st)
 }
 
 // electionReader reads the election's leader, and keeps an Observe
@@ -107,7 +141,7 @@ func (t *Traffic) electionReader(ctx context.Context) {
 			if st != history.OK {
 				st = history.Fail
 			}
-			op.Holder, op.Token, op.Code, op.Err = l.Session, l.Token, code, errString(err)
+			op.Holder, op.Token, op.Value, op.Code, op.Err = l.Session, l.Token, l.Value, code, errString(err)
 			t.rec.Complete(op, st)
 		}
 	}

@@ -3,8 +3,10 @@
 // returns a Verdict: how many violations it found and a few lines about
 // each. The checkers are:
 //
-//  1. linearizability: each lock's history against model.Lock, with
-//     porcupine, one partition per lock name;
+//  1. linearizability: each lock's history against model.Lock, and each
+//     election's, with the values its campaigns and proclaims set and its
+//     leader reads saw, against model.Election, with porcupine, one
+//     partition per name;
 //  2. tokens: every grant's token is unique and tokens grow in real-time
 //     order;
 //  3. lease timing: no successful acquire completes while another,
