@@ -22,5 +22,17 @@ func init() {
 		// restart of every node at the end loses acknowledged grants.
 		selfTestCase{name: "forget-grant", debug: "forget-grant", faults: "none", d: 20 * time.Second,
 			workloads: []string{traffic.Locks}, catch: []string{validate.Durability}},
+		// ?stale reads of a lock now and then answer an older state than
+		// they answered before on the same node.
+		selfTestCase{name: "stale-goes-back", debug: "stale-goes-back", faults: "none", d: 20 * time.Second,
+			workloads: []string{traffic.Locks}, catch: []string{validate.StaleReads}},
+		// Every keepalive commits an entry: the quiet window sees the
+		// commit index move.
+		selfTestCase{name: "keepalive-writes", debug: "keepalive-writes", faults: "none", d: 15 * time.Second,
+			workloads: []string{traffic.Locks}, catch: []string{validate.QuietKeepalives}},
+		// Elections with proclaims, ?stale and ?consistent reads under
+		// faults, sessions across the full restart, the quiet window:
+		// nothing to find.
+		selfTestCase{name: "sessions control", faults: "kill-leader,pause-leader,partition-leader", d: 45 * time.Second},
 	)
 }

@@ -117,6 +117,12 @@ type Unsafe struct {
 	// entries of the log it had before it started when it replays them,
 	// so that it forgets grants it acknowledged before the restart.
 	ForgetGrant bool
+	// StaleGoesBack makes ?stale reads of a lock now and then answer an
+	// older state than one they answered before.
+	StaleGoesBack bool
+	// KeepaliveWrites makes every keepalive commit an entry to the log (one
+	// the state machine refuses, which changes nothing else).
+	KeepaliveWrites bool
 }
 
 // sessionTTL is how long the leader keeps a session alive after a create

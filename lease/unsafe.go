@@ -6,39 +6,50 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-// staleObserve is the state of the unsafe switch ObserveStale: per
-// election, the last leaders (with a token) blocking queries answered.
-type staleObserve struct {
-	mu      sync.Mutex
-	answers int
-	seen    map[string][]wire.Election
+// unsafeState is the state of the unsafe switches that need one.
+type unsafeState struct {
+	observe goBack[wire.Election] // ObserveStale
+	stale   goBack[wire.Lock]     // StaleGoesBack
 }
 
-// staleEvery is how often, in blocking answers, ObserveStale answers
-// with an older leader when it has one.
+// goBack is the state of the unsafe switches that make reads go back
+// (ObserveStale, StaleGoesBack): per name, the last answers with a
+// distinct, nonzero key (an election's token, a lock's modify index).
+type goBack[T any] struct {
+	mu      sync.Mutex
+	answers int
+	seen    map[string][]T
+}
+
+// staleEvery is how often, in answers, such a switch answers with an
+// older state when it has one.
 const staleEvery = 3
 
-// answer returns what a blocking query of an election answers when the
-// current leader is e: e itself, or, every staleEvery answers, the leader
-// two before the last one answered, whose token is lower than that of
-// the one in between, which an observer has likely seen already.
-func (s *staleObserve) answer(e wire.Election) wire.Election {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seen == nil {
-		s.seen = map[string][]wire.Election{}
+// answer returns what is answered when the current state of name is v
+// with key k: v itself, or, every staleEvery answers, the state two before
+// the last one answered, older than the one in between, which a reader
+// has likely seen already.
+func (g *goBack[T]) answer(name string, v T, k uint64, key func(T) uint64) T {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seen == nil {
+		g.seen = map[string][]T{}
 	}
-	l := s.seen[e.Name]
-	if e.Token != 0 && (len(l) == 0 || l[len(l)-1].Token != e.Token) {
-		l = append(l, e)
+	l := g.seen[name]
+	if k != 0 && (len(l) == 0 || key(l[len(l)-1]) != k) {
+		l = append(l, v)
 		if len(l) > 3 {
 			l = l[len(l)-3:]
 		}
-		s.seen[e.Name] = l
+		g.seen[name] = l
 	}
-	s.answers++
-	if len(l) == 3 && s.answers%staleEvery == 0 && l[0].Token < l[1].Token {
+	g.answers++
+	if len(l) == 3 && g.answers%staleEvery == 0 && key(l[0]) < key(l[1]) {
 		return l[0]
 	}
-	return e
+	return v
 }
+
+func electionToken(e wire.Election) uint64 { return e.Token }
+
+func lockIndex(l wire.Lock) uint64 { return l.ModifyIndex }

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,6 +134,79 @@ func TestUnsafe_ObserveStale(t *testing.T) {
 		}
 		if plainBack != 0 {
 			t.Errorf("observe-stale %v: %d plain reads went back", on, plainBack)
+		}
+	}
+}
+
+// StaleGoesBack: ?stale reads of a lock answer, now and then, a state
+// older than one they answered before with the switch, and never without
+// it; default reads are never touched.
+func TestUnsafe_StaleGoesBack(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		f := fsm.New()
+		n := &Node{cfg: validConfig(), clock: &manualClock{now: time.Unix(1000, 0)}, fsm: f}
+		n.cfg.Unsafe.StaleGoesBack = on
+		now := time.Unix(1000, 0)
+		stale := wire.ReadOptions{Stale: true}
+		ctx := context.Background()
+		mustApply(t, f, 1, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "s", TTL: 10 * time.Second})
+		var seen uint64
+		back := 0
+		for i := uint64(2); i < 2+4*staleEvery; i += 2 {
+			mustApply(t, f, i, fsm.Command{Op: fsm.OpAcquire, Now: now, Session: "s", Name: "l", Mode: fsm.Exclusive})
+			l, err := n.Lock(ctx, "l", stale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.ModifyIndex < seen {
+				back++
+			}
+			seen = max(seen, l.ModifyIndex)
+			mustApply(t, f, i+1, fsm.Command{Op: fsm.OpRelease, Now: now, Session: "s", Name: "l"})
+		}
+		if on && back == 0 {
+			t.Errorf("stale-goes-back on: no stale read went back")
+		}
+		if !on && back != 0 {
+			t.Errorf("stale-goes-back off: %d stale reads went back", back)
+		}
+	}
+}
+
+// applyCounter is an engine that leads in term 1 and counts the entries
+// it is asked to commit.
+type applyCounter struct {
+	leadingEngine
+	mu      sync.Mutex
+	entries int
+}
+
+func (e *applyCounter) apply([]byte, time.Duration) (any, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.entries++
+	return fsm.Result{}, nil
+}
+
+// KeepaliveWrites: a keepalive commits an entry with the switch, and
+// nothing without it.
+func TestUnsafe_KeepaliveWrites(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		clock := &manualClock{now: time.Unix(1000, 0)}
+		eng := &applyCounter{}
+		n := &Node{cfg: validConfig(), clock: clock, fsm: fsm.New(), eng: eng}
+		n.cfg.Unsafe.KeepaliveWrites = on
+		term := newLeaderTerm(n, 1)
+		term.ready, term.leaseUntil = true, clock.Now().Add(time.Hour)
+		n.term = term
+		mustApply(t, n.fsm, 1, fsm.Command{Op: fsm.OpCreateSession, Now: clock.Now(), Session: "s", TTL: 10 * time.Second})
+		for range 3 {
+			if _, err := n.KeepAlive(context.Background(), "s"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := map[bool]int{false: 0, true: 3}[on]; eng.entries != want {
+			t.Errorf("keepalive-writes %v: 3 keepalives committed %d entries, want %d", on, eng.entries, want)
 		}
 	}
 }

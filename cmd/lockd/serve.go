@@ -220,8 +220,12 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.EarlyExpiry = true
 		case "forget-grant":
 			nc.Unsafe.ForgetGrant = true
+		case "stale-goes-back":
+			nc.Unsafe.StaleGoesBack = true
+		case "keepalive-writes":
+			nc.Unsafe.KeepaliveWrites = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, observe-stale, early-expiry, forget-grant)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes)", name)
 		}
 	}
 	return nil
