@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockd/lockd/client"
@@ -98,14 +100,16 @@ func (t *Traffic) proclaim(ctx context.Context, w *worker, e *client.Election, v
 	t.rec.Complete(op, st)
 }
 
-// electionReader reads the election's leader, and keeps an Observe
-// running to exercise blocking queries; every value Observe delivers must
-// carry a token no lower than the one before.
+// electionReader reads the election's leader, recording the value it
+// sees, and keeps an Observe running to exercise blocking queries; every
+// leader Observe delivers must carry a token no lower than the one before,
+// and for the same token a value no older.
 func (t *Traffic) electionReader(ctx context.Context) {
 	c := t.newClient(t.nextClient())
 	id := t.nextClient()
 	obs := c.Observe(ctx, ElectionName)
 	var lastObserved uint64
+	var lastValue string
 	ticker := time.NewTicker(30 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -127,7 +131,14 @@ func (t *Traffic) electionReader(ctx context.Context) {
 				// (validate.CheckEvents counts it).
 				t.rec.Eventf("VIOLATION observe went back: token %d after %d", l.Token, lastObserved)
 			}
-			lastObserved = max(lastObserved, l.Token)
+			if l.Token != 0 && l.Token == lastObserved && valueSeq(l.Value) < valueSeq(lastValue) {
+				// One leadership's values are one worker's, numbered in
+				// the order it proclaimed them.
+				t.rec.Eventf("VIOLATION observe went back: value %q after %q of token %d", l.Value, lastValue, l.Token)
+			}
+			if l.Token != 0 && l.Token >= lastObserved {
+				lastObserved, lastValue = l.Token, l.Value
+			}
 		case <-ticker.C:
 			t.count("leader")
 			op := t.rec.Invoke(history.Op{Client: id, Lock: ElectionName, Kind: history.Read})
@@ -145,4 +156,18 @@ func (t *Traffic) electionReader(ctx context.Context) {
 			t.rec.Complete(op, st)
 		}
 	}
+}
+
+// valueSeq is the number a worker gave a value of its (worker-<id>/<n>),
+// or -1.
+func valueSeq(v string) int {
+	_, n, ok := strings.Cut(v, "/")
+	if !ok {
+		return -1
+	}
+	x, err := strconv.Atoi(n)
+	if err != nil {
+		return -1
+	}
+	return x
 }
