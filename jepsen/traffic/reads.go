@@ -2,10 +2,15 @@ package traffic
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -16,9 +21,9 @@ const consistentEvery = 5
 // nodeReader reads the lock workload's locks through one node only, under
 // faults as well: mostly ?stale reads, which the node answers from its own
 // state (recorded apart, for the stale-reads checker: monotonic per node
-// process), and every consistentEvery-th a ?consistent read, which the
-// leader confirms with a quorum and which goes into the history for
-// linearizability.
+// process; with the election workload, some of the election), and every
+// consistentEvery-th a ?consistent read, which the leader confirms with a
+// quorum and which goes into the history for linearizability.
 func (t *Traffic) nodeReader(ctx context.Context, node int, rng *rand.Rand) {
 	c, err := client.NewWithConfig(client.Config{Endpoints: []string{t.cfg.Endpoints[node]},
 		RequestTimeout: 500 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
@@ -28,15 +33,59 @@ func (t *Traffic) nodeReader(ctx context.Context, node int, rng *rand.Rand) {
 	id := t.nextClient()
 	for i := 0; sleep(ctx, jitter(rng, 10*time.Millisecond, 50*time.Millisecond)); i++ {
 		l := LockNames[rng.IntN(len(LockNames))]
-		if i%consistentEvery == 0 {
+		var r history.StaleRead
+		var ok bool
+		switch {
+		case i%consistentEvery == 0:
 			t.consistentRead(ctx, c, id, node, l)
 			continue
+		case t.has(Elections) && i%consistentEvery == 1:
+			r, ok = t.staleElection(ctx, node)
+		default:
+			r, ok = t.staleRead(ctx, c, node, l)
 		}
-		if r, ok := t.staleRead(ctx, c, node, l); ok {
+		if ok {
 			r.Client = id
 			t.rec.AddStaleRead(r)
 		}
 	}
+}
+
+// staleElection reads the workload's election with ?stale through node
+// (the client library's election reads take no consistency), and returns
+// the read as staleRead does. Its Lock is the election's name.
+func (t *Traffic) staleElection(ctx context.Context, node int) (history.StaleRead, bool) {
+	t.count("stale reads")
+	proc := t.proc(node)
+	before := proc()
+	r := history.StaleRead{Node: t.cfg.NodeIDs[node], Proc: before, Lock: ElectionName, Call: t.rec.Now()}
+	octx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var e wire.Election
+	err := rawGet(octx, t.cfg.Endpoints[node]+"/v1/elections/"+ElectionName+"?stale", &e)
+	r.Return = t.rec.Now()
+	if err != nil || proc() != before {
+		return r, false
+	}
+	r.Index, r.Holder, r.Token = e.ModifyIndex, e.Session, e.Token
+	return r, true
+}
+
+// rawGet GETs url and decodes a 2xx JSON answer into out.
+func rawGet(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
 }
 
 // consistentRead reads lock l with ?consistent through c and records it.
