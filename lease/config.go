@@ -114,6 +114,32 @@ type Unsafe struct {
 	LowerToken     bool
 	EarlyLockDelay bool
 	BreakFIFO      bool
+	// ObserveStale makes a blocking query of an election (the path of
+	// Observe) now and then answer with an older leader than one it has
+	// answered before.
+	ObserveStale bool
+	// EarlyExpiry makes the leader expire a session 0.9 x TTL after its
+	// create or last keepalive instead of after the full TTL.
+	EarlyExpiry bool
+	// ForgetGrant makes a restarted node skip the acquire and campaign
+	// entries of the log it had before it started when it replays them,
+	// so that it forgets grants it acknowledged before the restart.
+	ForgetGrant bool
+	// StaleGoesBack makes ?stale reads of a lock now and then answer an
+	// older state than one they answered before.
+	StaleGoesBack bool
+	// KeepaliveWrites makes every keepalive commit an entry to the log (one
+	// the state machine refuses, which changes nothing else).
+	KeepaliveWrites bool
+}
+
+// sessionTTL is how long the leader keeps a session alive after a create
+// or keepalive asking for ttl: ttl itself, unless EarlyExpiry is set.
+func (u Unsafe) sessionTTL(ttl time.Duration) time.Duration {
+	if u.EarlyExpiry {
+		return ttl * 9 / 10
+	}
+	return ttl
 }
 
 // DefaultConfig returns a Config with the LAN defaults described on each field.

@@ -10,7 +10,13 @@ import (
 
 // raftFSM adapts fsm.FSM to raft.BatchingFSM: the state machine itself knows
 // nothing of Raft.
-type raftFSM struct{ f *fsm.FSM }
+type raftFSM struct {
+	f *fsm.FSM
+	// forgetUpTo is the last log index the node had when it started, set
+	// only by the unsafe switch ForgetGrant: acquire and campaign entries
+	// up to it are skipped when replayed.
+	forgetUpTo uint64
+}
 
 var _ raft.BatchingFSM = raftFSM{}
 
@@ -18,6 +24,11 @@ var _ raft.BatchingFSM = raftFSM{}
 func (a raftFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
+	}
+	if l.Index <= a.forgetUpTo {
+		if c, err := fsm.Decode(l.Data); err == nil && (c.Op == fsm.OpAcquire || c.Op == fsm.OpCampaign) {
+			return fsm.Result{Index: l.Index}
+		}
 	}
 	return a.f.Apply(l.Index, l.Data)
 }

@@ -183,10 +183,14 @@ func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error 
 
 // Lock reads one lock; a lock that does not exist reads as free.
 func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wire.Lock, error) {
-	return read(ctx, n, opt, func() (wire.Lock, uint64) {
+	l, err := read(ctx, n, opt, func() (wire.Lock, uint64) {
 		l := n.fsm.Lock(name)
 		return wireLock(l), l.ModifyIndex
 	})
+	if err == nil && opt.Stale && n.cfg.Unsafe.StaleGoesBack {
+		l = n.unsafe.stale.answer(name, l, l.ModifyIndex, lockIndex)
+	}
+	return l, err
 }
 
 // Locks reads every existing lock.
@@ -210,10 +214,14 @@ func (n *Node) Check(ctx context.Context, name string, token uint64) (bool, erro
 
 // Election reads the leader of an election; Session is empty when nobody leads.
 func (n *Node) Election(ctx context.Context, name string, opt wire.ReadOptions) (wire.Election, error) {
-	return read(ctx, n, opt, func() (wire.Election, uint64) {
+	e, err := read(ctx, n, opt, func() (wire.Election, uint64) {
 		e := n.fsm.Election(name)
 		return wireElection(e), e.ModifyIndex
 	})
+	if err == nil && opt.Wait > 0 && n.cfg.Unsafe.ObserveStale {
+		e = n.unsafe.observe.answer(name, e, e.Token, electionToken)
+	}
+	return e, err
 }
 
 func wireLock(l fsm.Lock) wire.Lock {

@@ -32,6 +32,8 @@ type Node struct {
 
 	stop chan struct{}  // closed by Close
 	wg   sync.WaitGroup // background goroutines
+
+	unsafe unsafeState // the state of the unsafe switches that need one
 }
 
 // New checks cfg and returns a Raft-mode Node. It does no I/O.

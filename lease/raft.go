@@ -98,7 +98,14 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("lease: read state: %w", err)
 	}
-	r, err := raft.NewRaft(e.raftConfig(hl), raftFSM{e.n.fsm}, logs, e.stable, snaps, e.trans)
+	a := raftFSM{f: e.n.fsm}
+	if cfg.Unsafe.ForgetGrant {
+		if a.forgetUpTo, err = logs.LastIndex(); err != nil {
+			e.trans.Close()
+			return fmt.Errorf("lease: read last index: %w", err)
+		}
+	}
+	r, err := raft.NewRaft(e.raftConfig(hl), a, logs, e.stable, snaps, e.trans)
 	if err != nil {
 		e.trans.Close()
 		return fmt.Errorf("lease: start raft: %w", err)

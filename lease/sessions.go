@@ -62,6 +62,12 @@ func (n *Node) KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse
 	if !ok || !t.extend(id, s.TTL) {
 		return wire.KeepAliveResponse{}, n.apiErr(fsm.ErrSessionNotFound, id, "")
 	}
+	if n.cfg.Unsafe.KeepaliveWrites {
+		// An entry the state machine refuses: it changes nothing but the log.
+		if _, err := n.propose(ctx, fsm.Command{Op: fsm.OpTimersDue}); err != nil {
+			return wire.KeepAliveResponse{}, err
+		}
+	}
 	// Checked after the extension: the answer is true as of a moment the
 	// lease held, whatever delays its delivery.
 	if !t.leaseValid() {

@@ -123,7 +123,7 @@ func (t *leaderTerm) extend(id string, ttl time.Duration) bool {
 	if ok && (old.IsZero() || !now.Before(old)) {
 		return false
 	}
-	if d := now.Add(ttl); d.After(old) {
+	if d := now.Add(t.n.cfg.Unsafe.sessionTTL(ttl)); d.After(old) {
 		t.sessions[id] = d
 	}
 	return true

@@ -220,8 +220,18 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.EarlyLockDelay = true
 		case "break-fifo":
 			nc.Unsafe.BreakFIFO = true
+		case "observe-stale":
+			nc.Unsafe.ObserveStale = true
+		case "early-expiry":
+			nc.Unsafe.EarlyExpiry = true
+		case "forget-grant":
+			nc.Unsafe.ForgetGrant = true
+		case "stale-goes-back":
+			nc.Unsafe.StaleGoesBack = true
+		case "keepalive-writes":
+			nc.Unsafe.KeepaliveWrites = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, lower-token, early-lock-delay, break-fifo)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, lower-token, early-lock-delay, break-fifo, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes)", name)
 		}
 	}
 	return nil

@@ -25,12 +25,14 @@ type Kind string
 
 // Operation kinds. Elections are recorded as locks (campaign = acquire,
 // resign = release, leader = read), since an election is an exclusive lock
-// with a value.
+// with a value, and the value is Op.Value; proclaim is their own kind.
 const (
 	Acquire Kind = "acquire"
 	Release Kind = "release"
 	Read    Kind = "read"
 	Check   Kind = "check"
+	// Proclaim changes the value of an election its session leads.
+	Proclaim Kind = "proclaim"
 	// End is the end of a session (destroyed, or expired): from its
 	// invocation on, the server may drop the session's holdings at any
 	// moment. Expiry has no completion (Return is Infinity).
@@ -74,6 +76,9 @@ type Op struct {
 	// Expire marks an End of a session nobody destroys: the server can only
 	// expire it, so the locks it held get its lock-delay.
 	Expire bool
+	// Value is an election's value: the one a campaign or a proclaim
+	// asked for, or the one a read saw (elections only).
+	Value string `json:",omitempty"`
 	// Code is the error code of a failed operation.
 	Code   string
 	Status Status
@@ -105,6 +110,33 @@ type Hold struct {
 	Shared bool
 }
 
+// StaleRead is one ?stale read of a lock, answered by one node from its
+// own state. Stale reads may lag, so they stay out of the operations the
+// linearizability checker reads; the stale-reads checker reads them.
+type StaleRead struct {
+	Client int
+	Node   string
+	// Proc identifies the node's process that answered (its pid, the same
+	// before and after the read): a restarted process rebuilds its state
+	// from the log and may start behind where it was.
+	Proc   int
+	Lock   string
+	Index  uint64 // the lock's modify index the node answered
+	Holder string // the first holder's session, "" when free
+	Token  uint64 // the first holder's token
+	Call   int64
+	Return int64
+}
+
+// Ack is a write the cluster acknowledged at Return, applied at Index: a
+// stale read of Lock invoked well after Return on a caught-up node must
+// show Index or later.
+type Ack struct {
+	Lock   string
+	Index  uint64
+	Return int64
+}
+
 // Event is one entry of the fault timeline.
 type Event struct {
 	At   int64
@@ -119,6 +151,8 @@ type Recorder struct {
 	ops    []Op
 	holds  []Hold
 	events []Event
+	stale  []StaleRead
+	acks   []Ack
 }
 
 // NewRecorder returns a Recorder whose clock starts now.
@@ -167,6 +201,37 @@ func (r *Recorder) AddHold(h Hold) {
 	r.mu.Lock()
 	r.holds = append(r.holds, h)
 	r.mu.Unlock()
+}
+
+// AddStaleRead records a stale read.
+func (r *Recorder) AddStaleRead(s StaleRead) {
+	r.mu.Lock()
+	r.stale = append(r.stale, s)
+	r.mu.Unlock()
+}
+
+// StaleReads returns the recorded stale reads ordered by invocation.
+func (r *Recorder) StaleReads() []StaleRead {
+	r.mu.Lock()
+	out := append([]StaleRead(nil), r.stale...)
+	r.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
+
+// AddAck records an acknowledged write for the stale-reads checker's lag
+// bound.
+func (r *Recorder) AddAck(a Ack) {
+	r.mu.Lock()
+	r.acks = append(r.acks, a)
+	r.mu.Unlock()
+}
+
+// Acks returns the recorded acknowledged writes.
+func (r *Recorder) Acks() []Ack {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Ack(nil), r.acks...)
 }
 
 // Eventf adds an entry to the fault timeline.

@@ -24,11 +24,14 @@ import (
 // each name must read exactly as acknowledged (which also shows that the
 // session survived), and the cluster's applied index must cover every
 // acknowledged token.
-func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *history.Recorder) validate.Verdict {
-	v := validate.Verdict{Checker: validate.Durability}
-	undecided := func(format string, args ...any) validate.Verdict {
+//
+// Sessions kept alive up to the kill must survive too (see takeSurvivors);
+// survived is how many were checked after the restart.
+func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *history.Recorder) (v validate.Verdict, survived int) {
+	v = validate.Verdict{Checker: validate.Durability}
+	undecided := func(format string, args ...any) (validate.Verdict, int) {
 		v.Undecided = fmt.Sprintf(format, args...)
-		return v
+		return v, 0
 	}
 	var maxToken uint64
 	for _, op := range rec.Ops() {
@@ -72,7 +75,15 @@ func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *h
 		}
 		maxToken = max(maxToken, d.Token)
 	}
-	rec.Eventf("durability: acknowledged %v, highest acknowledged token %d; kill -9 every node", want, maxToken)
+	survivors, err := takeSurvivors(ctx, c)
+	if err != nil {
+		return undecided("sessions to survive the restart: %v", err)
+	}
+	for _, sv := range survivors {
+		maxToken = max(maxToken, sv.Token)
+	}
+	rec.Eventf("durability: acknowledged %v and %d sessions holding %s*, highest acknowledged token %d; kill -9 every node",
+		want, len(survivors), survivorLock, maxToken)
 	for _, n := range c.Nodes {
 		n.Kill()
 	}
@@ -84,6 +95,7 @@ func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *h
 	if _, err := c.WaitLeader(ctx, 30*time.Second); err != nil {
 		return undecided("after restart: %v", err)
 	}
+	back := time.Now()
 	rec.Eventf("durability: every node restarted")
 	got := map[string]durableName{}
 	for _, d := range want {
@@ -115,6 +127,16 @@ func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *h
 		v.Violations++
 		v.Details = append(v.Details, msg)
 	}
+	seen, err := seeSurvivors(ctx, c, survivors, back)
+	if err != nil {
+		return undecided("sessions after the restart: %v", err)
+	}
+	for _, msg := range compareSurvivors(survivors, seen) {
+		v.Violations++
+		v.Details = append(v.Details, msg)
+	}
+	v.Details = append(v.Details, fmt.Sprintf("%d sessions alive before the restart checked %v after the cluster was back (TTL %v)",
+		len(survivors), survivorCheck, survivorTTL))
 	var st wire.Cluster
 	for _, n := range c.Nodes {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -129,7 +151,7 @@ func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *h
 		v.Details = append(v.Details, fmt.Sprintf("applied index %d after restart is below acknowledged token %d", st.AppliedIndex, maxToken))
 	}
 	v.Details = append(v.Details, fmt.Sprintf("%d locks and elections compared, highest acknowledged token %d", len(want), maxToken))
-	return v
+	return v, len(survivors)
 }
 
 // durableValue is the value the durability session campaigns with.
@@ -208,4 +230,120 @@ func holderToken(l wire.Lock, session string) uint64 {
 		}
 	}
 	return 0
+}
+
+// Sessions that must survive a full restart: alive (just kept alive) when
+// every node is killed, each holding a lock of its own. A new leader gives
+// every session it inherits a full TTL from when it starts to lead, so
+// survivorCheck after the cluster is back each must still exist, still
+// hold its lock, and accept a keepalive.
+const (
+	survivorCount = 3
+	survivorLock  = "jepsen/survive/"
+	survivorTTL   = 4 * time.Second
+	survivorCheck = 3 * survivorTTL / 4
+)
+
+// survivor is a session taken before the restart and its lock's token.
+type survivor struct {
+	ID    string
+	Lock  string
+	Token uint64
+}
+
+// survivorSeen is what the check saw of a survivor after the restart.
+type survivorSeen struct {
+	Exists    bool   // the session was listed
+	Token     uint64 // its token on its lock (0: not a holder)
+	KeptAlive bool   // a keepalive after the check was accepted
+	Err       string // why a step failed
+}
+
+// takeSurvivors creates the sessions that must survive the restart through
+// the leader, has each take its lock, and keeps every one alive once more
+// right before it returns.
+func takeSurvivors(ctx context.Context, c *cluster.Cluster) ([]survivor, error) {
+	l, err := c.WaitLeader(ctx, 15*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	ttl, zero := wire.Duration(survivorTTL), wire.Duration(0)
+	var out []survivor
+	for i := range survivorCount {
+		var s wire.Session
+		if err := l.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: ttl, LockDelay: &zero, Name: "survivor"}, &s); err != nil {
+			return nil, err
+		}
+		sv := survivor{ID: s.ID, Lock: fmt.Sprintf("%s%d", survivorLock, i)}
+		var r wire.AcquireResponse
+		if err := l.Do(ctx, "POST", "/v1/locks/"+sv.Lock+"/acquire", wire.AcquireRequest{Session: s.ID}, &r); err != nil {
+			return nil, err
+		}
+		sv.Token = r.Token
+		out = append(out, sv)
+	}
+	for _, sv := range out {
+		if err := l.Do(ctx, "POST", "/v1/sessions/"+sv.ID+"/keepalive", nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// seeSurvivors waits until survivorCheck after back, then reads the
+// sessions and their locks through the leader and keeps each alive once.
+func seeSurvivors(ctx context.Context, c *cluster.Cluster, survivors []survivor, back time.Time) ([]survivorSeen, error) {
+	select {
+	case <-time.After(time.Until(back.Add(survivorCheck))):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	l, err := c.WaitLeader(ctx, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var list wire.SessionList
+	if err := l.Do(ctx, "GET", "/v1/sessions", nil, &list); err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, s := range list.Sessions {
+		live[s.ID] = true
+	}
+	out := make([]survivorSeen, len(survivors))
+	for i, sv := range survivors {
+		out[i].Exists = live[sv.ID]
+		var lk wire.Lock
+		if err := l.Do(ctx, "GET", "/v1/locks/"+sv.Lock+"?consistent", nil, &lk); err != nil {
+			out[i].Err = err.Error()
+		}
+		out[i].Token = holderToken(lk, sv.ID)
+		if err := l.Do(ctx, "POST", "/v1/sessions/"+sv.ID+"/keepalive", nil, nil); err != nil {
+			out[i].Err = err.Error()
+		} else {
+			out[i].KeptAlive = true
+		}
+		l.Do(ctx, "DELETE", "/v1/sessions/"+sv.ID, nil, nil)
+	}
+	return out, nil
+}
+
+// compareSurvivors returns one message per survivor that did not survive
+// the restart intact.
+func compareSurvivors(want []survivor, seen []survivorSeen) []string {
+	var out []string
+	for i, w := range want {
+		var g survivorSeen
+		if i < len(seen) {
+			g = seen[i]
+		}
+		switch {
+		case !g.Exists || !g.KeptAlive:
+			out = append(out, fmt.Sprintf("session %s, alive before the restart, expired within %v after the cluster was back (listed %v, keepalive accepted %v %s)",
+				w.ID, survivorCheck, g.Exists, g.KeptAlive, g.Err))
+		case g.Token != w.Token:
+			out = append(out, fmt.Sprintf("session %s after restart holds %s with token %d, acknowledged %d", w.ID, w.Lock, g.Token, w.Token))
+		}
+	}
+	return out
 }

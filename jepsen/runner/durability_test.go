@@ -94,3 +94,47 @@ func TestDurability_EveryAcknowledgedNameIsCompared(t *testing.T) {
 		})
 	}
 }
+
+// TestDurability_SessionsSurviveTheRestart compares the sessions alive
+// before the restart with what the check saw survivorCheck after the
+// cluster was back: each must still exist, hold its lock with the same
+// token, and accept a keepalive.
+func TestDurability_SessionsSurviveTheRestart(t *testing.T) {
+	want := []survivor{{ID: "a", Lock: survivorLock + "0", Token: 11}, {ID: "b", Lock: survivorLock + "1", Token: 12}}
+	intact := func() []survivorSeen {
+		return []survivorSeen{{Exists: true, Token: 11, KeptAlive: true}, {Exists: true, Token: 12, KeptAlive: true}}
+	}
+	tests := []struct {
+		name   string
+		change func([]survivorSeen) []survivorSeen
+		want   []string
+	}{
+		{"both intact", func(s []survivorSeen) []survivorSeen { return s }, nil},
+		{"one expired early", func(s []survivorSeen) []survivorSeen {
+			s[1] = survivorSeen{Err: "session_expired"}
+			return s
+		}, []string{"session b"}},
+		{"listed but its keepalive refused", func(s []survivorSeen) []survivorSeen {
+			s[0].KeptAlive = false
+			return s
+		}, []string{"session a"}},
+		{"its lock forgotten", func(s []survivorSeen) []survivorSeen {
+			s[0].Token = 0
+			return s
+		}, []string{"holds " + survivorLock + "0 with token 0"}},
+		{"nothing seen", func([]survivorSeen) []survivorSeen { return nil }, []string{"session a", "session b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := compareSurvivors(want, tt.change(intact()))
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d messages, want %d: %q", len(got), len(tt.want), got)
+			}
+			for i, w := range tt.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("message %q lacks %q", got[i], w)
+				}
+			}
+		})
+	}
+}

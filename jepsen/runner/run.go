@@ -149,7 +149,7 @@ func Run(cfg Config) (res *Result) {
 
 	tr := traffic.New(traffic.Config{Endpoints: c.Endpoints(), NodeIDs: nodeIDs(c), Recorder: rec, Seed: cfg.Seed,
 		TTL: cfg.TTL, Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
-		LogDir: cfg.Dir})
+		LogDir: cfg.Dir, Proc: func(i int) int { return c.Nodes[i].PID() }})
 	work, stopWork := context.WithTimeout(hard, cfg.Duration)
 	defer stopWork()
 	if err := tr.Start(work); err != nil {
@@ -181,17 +181,25 @@ func Run(cfg Config) (res *Result) {
 	}
 	tr.Wait()
 	rec.Eventf("workloads stopped")
+	classic := cfg.Election != "" && cfg.Election != "raft"
+	var quiet *validate.QuietWindow
+	if !classic { // nothing is replicated in the classic modes
+		rec.Eventf("%s", staleLagPhase(hard, c, rec))
+		w := quietWindow(hard, c, rec)
+		quiet = &w
+	}
 	logf("seed %d: final reads, then kill -9 and restart of every node", cfg.Seed)
-	durable := checkDurability(hard, c, cfg.Binary, rec)
+	durable, survived := checkDurability(hard, c, cfg.Binary, rec)
 	stopPoll()
 	poll.wait()
 
 	ops := rec.Ops()
 	res.Ops, res.History = len(ops), ops
 	res.Stats = tr.Stats()
+	res.Stats["sessions across restart"] = survived
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
-		Classic: cfg.Election != "" && cfg.Election != "raft", Dir: cfg.Dir}
+		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -228,6 +236,12 @@ type Evidence struct {
 	Dir string `json:"-"`
 	// LinearizeTimeout bounds the linearizability check (0: 2 minutes).
 	LinearizeTimeout time.Duration `json:"-"`
+	// StaleReads and Acks are the ?stale reads and the writes acknowledged
+	// once the cluster was healed, for the stale-reads checker.
+	StaleReads []history.StaleRead
+	Acks       []history.Ack
+	// Quiet is the window in which only keepalives ran (nil: none held).
+	Quiet *validate.QuietWindow
 }
 
 // Check runs every checker on a run's evidence and returns their
@@ -235,9 +249,14 @@ type Evidence struct {
 func Check(ev Evidence) []validate.Verdict {
 	var out []validate.Verdict
 	// The fenced lock's child clients are not in the history: their
-	// reported grants stand in for them.
+	// reported grants stand in for them. Elections are checked against
+	// their own model, with values.
 	lin := validate.WithChildGrants(ev.Ops, traffic.FencedLock, ev.Grants)
-	out = append(out, validate.CheckLinearizable(lin, nil, cmp.Or(ev.LinearizeTimeout, 2*time.Minute), ev.Dir))
+	elections := map[string]bool{traffic.ElectionName: true}
+	skip := map[string]bool{traffic.ElectionName: true}
+	timeout := cmp.Or(ev.LinearizeTimeout, 2*time.Minute)
+	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir),
+		validate.CheckElections(ev.Ops, elections, timeout, ev.Dir)))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
@@ -248,7 +267,16 @@ func Check(ev Evidence) []validate.Verdict {
 	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")
 	}
-	return append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events))
+	stale := validate.Verdict{Checker: validate.StaleReads, Details: []string{"classic mode: each tenure starts from empty state, so ?stale reads promise nothing"}}
+	if !ev.Classic {
+		stale = validate.CheckStaleReads(ev.StaleReads, ev.Acks, validate.StaleLag)
+	}
+	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events), stale)
+	quiet := validate.Verdict{Checker: validate.QuietKeepalives, Details: []string{"no quiet window held"}}
+	if ev.Quiet != nil {
+		quiet = validate.CheckQuiet(*ev.Quiet)
+	}
+	return append(out, quiet)
 }
 
 func nodeIDs(c *cluster.Cluster) []string {

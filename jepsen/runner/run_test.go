@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
 )
 
@@ -65,5 +66,23 @@ func TestCheck_EveryViolationCounts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheck_ElectionValues checks that the workload's election is checked
+// with its values: a leader read that misses an acknowledged proclaim
+// fails linearizability.
+func TestCheck_ElectionValues(t *testing.T) {
+	e := traffic.ElectionName
+	for _, seen := range []string{"v2", "v1"} {
+		ev := evidence(t)
+		ev.Ops = append(ev.Ops,
+			history.Op{ID: 3, Lock: e, Kind: history.Acquire, Session: "s2", Value: "v1", Token: 7, Status: history.OK, Call: 40, Return: 50},
+			history.Op{ID: 4, Lock: e, Kind: history.Proclaim, Session: "s2", Value: "v2", Status: history.OK, Call: 60, Return: 70},
+			history.Op{ID: 5, Client: 9, Lock: e, Kind: history.Read, Holder: "s2", Token: 7, Value: seen, Status: history.OK, Call: 80, Return: 90})
+		v, _ := (&Result{Verdicts: Check(ev)}).Verdict(validate.Linearizability)
+		if want := seen == "v1"; (v.Violations > 0) != want {
+			t.Errorf("read sees %q after proclaim v2: %d violations (%v)", seen, v.Violations, v.Details)
+		}
 	}
 }

@@ -57,6 +57,9 @@ type Config struct {
 	Env    []string
 	// LogDir receives the child clients' logs.
 	LogDir string
+	// Proc reports the process (pid) of the node at an endpoint's index,
+	// 0 when none runs; nil for unknown.
+	Proc func(node int) int
 }
 
 // LockNames are the locks the lock workload uses.
@@ -134,6 +137,7 @@ func (t *Traffic) Start(ctx context.Context) error {
 		}
 		for i := range t.cfg.Endpoints {
 			t.spawn(func() { t.reader(ctx, i, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+			t.spawn(func() { t.nodeReader(ctx, i, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
 		}
 		t.startLockGuarantees(ctx, rng)
 	}

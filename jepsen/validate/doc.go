@@ -3,8 +3,10 @@
 // returns a Verdict: how many violations it found and a few lines about
 // each. The checkers are:
 //
-//  1. linearizability: each lock's history against model.Lock, with
-//     porcupine, one partition per lock name;
+//  1. linearizability: each lock's history against model.Lock, and each
+//     election's, with the values its campaigns and proclaims set and its
+//     leader reads saw, against model.Election, with porcupine, one
+//     partition per name;
 //  2. tokens: every grant's token is unique and tokens grow in real-time
 //     order;
 //  3. lease timing: no successful acquire completes while another
@@ -16,7 +18,8 @@
 //     and the fenced resource never accepted a write whose token is lower
 //     than one it had accepted before;
 //  5. durability: every acknowledged acquire and release survives a kill
-//     -9 and restart of every node (the runner gathers the evidence);
+//     -9 and restart of every node, and sessions alive before it survive
+//     with their locks and a fresh TTL (the runner gathers the evidence);
 //  6. leaders: at most one leader per Raft term, and, for the classic
 //     election modes, at most one coordinator at a time;
 //  7. events: the violations the workloads saw for themselves while the
@@ -25,7 +28,12 @@
 //  8. fifo: waiters a read saw queued in some order are granted in that
 //     order (hand-offs go to the head of the queue);
 //  9. lock-delay: a lock its holder's session lost by expiry is granted to
-//     nobody else before the session's lock-delay has passed.
+//     nobody else before the session's lock-delay has passed;
+//  10. stale reads: ?stale reads are monotonic per node process, and once
+//     the cluster is healed they lag an acknowledged write by at most
+//     StaleLag;
+//  11. quiet keepalives: in a window with no faults and no workload, where
+//     only keepalives run, the leader's commit index does not move.
 //
 // A checker that could not decide (porcupine's timeout) says so instead
 // of passing.
@@ -80,4 +88,6 @@ const (
 	Events          = "events"
 	FIFO            = "fifo"
 	LockDelay       = "lock-delay"
+	StaleReads      = "stale-reads"
+	QuietKeepalives = "quiet-keepalives"
 )
