@@ -7,9 +7,9 @@ package fsm
 // state and the entry's index.
 type Unsafe struct {
 	// LowerToken gives every grant made by an entry whose index is a
-	// multiple of lowerTokenEvery a token one below the highest token any
-	// current holder of the same namespace has, when there is one: a token
-	// lower than one granted before (and equal to no entry of its own).
+	// multiple of lowerTokenEvery half that index as its token: lower than
+	// the token of any grant made since, the same lock's earlier grants
+	// among them when the lock is busy.
 	LowerToken bool
 	// EarlyLockDelay ends each lock-delay at a tenth of its length: the
 	// timers the leader runs for lock-delays are that much shorter.
@@ -35,16 +35,7 @@ func (s *space) grantToken(o op) uint64 {
 	if !o.unsafe.LowerToken || o.index%lowerTokenEvery != 0 {
 		return o.index
 	}
-	var highest uint64
-	for _, l := range s.objs {
-		for _, h := range l.Holders {
-			highest = max(highest, h.Token)
-		}
-	}
-	if highest < 2 {
-		return o.index
-	}
-	return highest - 1
+	return o.index / 2
 }
 
 // nextWaiter is the index in l's queue of the waiter a hand-off considers:

@@ -38,7 +38,7 @@ func TestUnsafeLowerToken_LowersEveryFourthGrantOnlyWhenOn(t *testing.T) {
 		case !on && res.Token != 4:
 			t.Fatalf("switch off: grant at entry 4 has token %d, want 4", res.Token)
 		case on && res.Token != 2:
-			t.Fatalf("switch on: grant at entry 4 has token %d, want 2 (below the last grant's 3)", res.Token)
+			t.Fatalf("switch on: grant at entry 4 has token %d, want 2 (half its index, below the last grant's 3)", res.Token)
 		}
 		if got := h.f.Lock("y").Holders[0].Token; got != res.Token {
 			t.Fatalf("on=%v: holder token %d, answer %d", on, got, res.Token)

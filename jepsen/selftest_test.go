@@ -60,6 +60,12 @@ var selfTests = []selfTestCase{
 	{name: "no-session-grace", debug: "no-session-grace", faults: "kill-leader,pause-leader",
 		catch: []string{validate.LeaseTiming, validate.Linearizability}},
 	{name: "no-fencing", faults: "pause-client", noFencing: true, catch: []string{validate.Fencing}},
+	// A lockd bug the fencing checker must see on its own: lockd now and
+	// then grants a token lower than one it granted before (the switch
+	// lowers a grant below another lock's current holder, so the lock
+	// workload runs beside the fenced one).
+	{name: "lower-token-fenced", debug: "lower-token", faults: "none", d: 30 * time.Second,
+		workloads: []string{traffic.Locks, traffic.Fenced}, catch: []string{validate.Fencing}},
 	// The old master lease, which runs from the start of a round and so can
 	// count an answer to a heartbeat sent before it, under delayed answers
 	// and a cut-off leader.
