@@ -19,7 +19,11 @@
 //     election modes, at most one coordinator at a time;
 //  7. events: the violations the workloads saw for themselves while the
 //     run went on (Observe delivering an older token than before), which
-//     they record on the timeline.
+//     they record on the timeline;
+//  8. master-lease: lockd's own promise, from every node's lease log (its
+//     master-lease intervals in the host's CLOCK_MONOTONIC): no two nodes
+//     may ever serve under a master lease at the same moment, and no two
+//     hold one in the same term.
 //
 // A checker that could not decide (porcupine's timeout) says so instead
 // of passing.
@@ -72,4 +76,5 @@ const (
 	Durability      = "durability"
 	Leaders         = "leaders"
 	Events          = "events"
+	MasterLease     = "master-lease"
 )
