@@ -184,13 +184,14 @@ func Run(cfg Config) (res *Result) {
 	durable := checkDurability(hard, c, cfg.Binary, rec)
 	stopPoll()
 	poll.wait()
+	leases, unreadable := readLeaseLogs(c, rec.Eventf)
 
 	ops := rec.Ops()
 	res.Ops, res.History = len(ops), ops
 	res.Stats = tr.Stats()
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
-		Classic: cfg.Election != "" && cfg.Election != "raft", Dir: cfg.Dir}
+		Classic: cfg.Election != "" && cfg.Election != "raft", Dir: cfg.Dir, Leases: leases, LeaseUnreadable: unreadable}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -214,6 +215,10 @@ type Evidence struct {
 	// cluster.
 	Durability validate.Verdict
 	Samples    []validate.Sample
+	// Leases are every node's lease log lines, LeaseUnreadable how many
+	// lines did not parse.
+	Leases          []validate.LeaseLine
+	LeaseUnreadable int
 	// Classic is set for the election modes without Raft terms.
 	Classic bool
 	// Dir receives the checkers' artifacts.
@@ -235,7 +240,8 @@ func Check(ev Evidence) []validate.Verdict {
 	if !ev.Fenced {
 		fv.Details = append(fv.Details, "fenced workload not run")
 	}
-	return append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events))
+	return append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic),
+		validate.CheckMasterLease(ev.Leases, ev.LeaseUnreadable, ev.Classic), validate.CheckEvents(ev.Events))
 }
 
 func nodeIDs(c *cluster.Cluster) []string {
