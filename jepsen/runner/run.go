@@ -160,7 +160,7 @@ func Run(cfg Config) (res *Result) {
 	}
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
 		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
-		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs)}
+		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs)}
 	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
