@@ -60,7 +60,8 @@ type leaseInterval struct {
 
 // servingIntervals turns each node's lines into the intervals in which it
 // may serve: a line's lease runs from its From to the earlier of its Until
-// and the next line's From (a later line revises or ends it).
+// and the next line's From (a later line revises or ends it). Intervals of
+// one node and term that touch are merged.
 func servingIntervals(lines []LeaseLine) []leaseInterval {
 	byNode := map[string][]LeaseLine{}
 	for _, l := range lines {
@@ -74,9 +75,16 @@ func servingIntervals(lines []LeaseLine) []leaseInterval {
 			if i+1 < len(ls) && ls[i+1].From < end {
 				end = ls[i+1].From
 			}
-			if end > l.From {
-				out = append(out, leaseInterval{node: node, term: l.Term, start: l.From, end: end})
+			if end <= l.From {
+				continue
 			}
+			// A renewal continues the interval before it: one interval per
+			// stretch of service, so that one overlap is one violation.
+			if k := len(out) - 1; k >= 0 && out[k].node == node && out[k].term == l.Term && out[k].end >= l.From {
+				out[k].end = max(out[k].end, end)
+				continue
+			}
+			out = append(out, leaseInterval{node: node, term: l.Term, start: l.From, end: end})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -114,3 +114,21 @@ func TestCheckLeaders_OverlapAcrossTermsPassesRaftsCheck(t *testing.T) {
 		t.Fatalf("leaders: %s", v)
 	}
 }
+
+// One stretch of overlap is one violation, however many renewals the
+// leases took in it.
+func TestCheckMasterLease_RenewalsMerge(t *testing.T) {
+	var n1, n2 []string
+	for i := int64(0); i < 5; i++ {
+		n1 = append(n1, ms("n1", 2, 100+100*i, 500+100*i))
+		n2 = append(n2, ms("n2", 3, 600+100*i, 1000+100*i))
+	}
+	var lines []LeaseLine
+	for _, l := range []string{strings.Join(n1, "\n"), strings.Join(n2, "\n")} {
+		ls, _, _ := ParseLeaseLog(strings.NewReader(l))
+		lines = append(lines, ls...)
+	}
+	if v := CheckMasterLease(lines, 0, false); v.Violations != 1 {
+		t.Fatalf("%s, want 1 violation\n%s", v, strings.Join(v.Details, "\n"))
+	}
+}
