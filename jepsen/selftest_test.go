@@ -107,6 +107,9 @@ func TestSelfTest(t *testing.T) {
 			if tt.noFencing {
 				sw = "(harness) no fencing"
 			}
+			if tt.unsafeClock {
+				sw = "(harness) --unsafe-clock"
+			}
 			if sw == "" {
 				sw = "none (control)"
 			}
