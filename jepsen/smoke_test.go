@@ -93,7 +93,7 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("only %d operations were recorded", r.Ops)
 	}
 	for _, name := range []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming,
-		validate.Fencing, validate.Durability, validate.Leaders, validate.Events} {
+		validate.Fencing, validate.Durability, validate.Leaders, validate.MasterLease, validate.Events} {
 		v, ok := r.Verdict(name)
 		if !ok {
 			t.Errorf("no verdict from %s", name)
