@@ -63,9 +63,8 @@ func TestLeaseLog_FailoverLogsDisjointLeases(t *testing.T) {
 	c.Crash(l)
 	c.WaitLeader()
 	time.Sleep(300 * time.Millisecond)
-	after := monoNow(t)
-
 	lines, skipped := readLeaseLogs(t, dir)
+	after := monoNow(t)
 	nodes := map[string]bool{}
 	max := lease.DefaultConfig().HeartbeatTimeout
 	for _, ln := range lines {
@@ -142,14 +141,23 @@ func deposedCluster(t *testing.T, deposed bool) (stillServing bool, v validate.V
 
 // Unsafe.DeposedServing: a leader cut off from the others keeps serving
 // after a new leader serves, and its lease log says so; without it the
-// old leader has stopped by then and the logs are disjoint.
+// old leader has stopped by then and the logs are disjoint. The followers'
+// heartbeat timers fire one to two timeouts after the cut, and a split
+// vote costs another round, so the new leader may now and then come after
+// even the extended lease: the switch gets three tries.
 func TestUnsafeDeposedServing(t *testing.T) {
 	serving, v := deposedCluster(t, false)
 	if serving || !v.OK() {
 		t.Errorf("off: old leader still serving = %v; %s\n%s", serving, v, strings.Join(v.Details, "\n"))
 	}
-	serving, v = deposedCluster(t, true)
-	if !serving || v.Violations == 0 {
-		t.Errorf("on: old leader still serving = %v; %s\n%s", serving, v, strings.Join(v.Details, "\n"))
+	for try := 1; ; try++ {
+		serving, v = deposedCluster(t, true)
+		if serving && v.Violations > 0 {
+			return
+		}
+		t.Logf("on, try %d: old leader still serving = %v; %s", try, serving, v)
+		if try == 3 {
+			t.Fatalf("on: the deposed leader never served beside the new one in %d tries", try)
+		}
 	}
 }

@@ -124,6 +124,22 @@ func (n *Node) Close() error {
 	return err
 }
 
+// leadershipLost is called as Raft leaves the leader state: the node
+// stops serving under its lease at once (leaseValid asks Raft at every
+// use), so the lease log says so at once, unless Unsafe.DeposedServing
+// keeps it serving.
+func (n *Node) leadershipLost() {
+	if n.cfg.Unsafe.DeposedServing {
+		return
+	}
+	n.mu.Lock()
+	t := n.term
+	n.mu.Unlock()
+	if t != nil {
+		t.logStop()
+	}
+}
+
 // clockChanged is called after the node's clock (a SkewClock) changed
 // offset or rate: Raft's timers follow the new rate, and the lease log
 // converts the lease's end again.

@@ -105,6 +105,18 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	}
 	e.raft = r
 	e.trans.start(r)
+	if e.n.leaseLog != nil {
+		// Raft calls an observer's filter on its own goroutine as it
+		// changes state, before it handles anything else (a vote request
+		// among them): the lease log's line that this node stopped serving
+		// is written before the node can vote for another leader.
+		r.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+			if st, ok := o.Data.(raft.RaftState); ok && st != raft.Leader {
+				e.n.leadershipLost()
+			}
+			return false
+		}))
+	}
 	if !existing && cfg.Join == "" {
 		boot := e.bootstrapConfiguration()
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
