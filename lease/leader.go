@@ -26,6 +26,7 @@ type leaderTerm struct {
 	leaseUntil time.Time // master lease end, on the node's monotonic clock
 	roundUntil time.Time // the end the last rounds computed (leaseUntil but for Unsafe.DeposedServing)
 	logged     bool      // the lease log's last line for this term lets the node serve
+	unlogged   bool      // the log says the node stopped serving in this term, for good
 	given      bool      // lease given up for a leadership transfer
 	waiting    []chan error
 	sessions   map[string]time.Time // session id -> leader-local deadline; zero: handed to expire
@@ -241,7 +242,7 @@ const deposedExtension = 2
 // logLeaseLocked appends the lease's current end to the lease log, as a
 // real time. t.mu is held.
 func (t *leaderTerm) logLeaseLocked() {
-	if t.n.leaseLog == nil || t.leaseUntil.IsZero() {
+	if t.n.leaseLog == nil || t.leaseUntil.IsZero() || t.unlogged {
 		return
 	}
 	t.n.leaseLog.record(t.raftTerm, time.Now(), realTime(t.n.clock, t.leaseUntil))
@@ -249,7 +250,11 @@ func (t *leaderTerm) logLeaseLocked() {
 }
 
 // logStop records that the node no longer serves under its lease of this
-// term, if the log says it may.
+// term, if the log says it may. Every caller knows that the node will not
+// serve again in this term (Raft made it a follower, the term ended, the
+// lease was given up), so no later line revives it: a round that was under
+// way when Raft stepped the node down can still end in an extension,
+// which leaseValid refuses to use.
 func (t *leaderTerm) logStop() {
 	t.mu.Lock()
 	t.logStopLocked()
@@ -257,6 +262,7 @@ func (t *leaderTerm) logStop() {
 }
 
 func (t *leaderTerm) logStopLocked() {
+	t.unlogged = true
 	if !t.logged {
 		return
 	}
