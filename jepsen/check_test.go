@@ -30,6 +30,7 @@ func TestCheckHistory_EveryChecker(t *testing.T) {
 		Durability: validate.Verdict{Checker: validate.Durability},
 		Samples:    []validate.Sample{{Round: 1, At: 5, Node: "n1", State: "Leader", Term: 2}},
 		Events:     []history.Event{{At: 1, What: "cluster of 3 up"}},
+		Leases:     []validate.LeaseLine{{Node: "n1", Term: 2, From: 1000, Until: 2000}},
 	}
 	tests := []struct {
 		name    string
@@ -49,6 +50,9 @@ func TestCheckHistory_EveryChecker(t *testing.T) {
 		{"a violation on the timeline", func(ev *runner.Evidence) {
 			ev.Events = append(ev.Events, history.Event{At: 2, What: validate.ViolationPrefix + " observe went back"})
 		}, validate.Events},
+		{"two nodes serving under a lease at once", func(ev *runner.Evidence) {
+			ev.Leases = append(ev.Leases, validate.LeaseLine{Node: "n2", Term: 3, From: 1500, Until: 2500})
+		}, validate.MasterLease},
 		{"a lost grant after the restart", func(ev *runner.Evidence) {
 			ev.Durability.Violations, ev.Durability.Details = 1, []string{"l: acquire lost"}
 		}, validate.Durability},

@@ -19,7 +19,9 @@ import (
 type selfTestCase struct {
 	name, debug, faults string
 	noFencing           bool
-	serveArgs           []string
+	// unsafeClock allows the clock faults beyond the drift bound.
+	unsafeClock bool
+	serveArgs   []string
 	// d is how long workloads and faults run; 0 for a minute.
 	d time.Duration
 	// workloads to run; nil for all.
@@ -111,6 +113,9 @@ func TestSelfTest(t *testing.T) {
 			if tt.noFencing {
 				sw = "(harness) no fencing"
 			}
+			if tt.unsafeClock {
+				sw = "(harness) --unsafe-clock"
+			}
 			if sw == "" {
 				sw = "none (control)"
 			}
@@ -128,7 +133,7 @@ func TestSelfTest(t *testing.T) {
 			if d == 0 {
 				d = time.Minute
 			}
-			r := mustRunWorkloads(t, workloads, uint64(7000+i), d, tt.faults, tt.debug, tt.noFencing, tt.serveArgs...)
+			r := mustRunWorkloads(t, workloads, uint64(7000+i), d, tt.faults, tt.debug, tt.noFencing, tt.unsafeClock, tt.serveArgs...)
 			if tt.faults != "none" && r.Faults == 0 {
 				result = "no fault injected"
 				t.Fatalf("no fault of %s was injected: the case proves nothing", tt.faults)

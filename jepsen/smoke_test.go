@@ -51,12 +51,13 @@ func mustBuild(t *testing.T) string {
 // mustRun runs one harness run of every workload and logs its report.
 func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug string, noFencing bool, serveArgs ...string) *runner.Result {
 	t.Helper()
-	return mustRunWorkloads(t, traffic.All, seed, d, faults, unsafeDebug, noFencing, serveArgs...)
+	return mustRunWorkloads(t, traffic.All, seed, d, faults, unsafeDebug, noFencing, false, serveArgs...)
 }
 
-// mustRunWorkloads is mustRun with a choice of workloads.
+// mustRunWorkloads is mustRun with a choice of workloads, and of the clock
+// faults beyond the drift bound (unsafeClock).
 func mustRunWorkloads(t *testing.T, workloads []string, seed uint64, d time.Duration, faults, unsafeDebug string,
-	noFencing bool, serveArgs ...string) *runner.Result {
+	noFencing, unsafeClock bool, serveArgs ...string) *runner.Result {
 	t.Helper()
 	fps, err := failpoint.Select(faults)
 	if err != nil {
@@ -67,7 +68,7 @@ func mustRunWorkloads(t *testing.T, workloads []string, seed uint64, d time.Dura
 		t.Fatal(err)
 	}
 	r := runner.Run(runner.Config{Binary: mustBuild(t), Self: self, Nodes: 3, Seed: seed, Duration: d,
-		Faults: fps, Workloads: workloads, UnsafeDebug: unsafeDebug, NoFencing: noFencing, ServeArgs: serveArgs,
+		Faults: fps, Workloads: workloads, UnsafeDebug: unsafeDebug, NoFencing: noFencing, UnsafeClock: unsafeClock, ServeArgs: serveArgs,
 		Dir: filepath.Join(t.TempDir(), "run"), QuietMin: 500 * time.Millisecond, QuietMax: 2 * time.Second})
 	var b strings.Builder
 	report.Print(&b, r, true)
@@ -92,7 +93,7 @@ func TestSmoke(t *testing.T) {
 		t.Errorf("only %d operations were recorded", r.Ops)
 	}
 	for _, name := range []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming,
-		validate.Fencing, validate.Durability, validate.Leaders, validate.Events} {
+		validate.Fencing, validate.Durability, validate.Leaders, validate.MasterLease, validate.Events} {
 		v, ok := r.Verdict(name)
 		if !ok {
 			t.Errorf("no verdict from %s", name)

@@ -48,6 +48,7 @@ type SkewClock struct {
 	base     time.Time // skewed time at the last change
 	rate     float64
 	wallStep time.Duration // added to Wall only
+	onChange []func()      // called after every Set
 }
 
 // NewSkewClock returns a SkewClock that starts equal to the system clock and
@@ -87,11 +88,39 @@ func (c *SkewClock) Set(offset time.Duration, rate float64) {
 		rate = 1
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	real := time.Now()
 	c.base = real.Add(offset)
 	c.origin = real
 	c.rate = rate
+	hooks := append([]func(){}, c.onChange...)
+	c.mu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
+}
+
+// OnChange registers f to be called after every Set, once the new offset
+// and rate are in force: the node reloads Raft's timers and revises its
+// lease log line with it.
+func (c *SkewClock) OnChange(f func()) {
+	c.mu.Lock()
+	c.onChange = append(c.onChange, f)
+	c.mu.Unlock()
+}
+
+// RealTime returns the real time (with a monotonic reading) at which the
+// clock, keeping its current offset and rate, shows t.
+func (c *SkewClock) RealTime(t time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.origin.Add(time.Duration(float64(t.Sub(c.base)) / c.rate))
+}
+
+// Rate returns the clock's current rate.
+func (c *SkewClock) Rate() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rate
 }
 
 // Skew returns the clock's current offset from real time and its rate.

@@ -75,6 +75,12 @@ type Config struct {
 	// It exists for tests of fresh in-memory clusters and for the fault
 	// harness's self-test; it is unsafe for a node that restarts.
 	NoBootWait bool
+	// LeaseLog, if set, is a file the node appends a line to at every
+	// change of its master lease, with the lease's end in the host's
+	// CLOCK_MONOTONIC (see leaseLog). It is an aid for the fault harness,
+	// which checks that no two nodes' leases overlap; it costs a write per
+	// lease round.
+	LeaseLog string
 	// Unsafe breaks guarantees on purpose, for the fault harness's
 	// self-test. The zero value is the only one for real use.
 	Unsafe Unsafe
@@ -131,6 +137,12 @@ type Unsafe struct {
 	// KeepaliveWrites makes every keepalive commit an entry to the log (one
 	// the state machine refuses, which changes nothing else).
 	KeepaliveWrites bool
+	// DeposedServing lets a leader keep serving reads and keepalives under
+	// its master lease for 2 x HeartbeatTimeout past the lease's computed
+	// end, even after Raft has made it a follower: a deposed leader that
+	// serves while a newer one does. Its lease log records the extended
+	// end.
+	DeposedServing bool
 }
 
 // sessionTTL is how long the leader keeps a session alive after a create

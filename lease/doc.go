@@ -74,6 +74,27 @@
 // delay. The --unsafe-debug switch round-lease (Unsafe.RoundLease) brings
 // that rule back so that the fault harness can show it catches it.
 //
+// What A2 asks of a node's clock, it asks of everything that measures
+// time on the node: lockd's own timers and Raft's. hashicorp/raft measures
+// its heartbeat and election timeouts on the system clock, so when the
+// fault harness runs a node's injectable clock (SkewClock) at rate r, the
+// node also reloads Raft's timeouts as the configured ones divided by r,
+// and tells its promise as its own clock measures it: r times the real
+// time left before its heartbeat timer fires. That is a node whose clock
+// really runs at r: at a rate within 1 ± MaxClockDrift the lease holds; a
+// follower running fast beyond it times out, and may vote for another
+// leader, before the lease that counted on its promise ends. (Raft allows
+// no heartbeat timeout shorter than LeaderLeaseTimeout, so a rate that
+// would take it lower is held there.)
+//
+// With Config.LeaseLog set, a node appends a line to a file at every
+// change of its master lease (a renewal, a change of its clock, the end of
+// its term or a lease given up): from when, until when it may serve, both
+// in the host's CLOCK_MONOTONIC, one clock for every process on the host.
+// The fault harness reads every node's log after a run and checks that no
+// two nodes' intervals overlap, lockd's promise, stronger than Raft's one
+// leader per term.
+//
 // Time-based decisions other than the lease (session deadlines, the end
 // of a lock-delay, a waiter's deadline) are measured on the leader's
 // monotonic clock and restarted at full length by a new leader; no

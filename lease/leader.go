@@ -24,6 +24,9 @@ type leaderTerm struct {
 	mu         sync.Mutex
 	ready      bool
 	leaseUntil time.Time // master lease end, on the node's monotonic clock
+	roundUntil time.Time // the end the last rounds computed (leaseUntil but for Unsafe.DeposedServing)
+	logged     bool      // the lease log's last line for this term lets the node serve
+	unlogged   bool      // the log says the node stopped serving in this term, for good
 	given      bool      // lease given up for a leadership transfer
 	waiting    []chan error
 	sessions   map[string]time.Time // session id -> leader-local deadline; zero: handed to expire
@@ -49,6 +52,7 @@ func (t *leaderTerm) stop() {
 	t.cancel()
 	t.wg.Wait()
 	t.mu.Lock()
+	t.logStopLocked()
 	t.ready = false
 	t.leaseUntil = time.Time{}
 	for _, w := range t.waiting {
@@ -169,8 +173,13 @@ func (t *leaderTerm) finishRound(until time.Time, err error, waiting []chan erro
 		err = errNoLeader("could not confirm a quorum: " + err.Error())
 	case t.given:
 		err = errNoLeader("leadership is being transferred")
-	case until.After(t.leaseUntil):
+	case until.After(t.roundUntil):
+		t.roundUntil = until
 		t.leaseUntil = until
+		if t.n.cfg.Unsafe.DeposedServing {
+			t.leaseUntil = until.Add(deposedExtension * t.n.cfg.HeartbeatTimeout)
+		}
+		t.logLeaseLocked()
 	}
 	for _, w := range waiting {
 		w <- err
@@ -208,13 +217,68 @@ func (t *leaderTerm) confirm(ctx context.Context) error {
 // and check the lease after, so the answer is true as of a moment the
 // lease held.
 func (t *leaderTerm) leaseValid() bool {
+	deposed := false
 	if leader, term := t.n.eng.state(); !leader || term != t.raftTerm {
-		return false
+		if !t.n.cfg.Unsafe.DeposedServing {
+			t.logStop()
+			return false
+		}
+		deposed = true // and the lease's extension decides alone
 	}
 	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if deposed && !now.Before(t.leaseUntil) {
+		t.logStopLocked()
+		return false
+	}
 	return t.ready && !t.given && t.ctx.Err() == nil && (now.Before(t.leaseUntil) || t.n.cfg.Unsafe.StaleReads)
+}
+
+// deposedExtension is how many HeartbeatTimeouts Unsafe.DeposedServing
+// adds to every master lease.
+const deposedExtension = 2
+
+// logLeaseLocked appends the lease's current end to the lease log, as a
+// real time. t.mu is held.
+func (t *leaderTerm) logLeaseLocked() {
+	if t.n.leaseLog == nil || t.leaseUntil.IsZero() || t.unlogged {
+		return
+	}
+	t.n.leaseLog.record(t.raftTerm, time.Now(), realTime(t.n.clock, t.leaseUntil))
+	t.logged = true
+}
+
+// logStop records that the node no longer serves under its lease of this
+// term, if the log says it may. Every caller knows that the node will not
+// serve again in this term (Raft made it a follower, the term ended, the
+// lease was given up), so no later line revives it: a round that was under
+// way when Raft stepped the node down can still end in an extension,
+// which leaseValid refuses to use.
+func (t *leaderTerm) logStop() {
+	t.mu.Lock()
+	t.logStopLocked()
+	t.mu.Unlock()
+}
+
+func (t *leaderTerm) logStopLocked() {
+	t.unlogged = true
+	if !t.logged {
+		return
+	}
+	now := time.Now()
+	t.n.leaseLog.record(t.raftTerm, now, now)
+	t.logged = false
+}
+
+// clockChanged writes the lease's end again after the node's clock changed
+// rate or offset: the same end on the node's clock is another real time.
+func (t *leaderTerm) clockChanged() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.logged {
+		t.logLeaseLocked()
+	}
 }
 
 // leaseRemaining returns the time left on the master lease (0 if none).
@@ -234,6 +298,7 @@ func (t *leaderTerm) giveUpLease() {
 	t.mu.Lock()
 	t.given = true
 	t.leaseUntil = time.Time{}
+	t.logStopLocked()
 	t.mu.Unlock()
 }
 

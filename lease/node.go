@@ -24,6 +24,8 @@ type Node struct {
 	fsm   *fsm.FSM
 	eng   engine
 	raft  *raftEngine // the engine in Raft mode, else nil
+	// leaseLog records the master lease (Config.LeaseLog); nil if not set.
+	leaseLog *leaseLog
 
 	mu      sync.Mutex
 	term    *leaderTerm // non-nil while this node acts as leader
@@ -70,6 +72,9 @@ func newNode(cfg Config) (*Node, error) {
 	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
 	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: cfg.Unsafe.LowerToken, EarlyLockDelay: cfg.Unsafe.EarlyLockDelay,
 		BreakFIFO: cfg.Unsafe.BreakFIFO})
+	if c, ok := cfg.Clock.(interface{ OnChange(func()) }); ok {
+		c.OnChange(n.clockChanged)
+	}
 	if cfg.Unsafe != (Unsafe{}) {
 		n.log.Warn("UNSAFE test switches are on; this node breaks lockd's guarantees on purpose",
 			"unsafe", fmt.Sprintf("%+v", cfg.Unsafe))
@@ -81,7 +86,15 @@ func newNode(cfg Config) (*Node, error) {
 // itself, and a bootstrap if the node is new) and the leadership watch. It
 // returns once the engine runs; it does not wait for a leader.
 func (n *Node) Open() error {
+	if n.cfg.LeaseLog != "" {
+		l, err := openLeaseLog(n.cfg.LeaseLog, n.cfg.ID)
+		if err != nil {
+			return err
+		}
+		n.leaseLog = l
+	}
 	if err := n.eng.open(); err != nil {
+		n.leaseLog.close()
 		return err
 	}
 	n.wg.Add(1)
@@ -110,7 +123,40 @@ func (n *Node) Close() error {
 	close(n.stop)
 	n.wg.Wait()
 	n.endTerm()
-	return n.eng.close()
+	err := n.eng.close()
+	n.leaseLog.close()
+	return err
+}
+
+// leadershipLost is called as Raft leaves the leader state: the node
+// stops serving under its lease at once (leaseValid asks Raft at every
+// use), so the lease log says so at once, unless Unsafe.DeposedServing
+// keeps it serving.
+func (n *Node) leadershipLost() {
+	if n.cfg.Unsafe.DeposedServing {
+		return
+	}
+	n.mu.Lock()
+	t := n.term
+	n.mu.Unlock()
+	if t != nil {
+		t.logStop()
+	}
+}
+
+// clockChanged is called after the node's clock (a SkewClock) changed
+// offset or rate: Raft's timers follow the new rate, and the lease log
+// converts the lease's end again.
+func (n *Node) clockChanged() {
+	if n.raft != nil {
+		n.raft.clockChanged()
+	}
+	n.mu.Lock()
+	t := n.term
+	n.mu.Unlock()
+	if t != nil {
+		t.clockChanged()
+	}
 }
 
 // Abort stops the node the way a crash would as far as the cluster can tell:
@@ -154,6 +200,9 @@ func (n *Node) syncLeadership() {
 	cur := n.term
 	n.mu.Unlock()
 	if cur != nil && (!leader || cur.raftTerm != raftTerm || cur.ended()) {
+		if n.cfg.Unsafe.DeposedServing && !cur.ended() && cur.leaseRemaining() > 0 {
+			return // serves on until its extended lease runs out
+		}
 		n.endTerm()
 		cur = nil
 	}

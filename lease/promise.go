@@ -27,8 +27,12 @@ func (e *raftEngine) promise(term uint64, leader string) time.Duration {
 		return 0
 	}
 	// Raft's own timers run on the system clock, so the promise is measured
-	// on it too, with the heartbeat timeout Raft is using now.
-	return r.ReloadableConfig().HeartbeatTimeout - time.Since(last)
+	// on it too, with the heartbeat timeout Raft is using now, and then
+	// told as this node's clock would tell it: a clock at rate r (which
+	// also divides Raft's timeouts by r, see clockChanged) sees r times
+	// the real time that is left.
+	left := r.ReloadableConfig().HeartbeatTimeout - time.Since(last)
+	return time.Duration(clockRate(e.n.clock) * float64(left))
 }
 
 // lease confirms through the lease exchange that a quorum of the voters

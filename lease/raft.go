@@ -112,6 +112,18 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	}
 	e.raft = r
 	e.trans.start(r)
+	if e.n.leaseLog != nil {
+		// Raft calls an observer's filter on its own goroutine as it
+		// changes state, before it handles anything else (a vote request
+		// among them): the lease log's line that this node stopped serving
+		// is written before the node can vote for another leader.
+		r.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+			if st, ok := o.Data.(raft.RaftState); ok && st != raft.Leader {
+				e.n.leadershipLost()
+			}
+			return false
+		}))
+	}
 	if !existing && cfg.Join == "" {
 		boot := e.bootstrapConfiguration()
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
@@ -137,6 +149,47 @@ func (e *raftEngine) raftConfig(hl hclog.Logger) *raft.Config {
 	rc.BatchApplyCh = true
 	rc.Logger = hl
 	return rc
+}
+
+// clockChanged makes Raft's timers run at the rate of the node's clock:
+// hashicorp/raft measures its heartbeat and election timeouts on the
+// system clock, so a node whose clock runs at rate r (a fault the harness
+// injects) times out after the nominal timeouts of its configuration
+// divided by r, as a node whose clock really ran at that rate would. Rate
+// 1 restores the nominal timeouts. Raft requires the heartbeat timeout to
+// stay at least LeaderLeaseTimeout (which it cannot reload), so a rate
+// that would take it lower is held there, and the node logs it.
+func (e *raftEngine) clockChanged() {
+	if e.raft == nil {
+		return
+	}
+	cfg := e.n.cfg
+	rate := clockRate(e.n.clock)
+	rc := e.raft.ReloadableConfig()
+	rc.HeartbeatTimeout = time.Duration(float64(cfg.HeartbeatTimeout) / rate)
+	if rc.HeartbeatTimeout < cfg.LeaderLeaseTimeout {
+		e.n.log.Warn("heartbeat timeout held at the leader lease timeout: Raft allows no shorter one",
+			"rate", rate, "wanted", rc.HeartbeatTimeout, "held", cfg.LeaderLeaseTimeout)
+		rc.HeartbeatTimeout = cfg.LeaderLeaseTimeout
+	}
+	rc.ElectionTimeout = max(time.Duration(float64(cfg.ElectionTimeout)/rate), rc.HeartbeatTimeout)
+	if err := e.raft.ReloadConfig(rc); err != nil {
+		e.n.log.Warn("could not make Raft's timers follow the clock", "rate", rate, "err", err)
+		return
+	}
+	e.n.log.Info("Raft's timers follow the clock", "rate", rate,
+		"heartbeat_timeout", rc.HeartbeatTimeout, "election_timeout", rc.ElectionTimeout)
+}
+
+// clockRate is the rate of c against real time: 1 unless c says otherwise
+// (SkewClock).
+func clockRate(c Clock) float64 {
+	if r, ok := c.(interface{ Rate() float64 }); ok {
+		if x := r.Rate(); x > 0 {
+			return x
+		}
+	}
+	return 1
 }
 
 func (e *raftEngine) bootstrapConfiguration() raft.Configuration {

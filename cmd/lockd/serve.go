@@ -28,6 +28,7 @@ type serveFlags struct {
 	unsafeFaults                    bool
 	unsafeDebug                     string
 	clusterHTTP                     string
+	leaseLog                        string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -52,9 +53,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFmt, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
 		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
+	fs.StringVar(&f.leaseLog, "lease-log", "",
+		"debug aid for the fault harness: append a line to this file at every change of this node's master lease "+
+			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
 	fs.StringVar(&f.unsafeDebug, "unsafe-debug", "",
 		"UNSAFE, tests only: break guarantees on purpose for the fault harness's self-test: comma-separated "+
-			"stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease")
+			"stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes")
 }
 
 func serve(args []string) int {
@@ -163,6 +167,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
 	nc.RaftLogLevel = raftLvl
 	nc.Logger = logger
+	nc.LeaseLog = f.leaseLog
 	peers, err := parseInitialCluster(f.initialCluster)
 	if err != nil {
 		return server.Config{}, err
@@ -214,6 +219,8 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.NoSessionGrace = true
 		case "round-lease":
 			nc.Unsafe.RoundLease = true
+		case "deposed-serving":
+			nc.Unsafe.DeposedServing = true
 		case "lower-token":
 			nc.Unsafe.LowerToken = true
 		case "early-lock-delay":
@@ -231,7 +238,7 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 		case "keepalive-writes":
 			nc.Unsafe.KeepaliveWrites = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, lower-token, early-lock-delay, break-fifo, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes)", name)
 		}
 	}
 	return nil

@@ -57,7 +57,8 @@ type Server struct {
 	log    *slog.Logger
 	mux    *mux.Mux
 	node   *lease.Node
-	el     *classic.Node // classic modes only
+	el     *classic.Node    // classic modes only
+	clock  *lease.SkewClock // with UnsafeFaults only
 	http   *http.Server
 	httpLn net.Listener
 	stop   chan struct{}
@@ -99,6 +100,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.UnsafeFaults {
 		skew = lease.NewSkewClock()
 		nc.Clock = skew
+		s.clock = skew
 	}
 	nc.Logger = cfg.Logger
 	for _, p := range nc.InitialCluster {
@@ -192,6 +194,10 @@ func (s *Server) Config() Config { return s.cfg }
 
 // Node returns the Raft node.
 func (s *Server) Node() *lease.Node { return s.node }
+
+// Clock returns the node's injectable clock, or nil without UnsafeFaults.
+// Setting its rate also moves Raft's timers (see lease.SkewClock.OnChange).
+func (s *Server) Clock() *lease.SkewClock { return s.clock }
 
 // Faults returns the peer fault hooks, for in-process tests.
 func (s *Server) Faults() *mux.Faults { return s.mux.Faults() }

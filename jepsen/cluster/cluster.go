@@ -41,15 +41,19 @@ type Node struct {
 	// 127.a.b.3 for n2, ... (a.b from the harness's pid), or 127.0.0.1 for
 	// all where the machine has no other loopback address. The harness's
 	// own clients use 127.0.0.1.
-	IP       string
-	DataDir  string
-	LogPath  string
-	args     []string
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-	paused   bool
-	restarts int
+	IP      string
+	DataDir string
+	LogPath string
+	// LeaseLogPath is the node's lease log (lockd serve --lease-log),
+	// beside its log: every process of the node appends to it, and wiping
+	// the data leaves it.
+	LeaseLogPath string
+	args         []string
+	mu           sync.Mutex
+	cmd          *exec.Cmd
+	done         chan struct{}
+	paused       bool
+	restarts     int
 }
 
 // Cluster is a set of lockd processes started by this package.
@@ -108,9 +112,9 @@ func New(cfg Config) (*Cluster, error) {
 		id := fmt.Sprintf("n%d", i+1)
 		h := https[i]
 		n := &Node{ID: id, HTTP: "http://" + h, Peer: peers[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
-			LogPath: filepath.Join(cfg.Dir, id+".log")}
+			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease")}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
-			"--initial-cluster", strings.Join(initial, ","), "--unsafe-fault-injection"}
+			"--initial-cluster", strings.Join(initial, ","), "--unsafe-fault-injection", "--lease-log", n.LeaseLogPath}
 		if cfg.Election != "" && cfg.Election != "raft" {
 			// The classic modes keep no member table: every node needs the
 			// others' HTTP addresses to forward to the coordinator.

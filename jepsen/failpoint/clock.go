@@ -8,29 +8,38 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/lease"
 )
 
-// clockFault skews one node's injectable clock (POST /v1/debug/clock):
-// either a jump of its offset or a change of its rate. A rate further from
-// 1 than --max-clock-drift is outside what the master lease tolerates, so
-// these faults run only with the harness's unsafe clock flag, and a
-// violation under them is expected rather than a bug.
+// clockFault changes one node's clock (POST /v1/debug/clock): a jump of
+// its offset, or a change of its rate. A node at rate r also runs Raft's
+// heartbeat and election timers at r (lockd reloads them at the nominal
+// timeouts divided by r) and tells its promises on its own clock, so a
+// fast follower times out early, the case the master lease's drift
+// allowance exists for.
+//
+//   - clock-drift: one node, leader or follower, at a rate within the
+//     lease's drift bound (1 ± --max-clock-drift). lockd must stay safe
+//     under it, so it runs without --unsafe-clock.
+//   - clock-rate: a rate of 0.5 to 1.5, far outside the bound; only with
+//     the harness's unsafe clock flag, and a violation under it is
+//     expected rather than a bug.
+//   - clock-skew: a jump of the offset (rate 1); also only with the flag.
 type clockFault struct {
-	rate   bool
+	kind   string // "skew", "rate" or "drift"
 	victim *cluster.Node
 }
 
-func (c *clockFault) Name() string {
-	if c.rate {
-		return "clock-rate"
-	}
-	return "clock-skew"
-}
+func (c *clockFault) Name() string { return "clock-" + c.kind }
 
 func (c *clockFault) Available(ctx context.Context, env *Env) error {
-	if !env.UnsafeClock {
-		return errors.New("clock faults need --unsafe-clock")
+	if c.kind != "drift" && !env.UnsafeClock {
+		return errors.New("clock faults beyond the drift bound need --unsafe-clock")
 	}
+	return clockAvailable(ctx, env)
+}
+
+func clockAvailable(ctx context.Context, env *Env) error {
 	for _, n := range env.Cluster.Nodes {
 		if n.Alive() {
 			_, err := n.Clock(ctx)
@@ -38,6 +47,17 @@ func (c *clockFault) Available(ctx context.Context, env *Env) error {
 		}
 	}
 	return errors.New("no running node")
+}
+
+// drift is the nodes' drift bound: env's, else lockd's default.
+func drift(env *Env) float64 {
+	if env.MaxClockDrift > 0 {
+		return env.MaxClockDrift
+	}
+	if env.MaxClockDrift < 0 { // --max-clock-drift 0: no drift tolerated
+		return 0
+	}
+	return lease.DefaultConfig().MaxClockDrift
 }
 
 func (c *clockFault) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
@@ -49,15 +69,19 @@ func (c *clockFault) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 		return "", errors.New("no running node")
 	}
 	offset, rate := time.Duration(0), 1.0
-	if c.rate {
+	switch c.kind {
+	case "rate":
 		rate = 0.5 + rng.Float64() // 0.5x .. 1.5x
-	} else {
+	case "drift":
+		d := drift(env)
+		rate = 1 - d + 2*d*rng.Float64()
+	default:
 		offset = between(rng, -5*time.Second, 5*time.Second)
 	}
 	if err := c.victim.SetClock(ctx, offset, rate); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("clock of %s: offset %v, rate %.2f", c.victim.ID, offset, rate), nil
+	return fmt.Sprintf("clock of %s: offset %v, rate %.4f", c.victim.ID, offset, rate), nil
 }
 
 func (c *clockFault) Heal(ctx context.Context, _ *Env) error {
@@ -66,7 +90,7 @@ func (c *clockFault) Heal(ctx context.Context, _ *Env) error {
 	}
 	v := c.victim
 	c.victim = nil
-	if !c.rate {
+	if c.kind == "skew" {
 		return nil // a jump stays: only rates matter, and there is no jumping back safely
 	}
 	return v.SetClock(ctx, 0, 1)
@@ -74,4 +98,88 @@ func (c *clockFault) Heal(ctx context.Context, _ *Env) error {
 
 func (c *clockFault) Hold(env *Env, rng *rand.Rand) time.Duration {
 	return between(rng, time.Second, env.TTL+3*time.Second)
+}
+
+// fastFollowers runs every follower's clock (and so its Raft timers) at
+// rate 2 to 3, far beyond the drift bound, lets the leader renew its lease
+// on their fast promises, and then takes the leader away from them, by a
+// pause (SIGSTOP) or by cutting it off: the followers elect a new leader
+// while, by real time, the old leader's lease still runs. It needs
+// --unsafe-clock, and the checkers must see the overlap. Raft keeps the
+// heartbeat timeout at least the leader lease timeout, so the followers'
+// timers run fully fast only with a --leader-lease-timeout of at most
+// --heartbeat-timeout / 3.
+type fastFollowers struct {
+	cut  Failpoint // in force, nil when none
+	fast []*cluster.Node
+}
+
+func (f *fastFollowers) Name() string { return "clock-fast-followers" }
+
+func (f *fastFollowers) Available(ctx context.Context, env *Env) error {
+	if !env.UnsafeClock {
+		return errors.New("clock faults beyond the drift bound need --unsafe-clock")
+	}
+	return clockAvailable(ctx, env)
+}
+
+func (f *fastFollowers) Inject(ctx context.Context, env *Env, rng *rand.Rand) (what string, err error) {
+	defer func() {
+		if err != nil {
+			f.Heal(context.WithoutCancel(ctx), env) // leave no follower fast
+		}
+	}()
+	leader, followers := leaderAndFollowers(ctx, env, rng)
+	if leader == nil {
+		return "", errors.New("no leader")
+	}
+	rate := 2 + rng.Float64()
+	for _, n := range followers {
+		if !n.Alive() || n.Paused() {
+			continue
+		}
+		f.fast = append(f.fast, n)
+		if err := n.SetClock(ctx, 0, rate); err != nil {
+			return "", err
+		}
+	}
+	// A few lease rounds on the fast promises.
+	hb := env.HeartbeatTimeout
+	if hb == 0 {
+		hb = lease.DefaultConfig().HeartbeatTimeout
+	}
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(hb):
+	}
+	var cut Failpoint = &pause{leader: true}
+	if rng.IntN(2) == 0 {
+		cut = &partition{kind: "leader"}
+	}
+	what, err = cut.Inject(ctx, env, rng)
+	if err != nil {
+		return "", err
+	}
+	f.cut = cut
+	return fmt.Sprintf("followers %s at rate %.2f, then %s", ids(f.fast), rate, what), nil
+}
+
+func (f *fastFollowers) Heal(ctx context.Context, env *Env) error {
+	var errs []error
+	if f.cut != nil {
+		errs = append(errs, f.cut.Heal(ctx, env))
+		f.cut = nil
+	}
+	for _, n := range f.fast {
+		if n.Alive() && !n.Paused() {
+			errs = append(errs, n.SetClock(ctx, 0, 1))
+		}
+	}
+	f.fast = nil
+	return errors.Join(errs...)
+}
+
+func (f *fastFollowers) Hold(env *Env, rng *rand.Rand) time.Duration {
+	return between(rng, time.Second, 3*time.Second)
 }

@@ -57,6 +57,9 @@ type Env struct {
 	ElectionTimeout time.Duration
 	// HeartbeatTimeout is the nodes' Raft follower timeout.
 	HeartbeatTimeout time.Duration
+	// MaxClockDrift is the nodes' --max-clock-drift; 0 for lockd's
+	// default, negative for a bound of 0.
+	MaxClockDrift float64
 }
 
 // Failpoint is one kind of fault.
@@ -84,7 +87,7 @@ func Registry() map[string]Failpoint {
 		&partition{kind: "leader", filter: true}, &partition{kind: "node", filter: true},
 		&partition{kind: "split", filter: true}, &partition{kind: "bridge", filter: true},
 		&partition{kind: "oneway", filter: true},
-		&clockFault{rate: false}, &clockFault{rate: true},
+		&clockFault{kind: "skew"}, &clockFault{kind: "rate"}, &clockFault{kind: "drift"}, &fastFollowers{},
 		&leaseSchedule{}, &lateAnswer{},
 		&delay{leader: true}, &delay{leader: false},
 		&wallStep{},

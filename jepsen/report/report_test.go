@@ -17,6 +17,7 @@ func TestPrint_ShowsEveryViolation(t *testing.T) {
 	ev := runner.Evidence{
 		Events:     []history.Event{{At: 5e8, What: what}},
 		Durability: validate.Verdict{Checker: validate.Durability},
+		Leases:     []validate.LeaseLine{{Node: "n1", Term: 2, From: 1e9, Until: 2e9}},
 		Dir:        t.TempDir(),
 	}
 	r := &runner.Result{Seed: 1, Verdicts: runner.Check(ev)}

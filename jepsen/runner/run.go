@@ -161,7 +161,7 @@ func Run(cfg Config) (res *Result) {
 	}
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
 		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
-		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs)}
+		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs)}
 	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -192,6 +192,7 @@ func Run(cfg Config) (res *Result) {
 	durable, survived := checkDurability(hard, c, cfg.Binary, rec)
 	stopPoll()
 	poll.wait()
+	leases, unreadable := readLeaseLogs(c, rec.Eventf)
 
 	ops := rec.Ops()
 	res.Ops, res.History = len(ops), ops
@@ -199,7 +200,8 @@ func Run(cfg Config) (res *Result) {
 	res.Stats["sessions across restart"] = survived
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
-		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet}
+		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
+		Leases: leases, LeaseUnreadable: unreadable}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -230,6 +232,10 @@ type Evidence struct {
 	// cluster.
 	Durability validate.Verdict
 	Samples    []validate.Sample
+	// Leases are every node's lease log lines, LeaseUnreadable how many
+	// lines did not parse.
+	Leases          []validate.LeaseLine
+	LeaseUnreadable int
 	// Classic is set for the election modes without Raft terms.
 	Classic bool
 	// Dir receives the checkers' artifacts.
@@ -271,7 +277,8 @@ func Check(ev Evidence) []validate.Verdict {
 	if !ev.Classic {
 		stale = validate.CheckStaleReads(ev.StaleReads, ev.Acks, validate.StaleLag)
 	}
-	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic), validate.CheckEvents(ev.Events), stale)
+	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic),
+		validate.CheckMasterLease(ev.Leases, ev.LeaseUnreadable, ev.Classic), validate.CheckEvents(ev.Events), stale)
 	quiet := validate.Verdict{Checker: validate.QuietKeepalives, Details: []string{"no quiet window held"}}
 	if ev.Quiet != nil {
 		quiet = validate.CheckQuiet(*ev.Quiet)

@@ -20,6 +20,7 @@ func evidence(t *testing.T) Evidence {
 		Events:     []history.Event{{At: 0, What: "cluster of 3 up"}},
 		Durability: validate.Verdict{Checker: validate.Durability},
 		Samples:    []validate.Sample{{Node: "n1", State: "Leader", Term: 2}, {Node: "n2", State: "Follower", Term: 2}},
+		Leases:     []validate.LeaseLine{{Node: "n1", Term: 2, From: 1e9, Until: 2e9}},
 		Dir:        t.TempDir(),
 	}
 }

@@ -25,14 +25,18 @@
 //  7. events: the violations the workloads saw for themselves while the
 //     run went on (Observe delivering an older token than before), which
 //     they record on the timeline;
-//  8. fifo: waiters a read saw queued in some order are granted in that
+//  8. master-lease: lockd's own promise, from every node's lease log (its
+//     master-lease intervals in the host's CLOCK_MONOTONIC): no two nodes
+//     may ever serve under a master lease at the same moment, and no two
+//     hold one in the same term;
+//  9. fifo: waiters a read saw queued in some order are granted in that
 //     order (hand-offs go to the head of the queue);
-//  9. lock-delay: a lock its holder's session lost by expiry is granted to
+//  10. lock-delay: a lock its holder's session lost by expiry is granted to
 //     nobody else before the session's lock-delay has passed;
-//  10. stale reads: ?stale reads are monotonic per node process, and once
+//  11. stale reads: ?stale reads are monotonic per node process, and once
 //     the cluster is healed they lag an acknowledged write by at most
 //     StaleLag;
-//  11. quiet keepalives: in a window with no faults and no workload, where
+//  12. quiet keepalives: in a window with no faults and no workload, where
 //     only keepalives run, the leader's commit index does not move.
 //
 // A checker that could not decide (porcupine's timeout) says so instead
@@ -90,4 +94,5 @@ const (
 	LockDelay       = "lock-delay"
 	StaleReads      = "stale-reads"
 	QuietKeepalives = "quiet-keepalives"
+	MasterLease     = "master-lease"
 )
