@@ -69,6 +69,7 @@ func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
 		leave = t.gate.passSoon(ctx)
 		t.count("resign")
 		op = rec.Invoke(history.Op{Client: w.id, Lock: ElectionName, Kind: history.Release, Session: s.ID()})
+		w.giveUp(ElectionName, op.Call)
 		octx, cancel = context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 		err = e.Resign(octx)
 		cancel()

@@ -26,3 +26,12 @@ func (w *worker) EndSession() { w.endSession() }
 func (t *Traffic) AbandonOne(ctx context.Context, endpoint string) {
 	t.abandonOne(ctx, http.DefaultClient, t.nextClient(), endpoint, rand.New(rand.NewPCG(1, 2)))
 }
+
+// WatchHold is worker.watchHold.
+func (w *worker) WatchHold(ctx context.Context, lock string, token uint64, lost <-chan struct{}, s *client.Session) {
+	w.watchHold(ctx, lock, token, lost, s)
+}
+
+// GiveUp is worker.giveUp.
+func (w *worker) GiveUp(lock string, at int64) { w.giveUp(lock, at) }
+

@@ -135,6 +135,7 @@ func (w *worker) release(ctx context.Context, m *client.Mutex) {
 	rec := w.t.rec
 	w.t.count("release")
 	op := rec.Invoke(history.Op{Client: w.id, Lock: m.Name(), Kind: history.Release, Session: w.s.ID()})
+	w.giveUp(m.Name(), op.Call)
 	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 	err := m.Unlock(octx)
 	cancel()
@@ -185,30 +186,4 @@ func (t *Traffic) reader(ctx context.Context, node int, rng *rand.Rand) {
 		op.Code, op.Err = code, errString(err)
 		t.rec.Complete(op, st)
 	}
-}
-
-// watchHoldMode is watchHold for a holding that may be shared (which
-// other shared holdings may overlap).
-func (w *worker) watchHoldMode(ctx context.Context, lock string, token uint64, lost <-chan struct{}, s *client.Session, shared bool) {
-	if !shared {
-		w.watchHold(ctx, lock, token, lost, s)
-		return
-	}
-	rec := w.t.rec
-	h := history.Hold{Client: w.id, Lock: lock, Session: s.ID(), Token: token, From: rec.Now(), Shared: true}
-	w.t.spawn(func() {
-		select {
-		case <-lost:
-		case <-ctx.Done():
-			select {
-			case <-lost:
-			case <-time.After(30 * time.Second):
-				h.To = history.Infinity
-				rec.AddHold(h)
-				return
-			}
-		}
-		h.To = min(rec.Now(), rec.At(s.Deadline()))
-		rec.AddHold(h)
-	})
 }

@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/client"
@@ -18,6 +19,9 @@ type worker struct {
 	s     *client.Session
 	locks []string // the locks whose histories must learn of the session's end
 	rng   *rand.Rand
+	// ends holds, per lock, where the worker notes when it gave up the
+	// holding it is watching (see watchHold and giveUp).
+	ends map[string]*atomic.Int64
 }
 
 func (t *Traffic) newWorker(locks []string, rng *rand.Rand) *worker {
@@ -107,24 +111,51 @@ func (w *worker) endSession() {
 }
 
 // watchHold records the library's belief that m holds its lock, from now
-// until Lost closes (Unlock, or the session lost). It returns at the
-// latest when ctx has ended and a grace period passed, recording an open
-// hold.
+// until the worker gives it up (giveUp, as it invokes Unlock or Resign) or
+// Lost closes (the session lost). It returns at the latest when ctx has
+// ended and a grace period passed, recording an open hold.
 func (w *worker) watchHold(ctx context.Context, lock string, token uint64, lost <-chan struct{}, s *client.Session) {
+	w.watchHoldMode(ctx, lock, token, lost, s, false)
+}
+
+// watchHoldMode is watchHold for a holding that may be shared (which
+// other shared holdings of the lock may overlap).
+func (w *worker) watchHoldMode(ctx context.Context, lock string, token uint64, lost <-chan struct{}, s *client.Session, shared bool) {
 	rec := w.t.rec
-	h := history.Hold{Client: w.id, Lock: lock, Session: s.ID(), Token: token, From: rec.Now()}
+	h := history.Hold{Client: w.id, Lock: lock, Session: s.ID(), Token: token, From: rec.Now(), Shared: shared}
+	given := new(atomic.Int64)
+	if w.ends == nil {
+		w.ends = map[string]*atomic.Int64{}
+	}
+	w.ends[lock] = given
 	w.t.spawn(func() {
 		select {
 		case <-lost:
-			h.To = min(rec.Now(), rec.At(s.Deadline()))
 		case <-ctx.Done():
 			select {
 			case <-lost:
-				h.To = min(rec.Now(), rec.At(s.Deadline()))
 			case <-time.After(30 * time.Second):
 				h.To = history.Infinity
+				rec.AddHold(h)
+				return
 			}
+		}
+		// Lost closes when Unlock or Resign is invoked, but this goroutine
+		// may run much later: the worker's note of when it gave the
+		// holding up is the belief's end then.
+		h.To = min(rec.Now(), rec.At(s.Deadline()))
+		if at := given.Load(); at != 0 {
+			h.To = min(h.To, at)
 		}
 		rec.AddHold(h)
 	})
+}
+
+// giveUp notes that the worker gives up its holding of lock at the
+// harness time at; call it before Unlock or Resign, which close Lost.
+func (w *worker) giveUp(lock string, at int64) {
+	if given := w.ends[lock]; given != nil {
+		given.Store(max(at, 1))
+		delete(w.ends, lock)
+	}
 }
