@@ -98,8 +98,11 @@ type Config struct {
 // harness can prove that its checkers catch the bug. Never set them outside
 // tests.
 type Unsafe struct {
-	// StaleReads answers default reads and keepalives even after the master
-	// lease ran out, for as long as Raft still believes this node leads.
+	// StaleReads answers default reads and keepalives without the master
+	// lease: for as long as Raft believes this node leads, and, once Raft has
+	// deposed it, for 2 x HeartbeatTimeout more, as a leader that did not
+	// notice would. Its lease log does not show it (the log says the node
+	// stopped serving), so only the checkers of what clients saw can.
 	StaleReads bool
 	// GrantHeld makes the state machine grant an exclusive acquire over a
 	// current holder. Every node must be started with it alike.

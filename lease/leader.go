@@ -25,6 +25,7 @@ type leaderTerm struct {
 	ready      bool
 	leaseUntil time.Time // master lease end, on the node's monotonic clock
 	roundUntil time.Time // the end the last rounds computed (leaseUntil but for Unsafe.DeposedServing)
+	deposedAt  time.Time // when Unsafe.StaleReads first saw this term deposed
 	logged     bool      // the lease log's last line for this term lets the node serve
 	unlogged   bool      // the log says the node stopped serving in this term, for good
 	given      bool      // lease given up for a leadership transfer
@@ -217,22 +218,44 @@ func (t *leaderTerm) confirm(ctx context.Context) error {
 // and check the lease after, so the answer is true as of a moment the
 // lease held.
 func (t *leaderTerm) leaseValid() bool {
+	u := t.n.cfg.Unsafe
 	deposed := false
 	if leader, term := t.n.eng.state(); !leader || term != t.raftTerm {
-		if !t.n.cfg.Unsafe.DeposedServing {
+		if !u.DeposedServing && !u.StaleReads {
 			t.logStop()
 			return false
 		}
-		deposed = true // and the lease's extension decides alone
+		deposed = true // and the lease's extension, or the stale window, decides alone
 	}
 	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if deposed && !now.Before(t.leaseUntil) {
+	if deposed && u.StaleReads {
+		if !t.staleServingLocked(now) {
+			t.logStopLocked()
+			return false
+		}
+	} else if deposed && !now.Before(t.leaseUntil) {
 		t.logStopLocked()
 		return false
 	}
-	return t.ready && !t.given && t.ctx.Err() == nil && (now.Before(t.leaseUntil) || t.n.cfg.Unsafe.StaleReads)
+	return t.ready && !t.given && t.ctx.Err() == nil && (now.Before(t.leaseUntil) || u.StaleReads)
+}
+
+// staleServing reports whether Unsafe.StaleReads keeps this deposed term
+// answering reads at now: for deposedExtension HeartbeatTimeouts from the
+// moment the node first noticed it no longer leads in it.
+func (t *leaderTerm) staleServing(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.staleServingLocked(now)
+}
+
+func (t *leaderTerm) staleServingLocked(now time.Time) bool {
+	if t.deposedAt.IsZero() {
+		t.deposedAt = now
+	}
+	return now.Before(t.deposedAt.Add(deposedExtension * t.n.cfg.HeartbeatTimeout))
 }
 
 // deposedExtension is how many HeartbeatTimeouts Unsafe.DeposedServing

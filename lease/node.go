@@ -203,6 +203,9 @@ func (n *Node) syncLeadership() {
 		if n.cfg.Unsafe.DeposedServing && !cur.ended() && cur.leaseRemaining() > 0 {
 			return // serves on until its extended lease runs out
 		}
+		if n.cfg.Unsafe.StaleReads && !cur.ended() && cur.staleServing(n.clock.Now()) {
+			return // answers reads on for a while, as a leader that missed its deposition
+		}
 		n.endTerm()
 		cur = nil
 	}
