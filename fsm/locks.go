@@ -43,7 +43,7 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 		value = c.Value
 	}
 	l := s.lookup(c.Name)
-	if st.repeated(s, c) {
+	if st.repeated(s, c) && !o.unsafe.ForgetSeq {
 		return st.repeatedAcquire(s, l, mode, o, c)
 	}
 	st.noteSeq(s, c)

@@ -17,6 +17,10 @@ type Unsafe struct {
 	// BreakFIFO hands a freed lock to the last of its waiters instead of
 	// the first.
 	BreakFIFO bool
+	// ForgetSeq makes an acquire ignore its request number: a repeat of an
+	// acquire already applied (a retry, or an abandoned request arriving
+	// late) is treated as a new request, and grants anew.
+	ForgetSeq bool
 }
 
 // lowerTokenEvery is how often LowerToken lowers a grant's token.

@@ -89,3 +89,27 @@ func TestUnsafeBreakFIFO_HandsOffToTheLastWaiterOnlyWhenOn(t *testing.T) {
 		}
 	}
 }
+
+func TestUnsafeForgetSeq_LateRepeatGrantsAnewOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{ForgetSeq: on})
+		h.mustApply(create("a", 0))
+		first := acquire("a", "x", Exclusive, 0)
+		first.Seq = 1
+		granted := h.mustApply(first)
+		if again := h.mustApply(first); !again.Granted || again.Token != granted.Token {
+			t.Fatalf("on=%v: repeat while holding = %+v, want token %d", on, again, granted.Token)
+		}
+		rel := release("a", "x")
+		rel.Seq = 2
+		h.mustApply(rel)
+		late := h.apply(first)
+		switch {
+		case !on && (late.Granted || !errors.Is(late.Err, ErrLockHeld) || len(h.f.Lock("x").Holders) != 0):
+			t.Fatalf("switch off: late repeat = %+v, holders %v; want a refusal and a free lock", late, holders(h.f.Lock("x")))
+		case on && !late.Granted:
+			t.Fatalf("switch on: late repeat = %+v, want a new grant", late)
+		}
+	}
+}

@@ -68,6 +68,10 @@ var selfTests = []selfTestCase{
 	// workload runs beside the fenced one).
 	{name: "lower-token-fenced", debug: "lower-token", faults: "none", d: 30 * time.Second,
 		workloads: []string{traffic.Locks, traffic.Fenced}, catch: []string{validate.Fencing}},
+	// Requests repeated with their first number (a retry, or an abandoned
+	// request arriving late) granted anew.
+	{name: "forget-seq", debug: "forget-seq", faults: "none", d: 30 * time.Second,
+		workloads: []string{traffic.Locks}, catch: []string{validate.RequestNumbers}},
 	// The old master lease, which runs from the start of a round and so can
 	// count an answer to a heartbeat sent before it, under delayed answers
 	// and a cut-off leader.

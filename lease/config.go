@@ -123,6 +123,10 @@ type Unsafe struct {
 	LowerToken     bool
 	EarlyLockDelay bool
 	BreakFIFO      bool
+	// ForgetSeq sets the state machine's switch of that name: an acquire
+	// repeated with the request number it was first applied with grants
+	// anew.
+	ForgetSeq bool
 	// ObserveStale makes a blocking query of an election (the path of
 	// Observe) now and then answer with an older leader than one it has
 	// answered before.

@@ -71,7 +71,7 @@ func newNode(cfg Config) (*Node, error) {
 	}
 	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
 	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: cfg.Unsafe.LowerToken, EarlyLockDelay: cfg.Unsafe.EarlyLockDelay,
-		BreakFIFO: cfg.Unsafe.BreakFIFO})
+		BreakFIFO: cfg.Unsafe.BreakFIFO, ForgetSeq: cfg.Unsafe.ForgetSeq})
 	if c, ok := cfg.Clock.(interface{ OnChange(func()) }); ok {
 		c.OnChange(n.clockChanged)
 	}

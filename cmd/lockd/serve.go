@@ -58,7 +58,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
 	fs.StringVar(&f.unsafeDebug, "unsafe-debug", "",
 		"UNSAFE, tests only: break guarantees on purpose for the fault harness's self-test: comma-separated "+
-			"stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes")
+			"stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, forget-seq, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes")
 }
 
 func serve(args []string) int {
@@ -227,6 +227,8 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.EarlyLockDelay = true
 		case "break-fifo":
 			nc.Unsafe.BreakFIFO = true
+		case "forget-seq":
+			nc.Unsafe.ForgetSeq = true
 		case "observe-stale":
 			nc.Unsafe.ObserveStale = true
 		case "early-expiry":
@@ -238,7 +240,7 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 		case "keepalive-writes":
 			nc.Unsafe.KeepaliveWrites = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, forget-seq, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes)", name)
 		}
 	}
 	return nil

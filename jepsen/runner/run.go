@@ -201,7 +201,7 @@ func Run(cfg Config) (res *Result) {
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
-		Leases: leases, LeaseUnreadable: unreadable}
+		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries()}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -248,6 +248,8 @@ type Evidence struct {
 	Acks       []history.Ack
 	// Quiet is the window in which only keepalives ran (nil: none held).
 	Quiet *validate.QuietWindow
+	// Retries are the request-number worker's requests.
+	Retries []traffic.Retry
 }
 
 // Check runs every checker on a run's evidence and returns their
@@ -283,7 +285,7 @@ func Check(ev Evidence) []validate.Verdict {
 	if ev.Quiet != nil {
 		quiet = validate.CheckQuiet(*ev.Quiet)
 	}
-	return append(out, quiet)
+	return append(out, quiet, validate.CheckRequestNumbers(ev.Retries))
 }
 
 func nodeIDs(c *cluster.Cluster) []string {

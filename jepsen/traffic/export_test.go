@@ -34,4 +34,3 @@ func (w *worker) WatchHold(ctx context.Context, lock string, token uint64, lost 
 
 // GiveUp is worker.giveUp.
 func (w *worker) GiveUp(lock string, at int64) { w.giveUp(lock, at) }
-

@@ -79,6 +79,8 @@ type Traffic struct {
 	client int
 	stats  map[string]int
 	queued map[string]bool // sessions a read saw queued (waiters.go)
+	// retries are the request-number worker's requests (retries.go).
+	retries []Retry
 }
 
 // New returns a Traffic. It does no I/O.
@@ -167,7 +169,8 @@ func (t *Traffic) Start(ctx context.Context) error {
 }
 
 // startLockGuarantees starts the workers of shared locks (SharedLock),
-// blocking acquires with hand-offs (QueueLock) and lock-delays (DelayLocks).
+// blocking acquires with hand-offs (QueueLock), lock-delays (DelayLocks)
+// and repeated requests (RetryLock).
 func (t *Traffic) startLockGuarantees(ctx context.Context, rng *rand.Rand) {
 	for i := range 2 {
 		t.spawn(func() { t.sharedWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
@@ -177,6 +180,7 @@ func (t *Traffic) startLockGuarantees(ctx context.Context, rng *rand.Rand) {
 	}
 	t.spawn(func() { t.queueReader(ctx, rand.New(rand.NewPCG(rng.Uint64(), 11))) })
 	t.spawn(func() { t.delayAbandoner(ctx, rand.New(rand.NewPCG(rng.Uint64(), 12))) })
+	t.spawn(func() { t.retryWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), 13))) })
 	for i := range 2 {
 		t.spawn(func() { t.delayContender(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
 	}

@@ -37,7 +37,10 @@
 //     the cluster is healed they lag an acknowledged write by at most
 //     StaleLag;
 //  12. quiet keepalives: in a window with no faults and no workload, where
-//     only keepalives run, the leader's commit index does not move.
+//     only keepalives run, the leader's commit index does not move;
+//  13. request numbers: a request repeated with its first number gets the
+//     first answer while that holds, and is never granted anew after the
+//     session released the lock.
 //
 // A checker that could not decide (porcupine's timeout) says so instead
 // of passing.
@@ -94,5 +97,6 @@ const (
 	LockDelay       = "lock-delay"
 	StaleReads      = "stale-reads"
 	QuietKeepalives = "quiet-keepalives"
+	RequestNumbers  = "request-numbers"
 	MasterLease     = "master-lease"
 )
