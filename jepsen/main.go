@@ -1,8 +1,8 @@
 // Command jepsen is lockd's fault-injection harness. It builds lockd,
 // starts a cluster of real processes on loopback addresses (127.a.b.x),
 // runs client workloads while it injects faults on a schedule drawn from a
-// seed, heals, checks
-// the history with every checker of package validate, and reports. See RESULTS.md for the
+// seed, heals, checks the history with every checker of package validate,
+// and reports. See RESULTS.md for the
 // campaigns run so far and the commands that reproduce them.
 //
 //	go run ./jepsen --runs 5 --duration 30s --faults all
@@ -65,7 +65,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election: raft, ring, bully or invitation")
 	fs.StringVar(&o.out, "out", "", "directory for data, logs and reports (default: a new temporary directory)")
 	fs.BoolVar(&o.noFencing, "no-fencing", false, "negative control: the fenced resource accepts every token")
-	fs.BoolVar(&o.unsafeClock, "unsafe-clock", false, "allow the clock-skew and clock-rate faults (beyond the lease's drift bound)")
+	fs.BoolVar(&o.unsafeClock, "unsafe-clock", false, "allow the clock-skew, clock-rate and clock-fast-followers faults (beyond the lease's drift bound; clock-drift, within it, needs no flag)")
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "TTL of the clients' sessions")
 	fs.StringVar(&o.results, "results", "", "append this campaign's row to this RESULTS.md")
 	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one")
