@@ -78,10 +78,33 @@ func (c *clockFault) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	default:
 		offset = between(rng, -5*time.Second, 5*time.Second)
 	}
-	if err := c.victim.SetClock(ctx, offset, rate); err != nil {
+	var err error
+	if c.kind == "skew" {
+		err = c.victim.SetClock(ctx, offset, rate)
+	} else {
+		err = setRate(ctx, c.victim, rate)
+	}
+	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("clock of %s: offset %v, rate %.4f", c.victim.ID, offset, rate), nil
+}
+
+// setRate makes n's clock run at rate from now on, from where it stands:
+// a clock that ran slow or fast keeps the time it lost or gained, as a
+// real clock would, instead of jumping back to real time. A jump is
+// another fault (clock-skew): a leader's clock jumping forward ends its
+// session deadlines and lock-delays early.
+func setRate(ctx context.Context, n *cluster.Node, rate float64) error {
+	cur, err := n.Clock(ctx)
+	if err != nil {
+		return err
+	}
+	offset, err := time.ParseDuration(cur.Offset)
+	if err != nil {
+		return fmt.Errorf("clock of %s: offset %q: %w", n.ID, cur.Offset, err)
+	}
+	return n.SetClock(ctx, offset, rate)
 }
 
 func (c *clockFault) Heal(ctx context.Context, _ *Env) error {
@@ -93,7 +116,7 @@ func (c *clockFault) Heal(ctx context.Context, _ *Env) error {
 	if c.kind == "skew" {
 		return nil // a jump stays: only rates matter, and there is no jumping back safely
 	}
-	return v.SetClock(ctx, 0, 1)
+	return setRate(ctx, v, 1)
 }
 
 func (c *clockFault) Hold(env *Env, rng *rand.Rand) time.Duration {
@@ -139,7 +162,7 @@ func (f *fastFollowers) Inject(ctx context.Context, env *Env, rng *rand.Rand) (w
 			continue
 		}
 		f.fast = append(f.fast, n)
-		if err := n.SetClock(ctx, 0, rate); err != nil {
+		if err := setRate(ctx, n, rate); err != nil {
 			return "", err
 		}
 	}
@@ -173,7 +196,7 @@ func (f *fastFollowers) Heal(ctx context.Context, env *Env) error {
 	}
 	for _, n := range f.fast {
 		if n.Alive() && !n.Paused() {
-			errs = append(errs, n.SetClock(ctx, 0, 1))
+			errs = append(errs, setRate(ctx, n, 1))
 		}
 	}
 	f.fast = nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/jepsen/traffic"
 )
 
 // lateAnswer is aimed at a master lease that counts late answers. A leader
@@ -112,7 +113,7 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	for i, f := range followers {
 		urls[i] = f.HTTP
 	}
-	w, err := newWriter(ctx, env.Rec, urls, writerTTL)
+	w, err := newWriter(ctx, env.Rec, urls, writerTTL, traffic.DriftBound(env.MaxClockDrift))
 	if err != nil {
 		notes = append(notes, "no session for the writer: "+err.Error())
 	}

@@ -86,13 +86,14 @@ const lateLock = "jepsen/late"
 // the old leader answers after that with the lock still free are stale.
 // Its session is made before the cut, through the followers.
 type writer struct {
-	rec *history.Recorder
-	s   *client.Session
-	m   *client.Mutex
+	rec   *history.Recorder
+	s     *client.Session
+	m     *client.Mutex
+	drift float64 // the nodes' clock-drift bound (traffic.DriftBound)
 }
 
 // newWriter opens the writer's session through urls (the followers).
-func newWriter(ctx context.Context, rec *history.Recorder, urls []string, ttl time.Duration) (*writer, error) {
+func newWriter(ctx context.Context, rec *history.Recorder, urls []string, ttl time.Duration, drift float64) (*writer, error) {
 	c, err := client.NewWithConfig(client.Config{Endpoints: urls,
 		RequestTimeout: 500 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	if err != nil {
@@ -104,7 +105,7 @@ func newWriter(ctx context.Context, rec *history.Recorder, urls []string, ttl ti
 	if err != nil {
 		return nil, err
 	}
-	return &writer{rec: rec, s: s, m: client.NewMutex(s, lateLock)}, nil
+	return &writer{rec: rec, s: s, m: client.NewMutex(s, lateLock), drift: drift}, nil
 }
 
 // acquire records a try acquire of lateLock.
@@ -141,14 +142,14 @@ func (w *writer) close() {
 	end := history.Op{Client: readerClient + 1, Lock: lateLock, Kind: history.End, Session: w.s.ID()}
 	if !w.s.Alive() {
 		// Lost: the server may expire it from its promise on.
-		promise := traffic.ServerPromise(w.s)
+		promise := traffic.ServerPromise(w.s, w.drift)
 		end.Status, end.Call, end.Return, end.Err = history.Unknown, w.rec.At(promise), history.Infinity, "expired"
 		time.Sleep(time.Until(promise)) // the destroy must not land before the End
 		w.s.Close()
 		w.rec.Add(end)
 		return
 	}
-	end.Call = min(w.rec.Now(), w.rec.At(traffic.ServerPromise(w.s)))
+	end.Call = min(w.rec.Now(), w.rec.At(traffic.ServerPromise(w.s, w.drift)))
 	err := w.s.Close()
 	end.Status, end.Return = history.OK, w.rec.Now()
 	if err != nil {

@@ -11,8 +11,9 @@
 // operation of the history (kind history.End). A destroyed session's End
 // spans the destroy call; an expired session's End starts at the earliest
 // moment the server may expire it (the send time of the last keepalive or
-// create it acknowledged + TTL, not the client library's earlier, safer
-// deadline) and never completes, so the checker may place the loss of the
+// create it acknowledged + TTL, less the clock-drift bound, since the
+// leader measures the TTL on its own clock; not the client library's
+// earlier, safer deadline) and never completes, so the checker may place the loss of the
 // lock anywhere after that moment, but never before. A server that drops a
 // holder earlier (for instance by expiring inherited sessions at once after
 // a failover, or sessions at 0.9 x TTL) is not linearizable under this

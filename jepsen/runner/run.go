@@ -148,7 +148,7 @@ func Run(cfg Config) (res *Result) {
 	go poll.run(pollCtx)
 
 	tr := traffic.New(traffic.Config{Endpoints: c.Endpoints(), NodeIDs: nodeIDs(c), Recorder: rec, Seed: cfg.Seed,
-		TTL: cfg.TTL, Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
+		TTL: cfg.TTL, MaxClockDrift: maxClockDrift(cfg.ServeArgs), Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
 		LogDir: cfg.Dir, Proc: func(i int) int { return c.Nodes[i].PID() }})
 	work, stopWork := context.WithTimeout(hard, cfg.Duration)
 	defer stopWork()

@@ -77,7 +77,7 @@ func (t *Traffic) abandonOne(ctx context.Context, hc *http.Client, id int, ep st
 	op.Token, op.Code, op.Err = r.Token, code, errString(err)
 	t.rec.Complete(op, st)
 	t.rec.Add(history.Op{Client: id, Lock: l, Kind: history.End, Session: s.ID, Status: history.Unknown,
-		Call: created + int64(expiryTTL), Return: history.Infinity, Err: "abandoned"})
+		Call: created + int64(t.promisedTTL(expiryTTL)), Return: history.Infinity, Err: "abandoned"})
 }
 
 // rawCall sends one request without the client library (which would keep

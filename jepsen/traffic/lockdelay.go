@@ -29,7 +29,8 @@ const (
 // DelayLocks with each when it can, and abandons them (no keepalive, no destroy), so that
 // the server can only expire them, and must then keep the lock from
 // everyone for the session's lock-delay. The End it records starts at the
-// server's promise: the send time of the create + TTL.
+// server's promise: the send time of the create + TTL, less the drift
+// bound.
 func (t *Traffic) delayAbandoner(ctx context.Context, rng *rand.Rand) {
 	id := t.nextClient()
 	hc := &http.Client{Transport: t.gate.transport(http.DefaultTransport)}
@@ -63,7 +64,7 @@ func (t *Traffic) abandonHolding(ctx context.Context, hc *http.Client, id int, e
 		t.count("lock-delay expiries")
 	}
 	t.rec.Add(history.Op{Client: id, Lock: lock, Kind: history.End, Session: s.ID, Status: history.Unknown,
-		Call: created + int64(ttl), Return: history.Infinity, Err: "abandoned", Expire: true, LockDelay: delay})
+		Call: created + int64(t.promisedTTL(ttl)), Return: history.Infinity, Err: "abandoned", Expire: true, LockDelay: delay})
 }
 
 // delayContender tries DelayLocks again and again with try acquires,

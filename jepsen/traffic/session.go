@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/lease"
 )
 
 // worker is one client of a workload: a client.Client, its current
@@ -55,18 +56,40 @@ func (w *worker) session(ctx context.Context) *client.Session {
 
 // ServerPromise returns the earliest moment the server may expire s, a
 // session created with the library's default drift and margin: the send
-// time of the last keepalive (or create) the server acknowledged + TTL.
-// The server measures the TTL from the request's arrival, which is later.
+// time of the last keepalive (or create) the server acknowledged + TTL x
+// (1 - drift), where drift is the nodes' clock-drift bound (DriftBound).
+// The server measures the TTL from the request's arrival, which is later,
+// on the leader's clock, which may run fast by up to the drift bound.
 //
-// The library's deadline is that send time + TTL x (1 - drift) - margin; the
-// difference is the library's own safety, which gives the holder time to
-// stop before the server may drop it. An End recorded from the library's
-// deadline would let the checkers accept a server that expires sessions
-// that much early (0.1 x TTL and more).
-func ServerPromise(s *client.Session) time.Time {
+// The library's deadline is that send time + TTL x (1 - its own drift) -
+// margin; the difference is the library's own safety, which gives the
+// holder time to stop before the server may drop it. An End recorded from
+// the library's deadline would let the checkers accept a server that
+// expires sessions that much early (0.1 x TTL and more).
+func ServerPromise(s *client.Session, drift float64) time.Time {
 	ttl := s.TTL()
 	safety := ttl - (time.Duration(float64(ttl)*(1-client.DefaultDrift)) - ttl/10)
-	return s.Deadline().Add(safety)
+	return s.Deadline().Add(safety - time.Duration(float64(ttl)*drift))
+}
+
+// DriftBound is the clock-drift bound of nodes started with
+// --max-clock-drift set to v, in the harness's convention: 0 for lockd's
+// default, negative for an explicit 0.
+func DriftBound(v float64) float64 {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return lease.DefaultConfig().MaxClockDrift
+	}
+	return v
+}
+
+// promisedTTL is how much real time the server promises a session of ttl
+// at least: its leader measures ttl on a clock that may run fast by the
+// drift bound.
+func (t *Traffic) promisedTTL(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl) * (1 - DriftBound(t.cfg.MaxClockDrift)))
 }
 
 // endSession ends the current session and records the end in the history
@@ -80,7 +103,7 @@ func (w *worker) endSession() {
 		return
 	}
 	rec := w.t.rec
-	promise := ServerPromise(s)
+	promise := ServerPromise(s, DriftBound(w.t.cfg.MaxClockDrift))
 	if !s.Alive() {
 		for _, l := range w.locks {
 			rec.Add(history.Op{Client: w.id, Lock: l, Kind: history.End, Session: s.ID(),

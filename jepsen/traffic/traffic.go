@@ -47,6 +47,10 @@ type Config struct {
 	Seed uint64
 	// TTL is the TTL of the workers' sessions.
 	TTL time.Duration
+	// MaxClockDrift is the nodes' --max-clock-drift (0 for lockd's default,
+	// negative for 0): a leader's clock may run that much fast, so a
+	// session's TTL promises that much less real time.
+	MaxClockDrift float64
 	// Workloads to run (names above).
 	Workloads []string
 	// NoFencing turns the fenced resource's token check off (negative
