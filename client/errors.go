@@ -12,6 +12,10 @@ import (
 var (
 	// ErrLockHeld: the lock is held by another session (or others queue ahead).
 	ErrLockHeld error = &wire.Error{Code: wire.CodeLockHeld, Message: "lock held"}
+	// ErrRepeated: the acquire repeated one of this session already applied
+	// (a retry whose first answer was lost) and the lock is free now; the
+	// repeat is not applied again. A new Lock or TryLock sends a new request.
+	ErrRepeated error = &wire.Error{Code: wire.CodeRepeated, Message: "request repeats one already applied"}
 	// ErrNotHolder: the session does not hold the lock or lead the election.
 	ErrNotHolder error = &wire.Error{Code: wire.CodeNotHolder, Message: "not the holder"}
 	// ErrLockDelay: the lock is inside the lock-delay of an expired holder.

@@ -165,7 +165,7 @@ const giveBackTimeout = 5 * time.Second
 // server answered with.
 func outcomeUnknown(err error) bool {
 	switch wire.CodeOf(err) {
-	case wire.CodeLockHeld, wire.CodeLockDelay, wire.CodeSessionExpired, wire.CodeNotHolder,
+	case wire.CodeLockHeld, wire.CodeLockDelay, wire.CodeRepeated, wire.CodeSessionExpired, wire.CodeNotHolder,
 		wire.CodeBadRequest, wire.CodeNotFound, wire.CodeTooLarge, wire.CodeUnauthorized, wire.CodeForbidden:
 		return false
 	}

@@ -18,6 +18,10 @@ var (
 	ErrSessionExists = errors.New("fsm: session already exists")
 	// ErrLockHeld: the lock is held in a conflicting mode, or others are queued ahead.
 	ErrLockHeld = errors.New("fsm: lock held")
+	// ErrRepeated: an acquire repeats one already applied (same session,
+	// object and request number), and the session neither holds nor waits
+	// for the lock now: it is not applied again, and the lock is free.
+	ErrRepeated = errors.New("fsm: request repeats one already applied")
 	// ErrNotHolder: release, proclaim or resign by a session that does not hold it.
 	ErrNotHolder = errors.New("fsm: not the holder")
 	// ErrLockDelay: the lock is free but inside the lock-delay of an expired holder.

@@ -207,5 +207,15 @@ func (st *state) repeatedAcquire(s *space, l *Lock, mode Mode, o op, c Command) 
 	if i := l.waiter(c.Session); i >= 0 {
 		return s.requeue(l, i, mode, o, c)
 	}
-	return Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
+	// Refused, and told as the current state says, in the order a new
+	// try's refusal is: in a lock-delay, held or queued for by others, or
+	// free (the first request was applied, and whatever it got, this one
+	// is not applied again).
+	switch {
+	case len(l.Holders) == 0 && l.delayed(o):
+		return Result{Err: s.delayError(l)}
+	case len(l.Holders) > 0 || len(l.Waiters) > 0:
+		return Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
+	}
+	return Result{Err: fmt.Errorf("%w: %s: request %d", ErrRepeated, c.Name, c.Seq)}
 }

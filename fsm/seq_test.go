@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 )
 
 func seqd(c Command, seq uint64) Command { c.Seq = seq; return c }
@@ -16,8 +17,8 @@ func TestSeq_LateAcquireAfterReleaseDoesNotRegrant(t *testing.T) {
 	before := mustStateJSON(t, h.f)
 	// The abandoned first attempt of acquire #1 arrives now.
 	res := h.apply(seqd(acquire("a", "x", Exclusive, 0), 1))
-	if !errors.Is(res.Err, ErrLockHeld) || res.Granted {
-		t.Fatalf("late acquire = %+v, want a refusal", res)
+	if !errors.Is(res.Err, ErrRepeated) || res.Granted {
+		t.Fatalf("late acquire = %+v, want a refusal saying it repeats one applied (the lock is free)", res)
 	}
 	if after := mustStateJSON(t, h.f); !bytes.Equal(before, after) {
 		t.Fatal("late acquire changed the state")
@@ -82,11 +83,46 @@ func TestSeq_ElectionsAndSnapshotsAndSessionEnd(t *testing.T) {
 	// The numbers survive a snapshot: a restored replica refuses the same.
 	r := mustRestore(t, mustSnapshot(t, h.f))
 	b, _ := Encode(seqd(campaign("a", "e", "v1", 0), 1))
-	if res := r.Apply(h.idx+1, b); !errors.Is(res.Err, ErrLockHeld) {
+	if res := r.Apply(h.idx+1, b); !errors.Is(res.Err, ErrRepeated) {
 		t.Fatalf("late campaign on a restored replica = %+v", res)
 	}
 	h.mustApply(destroy("a"))
 	if len(h.f.st.seqs) != 0 {
 		t.Fatalf("request numbers kept after the session ended: %v", h.f.st.seqs)
+	}
+}
+
+// TestSeq_RepeatOfARefusalTellsTheCurrentState checks that an acquire
+// refused once (here by a lock-delay) and then repeated with the same
+// number is refused as the lock's current state says: by the lock-delay
+// while it lasts, as held while another session holds it, and as a repeat
+// once the lock is free; never as held by another session when nobody
+// holds it.
+func TestSeq_RepeatOfARefusalTellsTheCurrentState(t *testing.T) {
+	h := newHarness(t)
+	h.mustApply(create("a", time.Second))
+	h.mustApply(create("b", 0))
+	h.mustApply(create("c", 0))
+	h.mustApply(acquire("a", "x", Exclusive, 0))
+	h.mustApply(expire("a")) // x is free, in a's lock-delay
+	try := seqd(acquire("b", "x", Exclusive, 0), 1)
+	if res := h.apply(try); !errors.Is(res.Err, ErrLockDelay) {
+		t.Fatalf("first try = %+v, want the lock-delay", res)
+	}
+	if res := h.apply(try); !errors.Is(res.Err, ErrLockDelay) {
+		t.Fatalf("repeat inside the lock-delay = %+v, want the lock-delay", res)
+	}
+	var fired []TimerRef // the lock-delay's timer fires
+	for _, tm := range h.f.Timers() {
+		fired = append(fired, tm.TimerRef)
+	}
+	h.mustApply(due(fired...))
+	h.mustApply(acquire("c", "x", Exclusive, 0))
+	if res := h.apply(try); !errors.Is(res.Err, ErrLockHeld) {
+		t.Fatalf("repeat while c holds x = %+v, want held", res)
+	}
+	h.mustApply(release("c", "x"))
+	if res := h.apply(try); !errors.Is(res.Err, ErrRepeated) || res.Granted {
+		t.Fatalf("repeat with x free = %+v, want a refusal saying it repeats one applied", res)
 	}
 }

@@ -106,7 +106,7 @@ func TestUnsafeForgetSeq_LateRepeatGrantsAnewOnlyWhenOn(t *testing.T) {
 		h.mustApply(rel)
 		late := h.apply(first)
 		switch {
-		case !on && (late.Granted || !errors.Is(late.Err, ErrLockHeld) || len(h.f.Lock("x").Holders) != 0):
+		case !on && (late.Granted || !errors.Is(late.Err, ErrRepeated) || len(h.f.Lock("x").Holders) != 0):
 			t.Fatalf("switch off: late repeat = %+v, holders %v; want a refusal and a free lock", late, holders(h.f.Lock("x")))
 		case on && !late.Granted:
 			t.Fatalf("switch on: late repeat = %+v, want a new grant", late)

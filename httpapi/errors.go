@@ -26,6 +26,7 @@ var codeStatus = map[string]struct {
 	wire.CodeLockHeld:       {http.StatusConflict, false},
 	wire.CodeNotHolder:      {http.StatusConflict, false},
 	wire.CodeLockDelay:      {http.StatusConflict, true},
+	wire.CodeRepeated:       {http.StatusConflict, false},
 	wire.CodeSessionExpired: {http.StatusGone, false},
 	wire.CodeTooLarge:       {http.StatusRequestEntityTooLarge, false},
 	wire.CodeNoLeader:       {http.StatusServiceUnavailable, true},

@@ -113,6 +113,8 @@ func (n *Node) apiErr(err error, session, what string) error {
 		return wire.Errorf(wire.CodeLockHeld, "%s is held by another session", what)
 	case errors.Is(err, fsm.ErrModeConflict):
 		return wire.Errorf(wire.CodeLockHeld, "%s is already held by session %q in the other mode; release it first", what, session)
+	case errors.Is(err, fsm.ErrRepeated):
+		return wire.Errorf(wire.CodeRepeated, "%s is free, but this request repeats one of session %q already applied, so it is not applied again: send a new request", what, session)
 	case errors.Is(err, fsm.ErrNotHolder):
 		return wire.Errorf(wire.CodeNotHolder, "session %q does not hold %s", session, what)
 	case errors.Is(err, fsm.ErrBadCommand):

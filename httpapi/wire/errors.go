@@ -15,6 +15,7 @@ const (
 	CodeLockHeld       = "lock_held"
 	CodeNotHolder      = "not_holder"
 	CodeLockDelay      = "lock_delay"
+	CodeRepeated       = "request_repeated"
 	CodeSessionExpired = "session_expired"
 	CodeTooLarge       = "too_large"
 	CodeNoLeader       = "no_leader"

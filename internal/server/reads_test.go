@@ -249,8 +249,10 @@ func TestCluster_LateRequestIsIgnored(t *testing.T) {
 	acq := wire.AcquireRequest{Session: sid, Seq: 1}
 	l.must("POST", "/v1/locks/z/acquire", acq, nil)
 	l.must("POST", "/v1/locks/z/release", wire.SessionRequest{Session: sid, Seq: 2}, nil)
-	if st, e := l.do("POST", "/v1/locks/z/acquire", acq, nil); st != 409 || e.Code != wire.CodeLockHeld {
-		t.Fatalf("late acquire = %d %q, want 409 lock_held", st, e.Code)
+	// The lock is free: the refusal says the request repeats one applied,
+	// not that another session holds the lock.
+	if st, e := l.do("POST", "/v1/locks/z/acquire", acq, nil); st != 409 || e.Code != wire.CodeRepeated {
+		t.Fatalf("late acquire = %d %q, want 409 request_repeated", st, e.Code)
 	}
 	var lk wire.Lock
 	l.must("GET", "/v1/locks/z", nil, &lk)

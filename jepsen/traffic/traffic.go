@@ -227,7 +227,8 @@ func status(err error) (history.Status, string) {
 	}
 	code := wire.CodeOf(err)
 	switch code {
-	case wire.CodeLockHeld, wire.CodeNotHolder, wire.CodeLockDelay, wire.CodeSessionExpired, wire.CodeBadRequest:
+	case wire.CodeLockHeld, wire.CodeNotHolder, wire.CodeLockDelay, wire.CodeSessionExpired, wire.CodeBadRequest,
+		wire.CodeRepeated:
 		return history.Fail, code
 	}
 	if errors.Is(err, client.ErrSessionLost) {
