@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/model"
 )
@@ -16,42 +15,12 @@ import (
 // visualization to dir/elections.html.
 func CheckElections(ops []history.Op, names map[string]bool, timeout time.Duration, dir string) Verdict {
 	v := Verdict{Checker: Linearizability}
-	var last int64
-	for _, op := range ops {
-		last = max(last, op.Call)
-		if op.Return != history.Infinity {
-			last = max(last, op.Return)
-		}
-	}
-	var pops []porcupine.Operation
-	for _, op := range ops {
-		if !names[op.Lock] || (op.Status == history.Fail && op.Kind == history.Read) {
-			continue
-		}
-		ret := op.Return
-		if ret == history.Infinity {
-			ret = last + 1
-		}
-		pops = append(pops, porcupine.Operation{ClientId: op.Client, Input: op, Output: op, Call: op.Call, Return: ret})
-	}
-	m := model.Election.ToModel()
-	res, info := porcupine.CheckOperationsVerbose(m, pops, timeout)
-	switch res {
-	case porcupine.Illegal:
-		broken := whereBroken(pops, info)
-		if len(broken) == 0 {
-			v.addf("an election's history is not linearizable (see the visualization)")
-		}
-		for _, b := range broken {
-			v.addf("%s", b)
-		}
-		path := filepath.Join(dir, "elections.html")
-		if err := porcupine.VisualizePath(m, info, path); err == nil {
-			v.Artifact = path
-		}
-	case porcupine.Unknown:
-		v.Undecided = "porcupine timed out on the elections after " + timeout.String()
-	}
+	pops := toPorcupine(ops, func(op history.Op) bool {
+		return names[op.Lock] && !(op.Status == history.Fail && op.Kind == history.Read)
+	})
+	runPorcupine(&v, model.Election.ToModel(), pops, timeout, filepath.Join(dir, "elections.html"),
+		"an election's history is not linearizable (see the visualization)",
+		"porcupine timed out on the elections after "+timeout.String())
 	v.Details = append(v.Details, "checked "+itoa(len(pops))+" election operations with their values")
 	return v
 }

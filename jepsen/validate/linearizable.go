@@ -16,6 +16,28 @@ import (
 // it writes porcupine's visualization to dir/linearizability.html.
 func CheckLinearizable(ops []history.Op, skip map[string]bool, timeout time.Duration, dir string) Verdict {
 	v := Verdict{Checker: Linearizability}
+	mayHold := sessionsThatMayHold(ops)
+	pops := toPorcupine(ops, func(op history.Op) bool {
+		switch {
+		case skip[op.Lock]:
+			return false
+		case op.Kind == history.End && !mayHold[grantKey{op.Lock, op.Session}]:
+			return false // changes nothing in any state the lock can be in
+		case op.Status == history.Fail && (op.Kind == history.Read || op.Kind == history.Check):
+			return false // no effect, and nothing observed
+		}
+		return true
+	})
+	runPorcupine(&v, model.Lock.ToModel(), pops, timeout, filepath.Join(dir, "linearizability.html"),
+		"a lock's history is not linearizable (see the visualization)", "porcupine timed out after "+timeout.String())
+	v.Details = append(v.Details, "checked "+itoa(len(pops))+" operations")
+	return v
+}
+
+// toPorcupine turns the operations keep accepts into porcupine's. One of
+// unknown outcome returns after everything in ops: it may land anywhere
+// after its call.
+func toPorcupine(ops []history.Op, keep func(history.Op) bool) []porcupine.Operation {
 	var last int64
 	for _, op := range ops {
 		last = max(last, op.Call)
@@ -23,44 +45,41 @@ func CheckLinearizable(ops []history.Op, skip map[string]bool, timeout time.Dura
 			last = max(last, op.Return)
 		}
 	}
-	mayHold := sessionsThatMayHold(ops)
 	var pops []porcupine.Operation
 	for _, op := range ops {
-		if skip[op.Lock] {
+		if !keep(op) {
 			continue
-		}
-		if op.Kind == history.End && !mayHold[grantKey{op.Lock, op.Session}] {
-			continue // changes nothing in any state the lock can be in
-		}
-		if op.Status == history.Fail && (op.Kind == history.Read || op.Kind == history.Check) {
-			continue // no effect, and nothing observed
 		}
 		ret := op.Return
 		if ret == history.Infinity {
-			ret = last + 1 // after everything: the outcome may land anywhere after the call
+			ret = last + 1
 		}
 		pops = append(pops, porcupine.Operation{ClientId: op.Client, Input: op, Output: op, Call: op.Call, Return: ret})
 	}
-	m := model.Lock.ToModel()
+	return pops
+}
+
+// runPorcupine checks pops against m within timeout and records the
+// outcome on v: each broken partition (or broken when none can be named)
+// as a violation with porcupine's visualization written to path, or
+// undecided when porcupine ran out of time.
+func runPorcupine(v *Verdict, m porcupine.Model, pops []porcupine.Operation, timeout time.Duration, path, broken, undecided string) {
 	res, info := porcupine.CheckOperationsVerbose(m, pops, timeout)
 	switch res {
 	case porcupine.Illegal:
-		broken := whereBroken(pops, info)
-		if len(broken) == 0 {
-			v.addf("a lock's history is not linearizable (see the visualization)")
+		where := whereBroken(pops, info)
+		if len(where) == 0 {
+			v.addf("%s", broken)
 		}
-		for _, b := range broken {
+		for _, b := range where {
 			v.addf("%s", b)
 		}
-		path := filepath.Join(dir, "linearizability.html")
 		if err := porcupine.VisualizePath(m, info, path); err == nil {
 			v.Artifact = path
 		}
 	case porcupine.Unknown:
-		v.Undecided = "porcupine timed out after " + timeout.String()
+		v.Undecided = undecided
 	}
-	v.Details = append(v.Details, "checked "+itoa(len(pops))+" operations")
-	return v
 }
 
 // whereBroken says, for each lock whose history porcupine could not
