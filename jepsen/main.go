@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -35,23 +36,24 @@ import (
 
 // options are the command's flags.
 type options struct {
-	nodes       int
-	runs        int
-	duration    time.Duration
-	seed        uint64
-	faults      string
-	workloads   string
-	unsafeDebug string
-	election    string
-	out         string
-	noFencing   bool
-	unsafeClock bool
-	ttl         time.Duration
-	results     string
-	binary      string
-	serveArgs   string
-	keep        bool
-	check       string
+	nodes        int
+	runs         int
+	duration     time.Duration
+	seed         uint64
+	faults       string
+	workloads    string
+	workloadList []string // workloads parsed
+	unsafeDebug  string
+	election     string
+	out          string
+	noFencing    bool
+	unsafeClock  bool
+	ttl          time.Duration
+	results      string
+	binary       string
+	serveArgs    string
+	keep         bool
+	check        string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -60,7 +62,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long workloads and faults run in each run")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the first run (0: drawn at random and printed)")
 	fs.StringVar(&o.faults, "faults", "all", "comma-separated faults, all, or none; known: "+strings.Join(failpoint.Names(), ","))
-	fs.StringVar(&o.workloads, "workloads", strings.Join(traffic.All, ","), "comma-separated workloads")
+	fs.StringVar(&o.workloads, "workloads", strings.Join(traffic.All, ","), "comma-separated workloads, or all; known: "+strings.Join(traffic.All, ","))
 	fs.StringVar(&o.unsafeDebug, "unsafe-debug", "", "TEST ONLY: passed to lockd serve --unsafe-debug (stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease)")
 	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election: raft, ring, bully or invitation")
 	fs.StringVar(&o.out, "out", "", "directory for data, logs and reports (default: a new temporary directory)")
@@ -92,6 +94,9 @@ func run(args []string) int {
 		return checkHistory(o.check, 5*time.Minute)
 	}
 	faults, err := failpoint.Select(o.faults)
+	if err == nil {
+		o.workloadList, err = traffic.Select(o.workloads)
+	}
 	switch {
 	case err != nil:
 		fmt.Fprintln(os.Stderr, "jepsen:", err)
@@ -200,7 +205,7 @@ func allDecided(r *runner.Result) bool {
 
 func (o *options) config(seed uint64, self string, faults []failpoint.Failpoint) runner.Config {
 	return runner.Config{Binary: o.binary, Self: self, Nodes: o.nodes, Seed: seed, Duration: o.duration,
-		Faults: faults, Workloads: strings.Split(o.workloads, ","), UnsafeDebug: o.unsafeDebug,
+		Faults: faults, Workloads: o.workloadList, UnsafeDebug: o.unsafeDebug,
 		Election: o.election, ServeArgs: strings.Fields(o.serveArgs), NoFencing: o.noFencing, UnsafeClock: o.unsafeClock, TTL: o.ttl,
 		Dir: filepath.Join(o.out, fmt.Sprintf("run-%d", seed)),
 		Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }}
@@ -235,7 +240,7 @@ func (o *options) command() string {
 	if o.serveArgs != "" {
 		c += fmt.Sprintf(" --serve-args %q", o.serveArgs)
 	}
-	if o.workloads != strings.Join(traffic.All, ",") {
+	if !slices.Equal(o.workloadList, traffic.All) {
 		c += " --workloads " + o.workloads
 	}
 	if o.ttl != 2*time.Second {

@@ -12,8 +12,10 @@ package traffic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,26 @@ const (
 
 // All lists every workload.
 var All = []string{Locks, Fenced, Elections, Expiry}
+
+// Select parses a comma-separated list of workload names, or "all". A run
+// without a workload would check nothing, so an empty list is an error, as
+// is an unknown name.
+func Select(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "all" {
+		return slices.Clone(All), nil
+	}
+	var out []string
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if !slices.Contains(All, n) {
+			return nil, fmt.Errorf("traffic: unknown workload %q (known: all, %s)", n, strings.Join(All, ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
 
 // Config configures the workloads of one run.
 type Config struct {
