@@ -227,3 +227,38 @@ func TestFence_RejectsStaleTokens(t *testing.T) {
 		t.Fatalf("highest = %d", f.Highest("l"))
 	}
 }
+
+// A Lock whose context is cancelled while it waits in the queue leaves no
+// place behind: the server keeps a hung-up waiter queued (so that a retry
+// finds its place), and the Mutex's give-back ends it, so the lock is not
+// granted later to a session whose caller gave up.
+func TestMutex_CancelledLockLeavesTheQueue(t *testing.T) {
+	c := servertest.New(t, 3)
+	cl := mustClient(t, c.URLs()...)
+	holder := client.NewMutex(mustSession(t, cl), "q")
+	if err := holder.Lock(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	waiter := client.NewMutex(mustSession(t, cl), "q")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(ctx) }()
+	waitFor(t, 5*time.Second, "queued", func() bool {
+		l, _ := cl.Lock(context.Background(), "q", client.Default)
+		return len(l.Waiters) == 1
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Lock = %v, want context.Canceled", err)
+	}
+	waitFor(t, 5*time.Second, "the give-back to end the place", func() bool {
+		l, _ := cl.Lock(context.Background(), "q", client.Default)
+		return len(l.Waiters) == 0
+	})
+	if err := holder.Unlock(ctxT(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := cl.Lock(context.Background(), "q", client.Consistent); len(l.Holders) != 0 {
+		t.Fatalf("after the holder let go the lock went to %+v, want free", l.Holders)
+	}
+}

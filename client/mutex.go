@@ -62,13 +62,17 @@ func (m *Mutex) Name() string { return m.name }
 // ErrLockDelay, ErrSessionLost), nothing was granted. If the outcome is
 // unknown (ctx ended while the request was in flight, the answer was lost,
 // the server answered ErrTimeout or ErrNoLeader after a lost leadership),
-// the server may have granted the lock, so the Mutex gives it back: with a
-// release numbered after the acquire, so that a grant arriving late cannot
-// outlast it, and before a later Lock, whose number is higher still and so
-// is never undone by it. The release is sent before the error is returned,
+// the server may have granted the lock, or may still keep the session's
+// place in its queue (a queued acquire whose caller hangs up stays queued
+// until its wait runs out, so that a retry finds its place), so the Mutex
+// gives it back: with a release, which also ends a place in the queue,
+// numbered after the acquire, so that a grant arriving late cannot outlast
+// it, and before a later Lock, whose number is higher still and so is
+// never undone by it. The release is sent before the error is returned,
 // or in the background when ctx has already ended, and is tried for a few
-// seconds; if the cluster cannot be reached for that long, the lock stays
-// with the session until the session ends. A Mutex that already held the
+// seconds; if the cluster cannot be reached for that long, the lock (or
+// the place, and the lock it may lead to) stays with the session until the
+// session ends or releases it. A Mutex that already held the
 // lock keeps it: a failed repeat of Lock changes nothing on the server.
 func (m *Mutex) Lock(ctx context.Context) error {
 	for {

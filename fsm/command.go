@@ -25,6 +25,7 @@ const (
 	OpSetMember      Op = 12 // Member
 	OpRemoveMember   Op = 13 // Member.ID
 	OpTimersDue      Op = 14 // Timers: end the lock-delays and waits whose leader-local timers ran out
+	OpLetGo          Op = 15 // Session, Name: release the lock if held, else leave its queue (OpRelease, older entries only, left a queued session queued)
 )
 
 // Version is the encoding version written as the first byte of every
@@ -116,7 +117,7 @@ func Decode(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return c, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(b))
 	}
-	last := OpTimersDue
+	last := OpLetGo
 	switch b[0] {
 	case Version:
 	case version1:
@@ -166,6 +167,8 @@ func (o Op) String() string {
 		return "remove-member"
 	case OpTimersDue:
 		return "timers-due"
+	case OpLetGo:
+		return "let-go"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }

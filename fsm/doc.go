@@ -45,7 +45,8 @@
 // tokens included; they also record the lengths and indexes above, so that
 // a leader of this build can take over what they left pending. A version-2
 // entry (everything this build writes) never ticks: OpTick in it is
-// refused, and OpTimersDue (op 14) does not exist in version 1.
+// refused, and OpTimersDue (op 14) and OpLetGo (op 15) do not exist in
+// version 1.
 //
 // Snapshots are written as version 2. A version-1 snapshot is read with
 // each pending lock-delay given the longest length the API accepts (60s)

@@ -162,6 +162,8 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 		return st.acquire(st.locks, o, c)
 	case OpRelease:
 		return st.once(st.locks, c, ErrNotHolder, nil, func() Result { return st.release(st.locks, o, c) })
+	case OpLetGo:
+		return st.once(st.locks, c, ErrNotHolder, nil, func() Result { return st.letGo(st.locks, o, c) })
 	case OpCancelWait:
 		return st.cancelWait(st.locks, o, c)
 	case OpTick:
@@ -178,7 +180,7 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 	case OpProclaim:
 		return st.once(st.elections, c, ErrNotHolder, func() bool { return st.proclaimed(c) }, func() Result { return st.proclaim(o, c) })
 	case OpResign:
-		return st.once(st.elections, c, ErrNotHolder, nil, func() Result { return st.resign(o, c) })
+		return st.once(st.elections, c, ErrNotHolder, nil, func() Result { return st.letGo(st.elections, o, c) })
 	case OpCancelCampaign:
 		return st.cancelWait(st.elections, o, c)
 	case OpSetMember:

@@ -76,6 +76,12 @@ func acquire(session, name string, mode Mode, wait time.Duration) Command {
 }
 
 func release(session, name string) Command {
+	return Command{Op: OpLetGo, Session: session, Name: name}
+}
+
+// oldRelease is the release older builds wrote, which left a queued
+// session queued.
+func oldRelease(session, name string) Command {
 	return Command{Op: OpRelease, Session: session, Name: name}
 }
 

@@ -102,7 +102,9 @@ func (s *space) requeue(l *Lock, i int, mode Mode, o op, c Command) Result {
 	return Result{}
 }
 
-// release runs OpRelease: the holder lets go and the queue moves up.
+// release runs OpRelease, which older entries carry (new ones carry
+// OpLetGo): the holder lets go and the queue moves up; a session that is
+// only queued is refused and stays queued.
 func (st *state) release(s *space, o op, c Command) Result {
 	if err := st.checkObject(c); err != nil {
 		return Result{Err: err}
@@ -180,18 +182,20 @@ func (st *state) proclaimed(c Command) bool {
 	return l.holder(c.Session) >= 0 && l.Value == c.Value
 }
 
-// resign runs OpResign: the leader steps down, or a candidate leaves the
-// queue.
-func (st *state) resign(o op, c Command) Result {
+// letGo runs OpLetGo on locks and OpResign on elections: a holder lets
+// go, and a queued session leaves the queue. (A caller that hung up keeps
+// its place until its wait runs out, so that its retry finds it; letting
+// go is how a client that gave up ends that place at once.)
+func (st *state) letGo(s *space, o op, c Command) Result {
 	if err := st.checkObject(c); err != nil {
 		return Result{Err: err}
 	}
-	l := st.elections.lookup(c.Name)
+	l := s.lookup(c.Name)
 	if l.holder(c.Session) >= 0 {
-		return st.release(st.elections, o, c)
+		return st.release(s, o, c)
 	}
 	if l.waiter(c.Session) >= 0 {
-		return st.cancelWait(st.elections, o, c)
+		return st.cancelWait(s, o, c)
 	}
 	return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
 }

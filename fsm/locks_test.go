@@ -45,7 +45,8 @@ func TestApplyCommand_RefusalLeavesStateUnchanged(t *testing.T) {
 		{"try-acquire inside lock-delay", acquire("c", "dl", "", 0), ErrLockDelay},
 		{"now beyond range", Command{Op: OpAcquire, Session: "c", Name: "y", Now: maxNow}, ErrBadCommand},
 		{"release by missing session", release("zz", "x"), ErrSessionNotFound},
-		{"release by a waiter", release("b", "x"), ErrNotHolder},
+		{"an older entry's release by a waiter", oldRelease("b", "x"), ErrNotHolder},
+		{"let-go by a stranger", release("c", "x"), ErrNotHolder},
 		{"release of a missing lock", release("a", "nope"), ErrNotHolder},
 		{"release without name", release("a", ""), ErrBadCommand},
 		{"cancel-wait by missing session", cancelWait("zz", "x"), ErrSessionNotFound},
@@ -382,7 +383,7 @@ func TestVersion1_TickDropsWaitersByWallTime(t *testing.T) {
 	}
 	// A release after a waiter's deadline skips it even before any tick.
 	h.advance(time.Minute)
-	h.mustApply(release("a", "x")) // 10
+	h.mustApply(oldRelease("a", "x")) // 10
 	if x := h.f.Lock("x"); x.Holders != nil || x.Waiters != nil || x.ModifyIndex != 10 {
 		t.Fatalf("expired waiter was granted: %+v", x)
 	}
@@ -429,6 +430,31 @@ func TestCancelWait_Behaviour(t *testing.T) {
 		{
 			name:  "stranger changes nothing",
 			steps: []step{{c: cancelWait("a", "x")}},
+		},
+		{
+			name: "letting go takes a queued session out of the queue",
+			steps: []step{
+				{c: acquire("a", "x", "", 0), granted: true, token: 4},
+				{c: acquire("b", "x", "", time.Minute)},
+				{c: acquire("c", "x", "", time.Minute)},
+				{c: release("b", "x")},
+				{c: release("a", "x")},
+			},
+			want: []string{"c:8"},
+		},
+		{
+			name: "an older entry's release leaves a queued session queued",
+			steps: []step{
+				{c: acquire("a", "x", "", 0), granted: true, token: 4},
+				{c: acquire("b", "x", "", time.Minute)},
+				{c: oldRelease("b", "x"), err: ErrNotHolder},
+			},
+			want: []string{"a:4"},
+			wait: []string{"b"},
+		},
+		{
+			name:  "letting go of what it neither holds nor waits for is refused",
+			steps: []step{{c: release("a", "x"), err: ErrNotHolder}},
 		},
 	}
 	for _, tt := range tests {

@@ -52,8 +52,10 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 			}
 		case r < 38:
 			c.Op, c.Name, c.Mode, c.Wait = OpAcquire, lock(), mode(), wait()
-		case r < 53:
+		case r < 46:
 			c.Op, c.Name = OpRelease, lock()
+		case r < 53:
+			c.Op, c.Name = OpLetGo, lock()
 		case r < 56:
 			c.Op, c.Name = OpCancelWait, lock()
 		case r < 64 && v1:
@@ -196,8 +198,9 @@ func TestApply_UndecodableEntry(t *testing.T) {
 		{"unknown version", append([]byte{Version + 1, byte(OpTick)}, `{}`...)},
 		{"version zero", append([]byte{0, byte(OpAcquire)}, `{}`...)},
 		{"unknown op", append([]byte{Version, 99}, `{}`...)},
-		{"op after the last", append([]byte{Version, byte(OpTimersDue + 1)}, `{}`...)},
+		{"op after the last", append([]byte{Version, byte(OpLetGo + 1)}, `{}`...)},
 		{"version-2 op in a version-1 entry", append([]byte{version1, byte(OpTimersDue)}, `{"timers":[{"name":"x","armed":1}]}`...)},
+		{"let-go in a version-1 entry", append([]byte{version1, byte(OpLetGo)}, `{"session":"a","name":"x"}`...)},
 		{"op zero", append([]byte{Version, 0}, `{}`...)},
 		{"bad json", append([]byte{Version, byte(OpAcquire)}, `{"session":`...)},
 		{"bad time", append([]byte{Version, byte(OpTick)}, `{"now":"yesterday"}`...)},

@@ -17,7 +17,8 @@ type ReadOptions = wire.ReadOptions
 //
 // Methods may block: Acquire and Campaign for up to the request's Wait, reads
 // for up to ReadOptions.Wait. They honour ctx: when it is cancelled they
-// return promptly, and a queued acquire leaves the queue.
+// return promptly. A queued acquire then keeps its place until its own wait
+// runs out, so that the client's retry of the same request finds it.
 type Service interface {
 	// Leader reports whether this node should serve leader-only requests
 	// itself (it is the leader), and otherwise the HTTP address of the

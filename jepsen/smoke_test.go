@@ -69,7 +69,7 @@ func mustRunWorkloads(t *testing.T, workloads []string, seed uint64, d time.Dura
 	}
 	r := runner.Run(runner.Config{Binary: mustBuild(t), Self: self, Nodes: 3, Seed: seed, Duration: d,
 		Faults: fps, Workloads: workloads, UnsafeDebug: unsafeDebug, NoFencing: noFencing, UnsafeClock: unsafeClock, ServeArgs: serveArgs,
-		Dir: filepath.Join(t.TempDir(), "run"), QuietMin: 500 * time.Millisecond, QuietMax: 2 * time.Second})
+		Dir: keptDir(t), QuietMin: 500 * time.Millisecond, QuietMax: 2 * time.Second})
 	var b strings.Builder
 	report.Print(&b, r, true)
 	t.Log("\n" + b.String())
@@ -101,4 +101,22 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: %s\n%s", name, v, strings.Join(v.Details, "\n"))
 		}
 	}
+}
+
+// keptDir returns a directory for a run's data that is removed when the
+// test passes and kept, with its path logged, when it fails: a failing
+// run's history, node logs and evidence are what tells why.
+func keptDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "lockd-jepsen-"+strings.ReplaceAll(t.Name(), "/", "_")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the run's data is kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return filepath.Join(dir, "run")
 }

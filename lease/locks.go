@@ -26,7 +26,8 @@ var (
 func (ns namespace) what(name string) string { return fmt.Sprintf("%s %q", ns.kind, name) }
 
 // Acquire commits an acquire; if it was queued it waits for the hand-off
-// until req.Wait runs out or ctx ends, and then leaves the queue.
+// until req.Wait runs out, and then leaves the queue. If ctx ends first it
+// returns at once and the session stays queued until its wait runs out.
 func (n *Node) Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
 	mode := fsm.Mode(req.Mode)
 	if mode == "" {
@@ -71,9 +72,21 @@ func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint
 }
 
 // waitGrant waits for a queued session to be granted the lock. When the
-// wait runs out (or the caller goes away) it commits a cancel, whose result
-// decides: the lock may have been handed over just before, and then the
-// caller gets it rather than a lock that stays held until its session ends.
+// wait runs out it commits a cancel, whose result decides: the lock may have
+// been handed over just before, and then the caller gets it rather than a
+// lock that stays held until its session ends.
+//
+// When the caller goes away first (a client that hangs up, or a follower
+// that dies while forwarding the request) the session keeps its place: the
+// client library repeats an unanswered request with the same number, and
+// the repeat must find the place it had, or a session that queued later
+// would be granted first and the queue would not be first-in first-out. The
+// place ends with the wait's own timer, which the leader runs whether or
+// not anyone is listening (see fsm's package doc). The price: a caller that
+// hung up for good may be granted the lock, which its session then holds
+// until it releases it, is destroyed, or expires; the client library gives
+// back a grant it learns of after giving up, and the CLI destroys its
+// session on exit.
 func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd fsm.Command) (uint64, error) {
 	wctx, cancel := n.waitCtx(ctx)
 	defer cancel()
@@ -97,8 +110,9 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 			// client that re-issues the acquire there (same seq) finds its
 			// place or its grant.
 			return 0, errTimeout("leadership lost while waiting in the queue; the waiter stays queued and may still be granted, so the outcome is unknown")
-		case <-timer.C:
 		case <-wctx.Done():
+			return 0, errTimeout("the caller went away while waiting in the queue; the waiter stays queued until its wait runs out and may still be granted, so the outcome is unknown")
+		case <-timer.C:
 		}
 		return n.leaveQueue(ns, cmd)
 	}
@@ -152,9 +166,10 @@ func waits(l fsm.Lock, session string) bool {
 	return false
 }
 
-// Release commits the release of a lock by its holder.
+// Release commits the release of a lock by its holder, or takes a queued
+// session out of the lock's queue.
 func (n *Node) Release(ctx context.Context, name string, req wire.SessionRequest) error {
-	return n.simple(ctx, locksNS, fsm.Command{Op: fsm.OpRelease, Session: req.Session, Name: name, Seq: req.Seq})
+	return n.simple(ctx, locksNS, fsm.Command{Op: fsm.OpLetGo, Session: req.Session, Name: name, Seq: req.Seq})
 }
 
 // Proclaim sets the leader's value of an election.

@@ -1,7 +1,11 @@
 package server_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -400,5 +404,88 @@ func TestCluster_ManySessionsExpireTogether(t *testing.T) {
 	t.Logf("%d sessions with TTL %v all expired %v after the last was created", n, ttl, took)
 	if took > ttl+2*time.Second {
 		t.Fatalf("the last of %d sessions expired %v after its creation; want within TTL + 2s", n, took)
+	}
+}
+
+// A queued acquire whose caller goes away (a client that hangs up, or a
+// follower that dies while forwarding it) keeps its place until its own
+// wait runs out, and the client's retry with the same request number finds
+// it there: the session is granted before anyone who queued after it.
+func TestCluster_WaiterWhoseCallerLeavesKeepsItsPlace(t *testing.T) {
+	c := servertest.New(t, 3)
+	leader := c.WaitLeader()
+	l := newAPI(t, c, leader)
+	f := newAPI(t, c, c.Follower(leader))
+	holder := l.session(30*time.Second, 0)
+	if _, st, _ := l.acquire("q", holder, 0); st != 200 {
+		t.Fatal("acquire")
+	}
+	first, second := l.session(30*time.Second, 0), l.session(30*time.Second, 0)
+	waiters := func() []string {
+		var lk wire.Lock
+		l.must("GET", "/v1/locks/q", nil, &lk)
+		var out []string
+		for _, w := range lk.Waiters {
+			out = append(out, w.Session)
+		}
+		return out
+	}
+
+	// The first waiter queues through the follower, and hangs up.
+	acq := wire.AcquireRequest{Session: first, Wait: wire.Duration(time.Minute), Seq: 1}
+	ctx, hangUp := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		body, _ := json.Marshal(acq)
+		req, _ := http.NewRequestWithContext(ctx, "POST", f.base+"/v1/locks/q/acquire", bytes.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		gone <- err
+	}()
+	servertest.WaitFor(t, 5*time.Second, "first waiter to queue", func() bool { return len(waiters()) == 1 })
+	type answer struct {
+		r  wire.AcquireResponse
+		st int
+		e  wire.Error
+	}
+	secondGot := make(chan answer, 1)
+	go func() {
+		r, st, e := l.acquire("q", second, time.Minute)
+		secondGot <- answer{r, st, e}
+	}()
+	servertest.WaitFor(t, 5*time.Second, "second waiter to queue", func() bool { return len(waiters()) == 2 })
+	hangUp()
+	if err := <-gone; err == nil {
+		t.Fatal("the hung-up request got an answer")
+	}
+	// Give the leader time to see the forwarded request end.
+	time.Sleep(500 * time.Millisecond)
+	if got := waiters(); len(got) != 2 || got[0] != first || got[1] != second {
+		t.Fatalf("after the caller hung up the queue is %v, want [%s %s]", got, first, second)
+	}
+
+	// The retry, same request number, resumes in place.
+	firstGot := make(chan answer, 1)
+	go func() {
+		var r wire.AcquireResponse
+		st, e := l.do("POST", "/v1/locks/q/acquire", acq, &r)
+		firstGot <- answer{r, st, e}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	l.must("POST", "/v1/locks/q/release", wire.SessionRequest{Session: holder}, nil)
+	a := <-firstGot
+	if a.st != 200 || a.r.Session != first {
+		t.Fatalf("retry of the first waiter = %d %s %s, want the grant", a.st, a.e.Code, a.e.Message)
+	}
+	select {
+	case b := <-secondGot:
+		t.Fatalf("the second waiter was answered %d %s while the first holds the lock", b.st, b.e.Code)
+	default:
+	}
+	l.must("POST", "/v1/locks/q/release", wire.SessionRequest{Session: first}, nil)
+	if b := <-secondGot; b.st != 200 || b.r.Token <= a.r.Token {
+		t.Fatalf("second waiter = %d %s token %d, want a grant after token %d", b.st, b.e.Code, b.r.Token, a.r.Token)
 	}
 }

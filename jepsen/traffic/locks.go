@@ -62,8 +62,9 @@ func (w *worker) acquire(ctx context.Context, m *client.Mutex, lock string) (uin
 // a try when wait is 0, else a blocking acquire that queues for up to
 // wait. The blocking one has no deadline the library could turn into its
 // own wait: it asks the server to queue for the API's longest wait, and
-// the worker gives up by cancelling after wait (the server then takes it
-// out of the queue; the outcome is unknown). So it is one request, one
+// the worker gives up by cancelling after wait (the outcome is unknown, and
+// the library's give-back takes the session out of the queue, or releases
+// what it was granted meanwhile). So it is one request, one
 // place in the queue, kept by the library's retries, and never re-queued
 // at the back by the library after a wait the server ended.
 func (w *worker) acquireWith(ctx context.Context, m *client.Mutex, lock, mode string, wait time.Duration) (uint64, bool) {
