@@ -99,6 +99,15 @@ func (s State) holds(session string) bool {
 	return s.Holder == session || sharedIndex(s.shared(), session) >= 0
 }
 
+// holdsIn reports whether session holds the lock in mode ("" or
+// "exclusive", or "shared").
+func (s State) holdsIn(session, mode string) bool {
+	if mode == "shared" {
+		return sharedIndex(s.shared(), session) >= 0
+	}
+	return s.Holder == session
+}
+
 // without returns s with session's holding, if any, dropped.
 func (s State) without(session string) State {
 	if s.Holder == session {
@@ -308,11 +317,14 @@ func acquireShared(s State, op history.Op) []any {
 
 // refusal steps a refused acquire: "lock_held" needs a holder other than
 // the session (for a shared request, an exclusive one, or a queue the
-// model does not see, so any holder), "lock_delay" a free lock.
+// model does not see, so any holder), or the session itself holding the
+// lock in the other mode (lockd answers lock_held then too: "release it
+// first"); "lock_delay" a free lock. A session that holds the lock in the
+// mode it asks for is granted it again, never refused.
 func refusal(s State, op history.Op) []any {
 	switch op.Code {
 	case "lock_held":
-		if s.free() || s.holds(op.Session) {
+		if s.free() || s.holdsIn(op.Session, op.Mode) {
 			return nil
 		}
 	case "lock_delay":

@@ -117,6 +117,18 @@ func TestLock_SharedHolders(t *testing.T) {
 			sop(0, "a", ok, 5, 0, 10), sop(1, "b", ok, 7, 20, 30), check(2, 5, true, 40, 50), check(2, 6, false, 60, 70)}, porcupine.Ok},
 		{"check denies a shared holder's token", []porcupine.Operation{
 			sop(0, "a", ok, 5, 0, 10), check(2, 5, false, 40, 50)}, porcupine.Illegal},
+		// lockd refuses a holder that asks for the other mode as lock_held
+		// ("release it first"); the campaign at c9deeb6 saw it after a
+		// release of unknown outcome that had not happened.
+		{"a shared holder asking for exclusive is refused as held", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), op(0, R, "a", unk, 0, 20, 1000), op(0, A, "a", fail, 0, 30, 40),
+			sop(0, "a", ok, 5, 50, 60)}, porcupine.Ok},
+		{"an exclusive holder asking for shared is refused as held", []porcupine.Operation{
+			op(0, A, "a", ok, 5, 0, 10), sop(0, "a", fail, 0, 20, 30)}, porcupine.Ok},
+		{"a shared holder refused shared", []porcupine.Operation{
+			sop(0, "a", ok, 5, 0, 10), sop(0, "a", fail, 0, 20, 30)}, porcupine.Illegal},
+		{"an exclusive holder refused exclusive", []porcupine.Operation{
+			op(0, A, "a", ok, 5, 0, 10), op(0, A, "a", fail, 0, 20, 30)}, porcupine.Illegal},
 	}
 	m := Lock.ToModel()
 	for _, tt := range tests {
