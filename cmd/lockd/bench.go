@@ -6,16 +6,28 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lockd/lockd/internal/bench"
+	"github.com/lockd/lockd/internal/load"
 )
 
-const benchUsage = "lockd bench elections [--n 3,5,7,9,16] [--seeds 10] [--algorithms ring,bully,invitation,raft] [--out DIR]"
+const benchUsage = `lockd bench elections [--n 3,5,7,9,16] [--seeds 10] [--algorithms ring,bully,invitation,raft] [--out DIR]
+  lockd bench locks|handoff|keepalive|serving [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256]
+              [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--json FILE]`
 
-// benchCmd runs "lockd bench elections": flags -> bench.Config ->
-// bench.Run.
+// benchCmd runs "lockd bench": elections (flags -> bench.Config ->
+// bench.Run), or the serving benchmarks against a running cluster (flags
+// -> load.Config -> load.Locks, Handoff, Keepalive).
 func benchCmd(args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "locks", "handoff", "keepalive", "serving":
+			return loadCmd(args[0], args[1:])
+		}
+	}
 	fs := newFlagSet("lockd bench elections", benchUsage)
 	def := bench.DefaultConfig()
 	ns := fs.String("n", joinInts(def.Ns), "comma-separated cluster sizes, each 3..64")
@@ -29,10 +41,10 @@ func benchCmd(args []string) int {
 			fs.Usage()
 			return exitOK
 		}
-		return usageErr(fs, "which benchmark? (elections)")
+		return usageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving)")
 	}
 	if args[0] != "elections" {
-		return usageErr(fs, "unknown benchmark %q (want elections)", args[0])
+		return usageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive or serving)", args[0])
 	}
 	pos, command, err := parseArgs(fs, args[1:])
 	if err != nil {
@@ -75,4 +87,82 @@ func joinInts(ns []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// loadCmd runs the serving benchmarks against the cluster at --addr:
+// "serving" runs locks, handoff and keepalive one after another.
+func loadCmd(which string, args []string) int {
+	fs := newFlagSet("lockd bench "+which, benchUsage)
+	def := load.DefaultConfig()
+	var cf clientFlags
+	cf.register(fs, false)
+	duration := fs.Duration("duration", def.Duration, "measured time of each row")
+	workers := fs.String("workers", joinInts(def.Workers), "locks: comma-separated worker counts")
+	waiters := fs.String("waiters", joinInts(def.Waiters), "handoff: comma-separated waiter counts")
+	sessions := fs.String("sessions", joinInts(def.Sessions), "keepalive: comma-separated session counts")
+	callers := fs.Int("callers", def.Callers, "keepalive: callers that create and renew the sessions")
+	ttl := fs.Duration("ttl", def.TTL, "keepalive: the sessions' TTL")
+	jsonOut := fs.String("json", "", "also write the rows as JSON to this file")
+	quiet := fs.Bool("quiet", false, "print the table only: no progress on stderr")
+	pos, command, err := parseArgs(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) > 0 || len(command) > 0 {
+		return usageErr(fs, "unexpected arguments %q", append(pos, command...))
+	}
+	cfg := def
+	cfg.Endpoints, cfg.Duration, cfg.Callers, cfg.TTL = strings.Split(cf.addr, ","), *duration, *callers, *ttl
+	for _, l := range []struct {
+		flag string
+		in   string
+		out  *[]int
+	}{{"workers", *workers, &cfg.Workers}, {"waiters", *waiters, &cfg.Waiters}, {"sessions", *sessions, &cfg.Sessions}} {
+		if *l.out, err = parseInts(l.in); err != nil {
+			return usageErr(fs, "--%s: %v", l.flag, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr(fs, "%v", err)
+	}
+	if !*quiet {
+		cfg.Progress = func(line string) { fmt.Fprintln(os.Stderr, line) }
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var rows []load.Row
+	for _, b := range []struct {
+		name string
+		run  func(context.Context, load.Config) ([]load.Row, error)
+	}{{"locks", load.Locks}, {"handoff", load.Handoff}, {"keepalive", load.Keepalive}} {
+		if which != b.name && which != "serving" {
+			continue
+		}
+		got, err := b.run(ctx, cfg)
+		rows = append(rows, got...)
+		if err != nil {
+			load.Print(os.Stdout, rows)
+			return fail(os.Stderr, fs.Name(), err)
+		}
+	}
+	load.Print(os.Stdout, rows)
+	if *jsonOut != "" {
+		rep := load.Report{Date: time.Now().UTC(), Endpoints: cfg.Endpoints, Command: "lockd bench " + which + " " + strings.Join(args, " "), Rows: rows}
+		if err := load.WriteJSON(*jsonOut, rep); err != nil {
+			return fail(os.Stderr, fs.Name(), err)
+		}
+	}
+	return exitOK
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -86,6 +86,18 @@ func TestRun_ExitCodes(t *testing.T) {
 	if got := run([]string{"version"}); got != exitOK {
 		t.Errorf("version exit = %d", got)
 	}
+	for _, args := range [][]string{
+		{"bench", "locks", "--workers", "1,x"},
+		{"bench", "handoff", "--waiters", "0"},
+		{"bench", "keepalive", "--ttl", "1s"},
+		{"bench", "serving", "--duration", "0s"},
+		{"bench", "locks", "extra"},
+		{"bench", "frobnicate"},
+	} {
+		if got := run(args); got != exitUsage {
+			t.Errorf("%q exit = %d, want %d", args, got, exitUsage)
+		}
+	}
 }
 
 func TestServeFlags_UnsafeDebugSwitches(t *testing.T) {

@@ -1,0 +1,36 @@
+// Package load measures a running lockd cluster's serving path from the
+// outside, over its HTTP API: `lockd bench locks`, `handoff` and
+// `keepalive`.
+//
+//   - locks: W workers, each with its own session and its own lock, take
+//     and release it as fast as they can (acquire with wait 0, then
+//     release: two Raft entries per cycle). Workers are spread over the
+//     endpoints given, round-robin, so a worker on a follower pays for
+//     the forwarding. Reported: cycles per second, and the latency of a
+//     whole cycle (p50, p99, max).
+//   - handoff: W sessions queue for one lock with blocking acquires; each,
+//     once granted, releases at once. Reported: grants per second, and the
+//     time from the start of a release to the moment the next waiter's
+//     acquire returns with the grant (the hand-off is in the release's own
+//     entry, so this is one commit plus two HTTP answers).
+//   - keepalive: N sessions are created, then C callers renew them
+//     round-robin as fast as they can, each session at least every TTL/3
+//     if the rate allows. Reported: renewals per second and their latency,
+//     the sessions that lapsed (the cluster expired one that was not
+//     renewed within its TTL, because the renewers fell behind), wrong
+//     expiries (a session expired although its last successful renewal was
+//     sent less than a TTL ago: a bug, must be 0), and the Raft entries
+//     committed while only keepalives ran (must be 0: a keepalive writes
+//     nothing).
+//
+// Requests are plain HTTP with JSON bodies through one shared connection
+// pool, with no retries: an error is counted and the cycle is not. The
+// package uses httpapi/wire's types, not the client library, so that what
+// is measured is the server (and the library's own costs stay out of the
+// numbers).
+//
+// Every row creates its sessions and names under a prefix unique to the
+// run (bench/<kind>/<run id>/...) and destroys its sessions when it ends,
+// so a row leaves nothing held behind; the names stay in the state as
+// free locks.
+package load

@@ -1,0 +1,561 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// Config says what to measure and where.
+type Config struct {
+	// Endpoints are the cluster's HTTP addresses (URLs or host:port).
+	// Workers are spread over them round-robin.
+	Endpoints []string
+	// Duration is how long each row measures, setup not counted.
+	Duration time.Duration
+	// Workers are the locks rows' worker counts.
+	Workers []int
+	// Waiters are the handoff rows' waiter counts.
+	Waiters []int
+	// Sessions are the keepalive rows' session counts.
+	Sessions []int
+	// Callers renew the keepalive rows' sessions (and create them).
+	Callers int
+	// TTL of the keepalive rows' sessions.
+	TTL time.Duration
+	// Progress, if set, receives a line about every two seconds while a
+	// row runs, and one when it ends.
+	Progress func(line string)
+	// Run names this run in the names it creates; empty means random.
+	Run string
+}
+
+// DefaultConfig returns the rows the issue of record asks for, each
+// measured for 10 s.
+func DefaultConfig() Config {
+	return Config{
+		Duration: 10 * time.Second,
+		Workers:  []int{1, 16, 64, 256},
+		Waiters:  []int{2, 16, 64},
+		Sessions: []int{1000, 10000, 100000},
+		Callers:  64,
+		TTL:      30 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Endpoints) == 0:
+		return errors.New("no endpoints")
+	case c.Duration < 100*time.Millisecond || c.Duration > time.Hour:
+		return fmt.Errorf("duration %v out of range 100ms..1h", c.Duration)
+	case c.Callers < 1 || c.Callers > 4096:
+		return fmt.Errorf("callers %d out of range 1..4096", c.Callers)
+	case c.TTL < 3*time.Second || c.TTL > time.Hour:
+		return fmt.Errorf("ttl %v out of range 3s..1h", c.TTL)
+	}
+	for _, list := range []struct {
+		name string
+		ns   []int
+		max  int
+	}{{"workers", c.Workers, 4096}, {"waiters", c.Waiters, 4096}, {"sessions", c.Sessions, 1_000_000}} {
+		for _, n := range list.ns {
+			if n < 1 || n > list.max {
+				return fmt.Errorf("%s: %d out of range 1..%d", list.name, n, list.max)
+			}
+		}
+	}
+	return nil
+}
+
+// Row is one measured row.
+type Row struct {
+	Bench string `json:"bench"` // locks, handoff or keepalive
+	// N is the row's workers, waiters or sessions.
+	N int `json:"n"`
+	// Ops are the cycles, grants or renewals completed in the measured
+	// time, Rate the same per second.
+	Ops     int     `json:"ops"`
+	Seconds float64 `json:"seconds"`
+	Rate    float64 `json:"per_second"`
+	// Latency is a cycle's (locks), a release-to-grant's (handoff) or a
+	// renewal's (keepalive).
+	Latency Latency `json:"latency"`
+	// Errors are failed requests; FirstError is the first one's text.
+	Errors     int64  `json:"errors"`
+	FirstError string `json:"first_error,omitempty"`
+	// Setup is the time taken to create the row's sessions.
+	Setup float64 `json:"setup_seconds"`
+	// Keepalive rows only: sessions the cluster expired after they went a
+	// TTL without a successful renewal (the renewers fell behind), and
+	// sessions it expired sooner (a bug); Raft entries committed while
+	// only keepalives ran.
+	Lapsed        int64   `json:"lapsed,omitempty"`
+	WrongExpiries int64   `json:"wrong_expiries,omitempty"`
+	RaftEntries   *uint64 `json:"raft_entries,omitempty"`
+}
+
+// Unit names what a row's Ops count.
+func (r Row) Unit() string {
+	switch r.Bench {
+	case "locks":
+		return "cycles"
+	case "handoff":
+		return "grants"
+	}
+	return "renewals"
+}
+
+// errorCount counts failed requests and keeps the first one's text.
+type errorCount struct {
+	n     atomic.Int64
+	once  sync.Once
+	first string
+}
+
+func (e *errorCount) add(err error) {
+	e.n.Add(1)
+	e.once.Do(func() { e.first = err.Error() })
+}
+
+func (e *errorCount) fill(r *Row) { r.Errors, r.FirstError = e.n.Load(), e.first }
+
+// bench is one run of rows against one cluster.
+type bench struct {
+	cfg Config
+	api *api
+	run string
+}
+
+func newBench(cfg Config) *bench {
+	run := cfg.Run
+	if run == "" {
+		run = fmt.Sprintf("%08x", rand.Uint32())
+	}
+	conns := max(cfg.Callers, 64)
+	for _, ns := range [][]int{cfg.Workers, cfg.Waiters} {
+		for _, n := range ns {
+			conns = max(conns, n)
+		}
+	}
+	return &bench{cfg: cfg, api: newAPI(cfg.Endpoints, conns), run: run}
+}
+
+func (b *bench) progress(format string, args ...any) {
+	if b.cfg.Progress != nil {
+		b.cfg.Progress(fmt.Sprintf(format, args...))
+	}
+}
+
+// ticker calls line about every two seconds until stop is called.
+func (b *bench) ticker(line func() string) (stop func()) {
+	if b.cfg.Progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				b.cfg.Progress(line())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// sessions creates n sessions with ttl, spread over the endpoints, with up
+// to par requests at once; session i is created through endpoint i.
+func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]string, error) {
+	ids := make([]string, n)
+	var next atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range min(par, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				id, err := b.api.createSession(ctx, b.api.endpoint(i), ttl)
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				ids[i] = id
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		b.destroy(ids, par)
+		return nil, fmt.Errorf("creating %d sessions: %w", n, firstErr)
+	}
+	return ids, ctx.Err()
+}
+
+// destroy destroys the sessions, best effort, with up to par requests at
+// once and a bound on the whole.
+func (b *bench) destroy(ids []string, par int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(par, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ids) || ctx.Err() != nil {
+					return
+				}
+				if ids[i] != "" {
+					_ = b.api.destroySession(ctx, b.api.endpoint(i), ids[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// pause backs off after an error, so that a failing cluster is not
+// hammered.
+func pause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// Locks measures uncontended acquire+release cycles.
+func Locks(ctx context.Context, cfg Config) ([]Row, error) {
+	b := newBench(cfg)
+	var rows []Row
+	for _, w := range cfg.Workers {
+		r, err := b.locks(ctx, w)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
+	row := Row{Bench: "locks", N: workers}
+	t0 := time.Now()
+	// The sessions outlive the row, so no keepalive runs beside it.
+	ids, err := b.sessions(ctx, workers, 64, b.cfg.Duration+time.Minute)
+	if err != nil {
+		return row, err
+	}
+	defer b.destroy(ids, 64)
+	row.Setup = time.Since(t0).Seconds()
+	var errs errorCount
+	var done atomic.Int64
+	lat := make([]samples, workers)
+	start := time.Now()
+	end := start.Add(b.cfg.Duration)
+	stop := b.ticker(func() string {
+		return fmt.Sprintf("locks, %d workers: %.0fs of %v, %d cycles", workers, time.Since(start).Seconds(), b.cfg.Duration, done.Load())
+	})
+	rctx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			base, sid := b.api.endpoint(i), ids[i]
+			name := fmt.Sprintf("bench/locks/%s/%d/%d", b.run, workers, i)
+			var seq uint64
+			for rctx.Err() == nil {
+				c0 := time.Now()
+				if !c0.Before(end) {
+					return
+				}
+				seq++
+				_, err := b.api.acquire(rctx, base, name, wire.AcquireRequest{Session: sid, Seq: seq})
+				if err == nil {
+					seq++
+					err = b.api.release(rctx, base, name, sid, seq)
+				}
+				if err != nil {
+					errs.add(err)
+					pause(rctx)
+					continue
+				}
+				if c1 := time.Now(); c1.Before(end) {
+					lat[i] = append(lat[i], c1.Sub(c0))
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stop()
+	row.Latency, row.Ops = summarise(lat)
+	row.Seconds = b.cfg.Duration.Seconds()
+	row.Rate = float64(row.Ops) / row.Seconds
+	errs.fill(&row)
+	b.progress("locks, %d workers: %.0f cycles/s, p50 %s, p99 %s, %d errors", workers, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
+	return row, ctx.Err()
+}
+
+// Handoff measures hand-offs of one contended lock.
+func Handoff(ctx context.Context, cfg Config) ([]Row, error) {
+	b := newBench(cfg)
+	var rows []Row
+	for _, w := range cfg.Waiters {
+		r, err := b.handoff(ctx, w)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
+	row := Row{Bench: "handoff", N: waiters}
+	t0 := time.Now()
+	ids, err := b.sessions(ctx, waiters, 64, b.cfg.Duration+time.Minute)
+	if err != nil {
+		return row, err
+	}
+	// Destroying the sessions also ends the places of waiters still
+	// queued when the row ends.
+	defer b.destroy(ids, 64)
+	row.Setup = time.Since(t0).Seconds()
+	name := fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters)
+	var errs errorCount
+	var grants atomic.Int64
+	lat := make([]samples, waiters)
+	start := time.Now()
+	end := start.Add(b.cfg.Duration)
+	// released is when the last release was sent, in ns after start; 0
+	// before the first.
+	var released atomic.Int64
+	stop := b.ticker(func() string {
+		return fmt.Sprintf("handoff, %d waiters: %.0fs of %v, %d grants", waiters, time.Since(start).Seconds(), b.cfg.Duration, grants.Load())
+	})
+	rctx, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range waiters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			base, sid := b.api.endpoint(i), ids[i]
+			var seq uint64
+			for rctx.Err() == nil && time.Now().Before(end) {
+				seq++
+				_, err := b.api.acquire(rctx, base, name, wire.AcquireRequest{Session: sid, Wait: wire.Duration(30 * time.Second), Seq: seq})
+				got := time.Since(start)
+				if err != nil {
+					if !isCode(err, wire.CodeLockHeld) { // not a wait that ran out
+						errs.add(err)
+						pause(rctx)
+					}
+					continue
+				}
+				if rel := released.Load(); rel > 0 && start.Add(got).Before(end) {
+					lat[i] = append(lat[i], got-time.Duration(rel))
+					grants.Add(1)
+				}
+				seq++
+				released.Store(int64(time.Since(start)))
+				if err := b.api.release(rctx, base, name, sid, seq); err != nil {
+					errs.add(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stop()
+	row.Latency, row.Ops = summarise(lat)
+	row.Seconds = b.cfg.Duration.Seconds()
+	row.Rate = float64(row.Ops) / row.Seconds
+	errs.fill(&row)
+	b.progress("handoff, %d waiters: %.0f grants/s, release-to-grant p50 %s, p99 %s, %d errors", waiters, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
+	return row, ctx.Err()
+}
+
+// Keepalive measures session renewals.
+func Keepalive(ctx context.Context, cfg Config) ([]Row, error) {
+	b := newBench(cfg)
+	var rows []Row
+	for _, n := range cfg.Sessions {
+		r, err := b.keepalive(ctx, n)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
+	row := Row{Bench: "keepalive", N: n}
+	callers := b.cfg.Callers
+	ttl := b.cfg.TTL
+	ids := make([]string, n)
+	// born[i] is when session i's create was sent, in ns after t0 (+1, so
+	// that 0 means not created yet). The renewers start with the first
+	// session, so that creating many does not take longer than a TTL.
+	born := make([]atomic.Int64, n)
+	var errs errorCount
+	var done, lapsed, wrong atomic.Int64
+	lat := make([]samples, callers)
+	t0 := time.Now()
+	// measuring is when the measured time starts, in ns after t0 (0: not
+	// yet): once every session exists.
+	var measuring atomic.Int64
+	var end atomic.Int64 // ns after t0; 0: not yet known
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var renewers sync.WaitGroup
+	for c := range callers {
+		renewers.Add(1)
+		go func() {
+			defer renewers.Done()
+			var mine []int // caller c renews sessions c, c+callers, ...
+			for i := c; i < n; i += callers {
+				mine = append(mine, i)
+			}
+			last := make([]time.Duration, len(mine)) // a successful renewal's send, after t0
+			gone := make([]bool, len(mine))
+			renewed := false // in this round over mine
+			for k := 0; len(mine) > 0 && rctx.Err() == nil; k = (k + 1) % len(mine) {
+				if k == 0 {
+					if !renewed {
+						pause(rctx) // none of ours exists yet, or every one is gone
+					}
+					renewed = false
+				}
+				s0 := time.Since(t0)
+				if e := end.Load(); e != 0 && int64(s0) >= e {
+					return
+				}
+				i := mine[k]
+				b0 := born[i].Load()
+				if gone[k] || b0 == 0 {
+					continue
+				}
+				renewed = true
+				if last[k] == 0 {
+					last[k] = time.Duration(b0 - 1)
+				}
+				err := b.api.keepAlive(rctx, b.api.endpoint(i), ids[i])
+				s1 := time.Since(t0)
+				switch {
+				case err == nil:
+					last[k] = s0
+					if m := measuring.Load(); m != 0 && int64(s0) >= m && (end.Load() == 0 || int64(s1) < end.Load()) {
+						lat[c] = append(lat[c], s1-s0)
+						done.Add(1)
+					}
+				case isCode(err, wire.CodeSessionExpired):
+					gone[k] = true
+					if s0-last[k] >= ttl {
+						lapsed.Add(1)
+					} else {
+						wrong.Add(1)
+						errs.add(fmt.Errorf("session %s expired %v after its last renewal was sent: %w", ids[i], s0-last[k], err))
+					}
+				case rctx.Err() == nil:
+					errs.add(err)
+					pause(rctx)
+				}
+			}
+		}()
+	}
+
+	stopSetup := b.ticker(func() string {
+		return fmt.Sprintf("keepalive, %d sessions: creating them, %.0fs so far, %d lapsed", n, time.Since(t0).Seconds(), lapsed.Load())
+	})
+	var next atomic.Int64
+	var createErr error
+	var mu sync.Mutex
+	var creators sync.WaitGroup
+	for range min(callers, n) {
+		creators.Add(1)
+		go func() {
+			defer creators.Done()
+			for rctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				sent := time.Since(t0)
+				id, err := b.api.createSession(rctx, b.api.endpoint(i), ttl)
+				if err != nil {
+					mu.Lock()
+					createErr = cmpErr(createErr, err)
+					mu.Unlock()
+					cancel()
+					return
+				}
+				ids[i] = id
+				born[i].Store(int64(sent) + 1)
+			}
+		}()
+	}
+	creators.Wait()
+	stopSetup()
+	defer b.destroy(ids, callers)
+	if createErr != nil {
+		renewers.Wait()
+		return row, fmt.Errorf("creating %d sessions: %w", n, createErr)
+	}
+	row.Setup = time.Since(t0).Seconds()
+	b.progress("keepalive, %d sessions: created in %.1fs", n, row.Setup)
+	before, err := b.api.commitIndex(ctx)
+	if err != nil {
+		cancel()
+		renewers.Wait()
+		return row, err
+	}
+	start := time.Since(t0)
+	measuring.Store(int64(start))
+	end.Store(int64(start + b.cfg.Duration))
+	stop := b.ticker(func() string {
+		return fmt.Sprintf("keepalive, %d sessions: %.0fs of %v, %d renewals, %d lapsed", n, (time.Since(t0) - start).Seconds(), b.cfg.Duration, done.Load(), lapsed.Load())
+	})
+	renewers.Wait()
+	stop()
+	after, err := b.api.commitIndex(ctx)
+	if err == nil {
+		entries := after - before
+		row.RaftEntries = &entries
+	}
+	row.Latency, row.Ops = summarise(lat)
+	row.Seconds = b.cfg.Duration.Seconds()
+	row.Rate = float64(row.Ops) / row.Seconds
+	row.Lapsed, row.WrongExpiries = lapsed.Load(), wrong.Load()
+	errs.fill(&row)
+	b.progress("keepalive, %d sessions: %.0f renewals/s, p99 %s, %d lapsed, %d wrong expiries, %d errors", n, row.Rate, ms(row.Latency.P99), row.Lapsed, row.WrongExpiries, row.Errors)
+	return row, ctx.Err()
+}

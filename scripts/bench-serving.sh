@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# bench-serving.sh [lockd bench flags...] — start a 3-node cluster of its
+# own (scripts/cluster.sh, data in .bench-cluster/), run "lockd bench
+# serving" against all three nodes, write bench-out/serving.json, and stop
+# the cluster it started, whatever happens.
+set -euo pipefail
+BIN=${LOCKD_BIN:-bin/lockd}
+export LOCKD_CLUSTER_DIR=${LOCKD_CLUSTER_DIR:-.bench-cluster}
+export LOCKD_BIN=$BIN
+rm -rf "$LOCKD_CLUSTER_DIR"
+trap 'scripts/cluster.sh down >/dev/null' EXIT
+scripts/cluster.sh up 3 >/dev/null
+mkdir -p bench-out
+"$BIN" bench serving --addr http://127.0.0.1:7410,http://127.0.0.1:7420,http://127.0.0.1:7430 \
+  --json bench-out/serving.json "$@"
