@@ -12,6 +12,7 @@ func TestSelect(t *testing.T) {
 	}{
 		{"all", All},
 		{"locks,fenced", []string{Locks, Fenced}},
+		{"plain-locks", []string{PlainLocks}},
 		{" expiry , locks,expiry", []string{Expiry, Locks}},
 		{"", nil},
 		{"none", nil},
