@@ -18,8 +18,9 @@
 //     if the rate allows. Reported: renewals per second and their latency,
 //     the sessions that lapsed (the cluster expired one that was not
 //     renewed within its TTL, because the renewers fell behind), wrong
-//     expiries (a session expired although its last successful renewal was
-//     sent less than a TTL ago: a bug, must be 0), and the Raft entries
+//     expiries (the answer that a session expired came back less than a
+//     TTL after its last successful renewal was sent: a bug, must be 0),
+//     and the Raft entries
 //     committed while only keepalives ran (must be 0: a keepalive writes
 //     nothing).
 //
