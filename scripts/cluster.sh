@@ -4,6 +4,7 @@
 # Node i (1-based) serves HTTP on 127.0.0.1:74i0 and peers on 127.0.0.1:74i1,
 # keeps its data in .cluster/ni and logs to .cluster/ni.log; PIDs are in
 # .cluster/ni.pid. "down" stops only the processes it started, by PID.
+# LOCKD_SERVE_ARGS adds flags to every node (e.g. "--pprof").
 set -euo pipefail
 BASE=${LOCKD_CLUSTER_DIR:-.cluster}
 BIN=${LOCKD_BIN:-bin/lockd}
@@ -24,7 +25,7 @@ up() {
   for i in $(seq 1 "$n"); do
     if alive "$i"; then echo "n$i already running (pid $(cat "$BASE/n$i.pid"))"; continue; fi
     "$BIN" serve --id "n$i" --http "$(http_addr "$i")" --peer "$(peer_addr "$i")" \
-      --data "$BASE/n$i" --initial-cluster "$initial" --unsafe-fault-injection \
+      --data "$BASE/n$i" --initial-cluster "$initial" --unsafe-fault-injection ${LOCKD_SERVE_ARGS:-} \
       >>"$BASE/n$i.log" 2>&1 &
     echo $! > "$BASE/n$i.pid"
     echo "n$i: http://$(http_addr "$i") (pid $!)"

@@ -26,6 +26,7 @@ type serveFlags struct {
 	margin                          time.Duration
 	logLevel, raftLogLevel, logFmt  string
 	unsafeFaults                    bool
+	pprof                           bool
 	unsafeDebug                     string
 	clusterHTTP                     string
 	leaseLog                        string
@@ -53,6 +54,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFmt, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
 		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof/ on the HTTP port (they show the process's internals to anyone who can reach it)")
 	fs.StringVar(&f.leaseLog, "lease-log", "",
 		"debug aid for the fault harness: append a line to this file at every change of this node's master lease "+
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
@@ -180,7 +182,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
 	}
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
-		UnsafeFaults: f.unsafeFaults, Logger: logger, Election: f.election, MembersHTTP: membersHTTP}, nil
+		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP}, nil
 }
 
 // parseInitialCluster parses "n1=127.0.0.1:7401,n2=127.0.0.1:7411".

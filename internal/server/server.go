@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +40,10 @@ type Config struct {
 	// anyone who can reach the HTTP port partition this node or skew its
 	// clock. For tests and the fault harness only.
 	UnsafeFaults bool
+	// Pprof serves Go's profiles at /debug/pprof/ on the HTTP port. They
+	// show the process's internals to anyone who can reach that port:
+	// turn it on to take a profile, not by default.
+	Pprof bool
 	// Logger receives every component's logs.
 	Logger *slog.Logger
 	// Election is "raft" (or empty) for Raft mode, or "ring", "bully" or
@@ -126,7 +131,11 @@ func Start(cfg Config) (*Server, error) {
 		hc.Faults = faultInjector{s.mux.Faults()}
 		hc.Clock = skew
 	}
-	s.http = &http.Server{Handler: httpapi.New(hc), ReadHeaderTimeout: 10 * time.Second}
+	var h http.Handler = httpapi.New(hc)
+	if cfg.Pprof {
+		h = withPprof(h)
+	}
+	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go s.http.Serve(httpLn)
 	if s.el == nil {
 		s.wg.Add(2)
@@ -397,3 +406,16 @@ func (fi faultInjector) Heal(peer string) {
 func (fi faultInjector) Faults() any { return fi.f.Snapshot() }
 
 func (fi faultInjector) Refused() any { return fi.f.Refused() }
+
+// withPprof serves net/http/pprof's handlers under /debug/pprof/ and
+// everything else with h.
+func withPprof(h http.Handler) http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	m.Handle("/", h)
+	return m
+}
