@@ -239,6 +239,28 @@ func (b *bench) destroy(ids []string, par int) {
 	wg.Wait()
 }
 
+// rows measures one row for each n, in order, and stops at the first
+// error.
+func (b *bench) rows(ctx context.Context, ns []int, row func(*bench, context.Context, int) (Row, error)) ([]Row, error) {
+	var rows []Row
+	for _, n := range ns {
+		r, err := row(b, ctx, n)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+// finish fills in what every row reports from its samples and errors.
+func (b *bench) finish(row *Row, lat []samples, errs *errorCount) {
+	row.Latency, row.Ops = summarise(lat)
+	row.Seconds = b.cfg.Duration.Seconds()
+	row.Rate = float64(row.Ops) / row.Seconds
+	errs.fill(row)
+}
+
 // pause backs off after an error, so that a failing cluster is not
 // hammered.
 func pause(ctx context.Context) {
@@ -250,16 +272,7 @@ func pause(ctx context.Context) {
 
 // Locks measures uncontended acquire+release cycles.
 func Locks(ctx context.Context, cfg Config) ([]Row, error) {
-	b := newBench(cfg)
-	var rows []Row
-	for _, w := range cfg.Workers {
-		r, err := b.locks(ctx, w)
-		if err != nil {
-			return rows, err
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
+	return newBench(cfg).rows(ctx, cfg.Workers, (*bench).locks)
 }
 
 func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
@@ -315,26 +328,14 @@ func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 	}
 	wg.Wait()
 	stop()
-	row.Latency, row.Ops = summarise(lat)
-	row.Seconds = b.cfg.Duration.Seconds()
-	row.Rate = float64(row.Ops) / row.Seconds
-	errs.fill(&row)
+	b.finish(&row, lat, &errs)
 	b.progress("locks, %d workers: %.0f cycles/s, p50 %s, p99 %s, %d errors", workers, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
 	return row, ctx.Err()
 }
 
 // Handoff measures hand-offs of one contended lock.
 func Handoff(ctx context.Context, cfg Config) ([]Row, error) {
-	b := newBench(cfg)
-	var rows []Row
-	for _, w := range cfg.Waiters {
-		r, err := b.handoff(ctx, w)
-		if err != nil {
-			return rows, err
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
+	return newBench(cfg).rows(ctx, cfg.Waiters, (*bench).handoff)
 }
 
 func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
@@ -394,26 +395,14 @@ func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 	}
 	wg.Wait()
 	stop()
-	row.Latency, row.Ops = summarise(lat)
-	row.Seconds = b.cfg.Duration.Seconds()
-	row.Rate = float64(row.Ops) / row.Seconds
-	errs.fill(&row)
+	b.finish(&row, lat, &errs)
 	b.progress("handoff, %d waiters: %.0f grants/s, release-to-grant p50 %s, p99 %s, %d errors", waiters, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
 	return row, ctx.Err()
 }
 
 // Keepalive measures session renewals.
 func Keepalive(ctx context.Context, cfg Config) ([]Row, error) {
-	b := newBench(cfg)
-	var rows []Row
-	for _, n := range cfg.Sessions {
-		r, err := b.keepalive(ctx, n)
-		if err != nil {
-			return rows, err
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
+	return newBench(cfg).rows(ctx, cfg.Sessions, (*bench).keepalive)
 }
 
 func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
@@ -554,11 +543,8 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 		entries := after - before
 		row.RaftEntries = &entries
 	}
-	row.Latency, row.Ops = summarise(lat)
-	row.Seconds = b.cfg.Duration.Seconds()
-	row.Rate = float64(row.Ops) / row.Seconds
+	b.finish(&row, lat, &errs)
 	row.Lapsed, row.WrongExpiries = lapsed.Load(), wrong.Load()
-	errs.fill(&row)
 	b.progress("keepalive, %d sessions: %.0f renewals/s, p99 %s, %d lapsed, %d wrong expiries, %d errors", n, row.Rate, ms(row.Latency.P99), row.Lapsed, row.WrongExpiries, row.Errors)
 	return row, ctx.Err()
 }
