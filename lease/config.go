@@ -9,6 +9,13 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// The Raft log stores a node can keep its log in (Config.LogStore).
+const (
+	LogStoreAuto = "auto"
+	LogStoreWAL  = "wal"
+	LogStoreBolt = "boltdb"
+)
+
 // Peer is one member of a static initial cluster.
 type Peer struct {
 	ID   string
@@ -20,8 +27,16 @@ type Peer struct {
 type Config struct {
 	// ID is this node's unique, stable name ("n1").
 	ID string
-	// DataDir holds raft.db (log and stable store) and snapshots/.
+	// DataDir holds the Raft log and stable store (raft.db, or wal/ with
+	// LogStore "wal") and snapshots/.
 	DataDir string
+	// LogStore names the Raft log and stable store: "wal"
+	// (hashicorp/raft-wal: segment files, one fsync per append), "boltdb"
+	// (raft-boltdb: one bbolt file, two fsyncs per append, the only store
+	// of lockd before wal), or "auto" (the default): the one the data dir
+	// already holds, and wal for a new data dir. A data dir keeps the
+	// store it was created with; a node refuses to start with the other.
+	LogStore string
 	// PeerAddr is the address other nodes reach this node's peer port at.
 	PeerAddr string
 	// HTTPAddr is the URL other nodes forward API requests to
@@ -172,6 +187,7 @@ func DefaultConfig() Config {
 		ApplyTimeout:       10 * time.Second,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   30 * time.Second,
+		LogStore:           LogStoreAuto,
 		Clock:              SystemClock{},
 		RaftLogLevel:       slog.LevelWarn,
 	}
@@ -188,6 +204,8 @@ func (c *Config) Validate() error {
 		return errors.New("lease: config: DataDir is required")
 	case c.PeerAddr == "":
 		return errors.New("lease: config: PeerAddr is required")
+	case c.LogStore != "" && c.LogStore != LogStoreAuto && c.LogStore != LogStoreBolt && c.LogStore != LogStoreWAL:
+		return fmt.Errorf("lease: config: LogStore %q is none of %q, %q, %q", c.LogStore, LogStoreAuto, LogStoreWAL, LogStoreBolt)
 	case c.HeartbeatTimeout < 10*time.Millisecond:
 		return fmt.Errorf("lease: config: HeartbeatTimeout %v is below 10ms", c.HeartbeatTimeout)
 	case c.ElectionTimeout < c.HeartbeatTimeout:

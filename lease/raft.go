@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/lockd/lockd/fsm"
 	"github.com/lockd/lockd/httpapi/wire"
@@ -23,7 +20,7 @@ import (
 type raftEngine struct {
 	n      *Node
 	raft   *raft.Raft
-	store  *raftboltdb.BoltStore
+	store  logStore
 	stable *stableStore // guards store's stable-store role across close
 	trans  *guardedTransport
 	x      *exchange // the lease exchange, both sides
@@ -40,10 +37,9 @@ func (e *raftEngine) open() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("lease: data dir: %w", err)
 	}
-	path := filepath.Join(cfg.DataDir, "raft.db")
-	store, err := raftboltdb.New(raftboltdb.Options{Path: path, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
+	store, err := openLogStore(cfg.DataDir, cfg.LogStore)
 	if err != nil {
-		return fmt.Errorf("lease: open %s: %w (is another lockd using this data dir?)", path, err)
+		return err
 	}
 	e.store, e.stable = store, &stableStore{s: store}
 	if !cfg.NoBootWait {
@@ -71,7 +67,7 @@ var keyPromise = []byte("lockd_promise_timeout")
 // with now.
 func bootWait(store raft.StableStore, hb time.Duration) error {
 	prev, err := store.GetUint64(keyPromise)
-	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
+	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("lease: read %s: %w", keyPromise, err)
 	}
 	time.Sleep(max(hb, time.Duration(prev)))

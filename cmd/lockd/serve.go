@@ -19,6 +19,7 @@ import (
 // serveFlags holds the flags of "lockd serve".
 type serveFlags struct {
 	id, httpAddr, peerAddr, dataDir string
+	logStore                        string
 	advertiseHTTP, advertisePeer    string
 	initialCluster, join, election  string
 	heartbeat, electionTO, leaderTO time.Duration
@@ -38,6 +39,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:7400", "HTTP API listen address")
 	fs.StringVar(&f.peerAddr, "peer", "127.0.0.1:7401", "peer (Raft) listen address")
 	fs.StringVar(&f.dataDir, "data", "./lockd-data", "data directory (Raft log, snapshots)")
+	fs.StringVar(&f.logStore, "log-store", d.LogStore, "Raft log store: boltdb, or wal (one fsync per append; a data dir keeps the store it was created with)")
 	fs.StringVar(&f.advertiseHTTP, "advertise-http", "", "HTTP URL other nodes forward to (default http://<--http>)")
 	fs.StringVar(&f.advertisePeer, "advertise-peer", "", "peer address other nodes dial (default --peer)")
 	fs.StringVar(&f.initialCluster, "initial-cluster", "", "all voters of a new cluster: n1=127.0.0.1:7401,n2=...")
@@ -156,6 +158,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	nc := lease.DefaultConfig()
 	nc.ID = f.id
 	nc.DataDir = f.dataDir
+	nc.LogStore = f.logStore
 	nc.PeerAddr = f.advertisePeer
 	if nc.PeerAddr == "" {
 		nc.PeerAddr = f.peerAddr

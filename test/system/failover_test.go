@@ -48,7 +48,7 @@ func TestSystem_DefaultsFromEnvironmentAndRecoverAfterRestart(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("acquire: %d %s", st, e.Message)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "lockd-data", "raft.db")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "lockd-data", "wal")); err != nil {
 		t.Fatalf("default data dir not used: %v", err)
 	}
 	p.signal(syscall.SIGTERM)
