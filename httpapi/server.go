@@ -133,6 +133,13 @@ func forwardTransport(c *http.Client) http.RoundTripper {
 		}
 		return http.DefaultTransport
 	}
+	return NewForwardTransport()
+}
+
+// NewForwardTransport returns the HTTP transport a node forwards requests
+// with when no other is configured: no proxy, a bounded dial, kept-alive
+// connections.
+func NewForwardTransport() *http.Transport {
 	return &http.Transport{
 		// No Proxy: node-to-node traffic must not detour through one.
 		DialContext:           (&net.Dialer{Timeout: forwardDialTimeout, KeepAlive: 30 * time.Second}).DialContext,

@@ -21,6 +21,9 @@ const (
 	// ProtoLease carries lockd's lease exchange: a leader's questions to the
 	// followers about their promises not to vote, and their answers.
 	ProtoLease byte = 5
+	// ProtoForward carries API requests a follower forwards to the leader,
+	// and the answers (internal/peerhttp).
+	ProtoForward byte = 6
 )
 
 // MaxNodeIDLen is the longest node ID, in bytes, that fits the one-byte

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lockd/lockd/httpapi/wire"
@@ -54,19 +56,44 @@ func benchCycle(b *testing.B, c *servertest.Cluster) {
 		name string
 		i    int
 	}{{"http-leader", leader}, {"http-follower", follower}} {
+		h := benchHTTP{b: b, base: c.URL(at.i)}
 		b.Run(at.name, func(b *testing.B) {
-			h := benchHTTP{b: b, base: c.URL(at.i)}
-			var s wire.Session
-			h.do("POST", "/v1/sessions", wire.CreateSessionRequest{}, &s)
-			path := "/v1/locks/bench/" + at.name
-			b.ResetTimer()
-			for i := range b.N {
-				seq := uint64(2*i + 1)
-				h.do("POST", path+"/acquire", wire.AcquireRequest{Session: s.ID, Seq: seq}, nil)
-				h.do("POST", path+"/release", wire.SessionRequest{Session: s.ID, Seq: seq + 1}, nil)
-			}
+			h.b = b
+			cycles(h, "bench/"+at.name, b.N)
+		})
+		// 64 workers, each with its own session and lock: throughput
+		// rather than latency (ns/op is the time per cycle of the whole).
+		b.Run(at.name+"-64", func(b *testing.B) {
+			h.b = b
+			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+			var worker atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				name := fmt.Sprintf("bench/%s-64/%d", at.name, worker.Add(1))
+				var s wire.Session
+				h.do("POST", "/v1/sessions", wire.CreateSessionRequest{}, &s)
+				for seq := uint64(1); pb.Next(); seq += 2 {
+					h.cycle(name, s.ID, seq)
+				}
+			})
 		})
 	}
+}
+
+// cycles runs n acquire and release cycles of one session on name.
+func cycles(h benchHTTP, name string, n int) {
+	var s wire.Session
+	h.do("POST", "/v1/sessions", wire.CreateSessionRequest{}, &s)
+	h.b.ResetTimer()
+	for i := range n {
+		h.cycle(name, s.ID, uint64(2*i+1))
+	}
+}
+
+// cycle acquires name (wait 0) and releases it, with request numbers seq
+// and seq+1.
+func (h benchHTTP) cycle(name, session string, seq uint64) {
+	h.do("POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: session, Seq: seq}, nil)
+	h.do("POST", "/v1/locks/"+name+"/release", wire.SessionRequest{Session: session, Seq: seq + 1}, nil)
 }
 
 // benchHTTP sends JSON requests the way a plain HTTP client would, over
@@ -76,7 +103,7 @@ type benchHTTP struct {
 	base string
 }
 
-var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 
 func (h benchHTTP) do(method, path string, in, out any) {
 	body, err := json.Marshal(in)

@@ -20,6 +20,7 @@ import (
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/mux"
+	"github.com/lockd/lockd/internal/peerhttp"
 	"github.com/lockd/lockd/lease"
 )
 
@@ -101,6 +102,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	nc.Stream = &raftLayer{s.mux.Listen(mux.ProtoRaft)}
 	nc.LeaseLayer = s.mux.Listen(mux.ProtoLease)
+	fwd := s.mux.Listen(mux.ProtoForward)
 	var skew *lease.SkewClock
 	if cfg.UnsafeFaults {
 		skew = lease.NewSkewClock()
@@ -127,11 +129,19 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.node = node
 	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID}
+	if s.el == nil {
+		// Forward to the leader over the peer port (internal/peerhttp).
+		hc.ForwardClient = &http.Client{Transport: &peerhttp.Transport{
+			Dial: fwd.Dial, Resolve: s.peerOfHTTP, Fallback: httpapi.NewForwardTransport(),
+		}}
+	}
 	if cfg.UnsafeFaults {
 		hc.Faults = faultInjector{s.mux.Faults()}
 		hc.Clock = skew
 	}
-	var h http.Handler = httpapi.New(hc)
+	api := httpapi.New(hc)
+	go peerhttp.Serve(fwd, api, s.log)
+	var h http.Handler = api
 	if cfg.Pprof {
 		h = withPprof(h)
 	}
@@ -290,6 +300,26 @@ func (s *Server) register() {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// peerOfHTTP returns the peer address of the member whose HTTP address
+// is host (host:port), from the member table.
+func (s *Server) peerOfHTTP(host string) (string, bool) {
+	for _, m := range s.node.FSM().Members() {
+		if m.Peer != "" && httpHost(m.HTTP) == host {
+			return m.Peer, true
+		}
+	}
+	return "", false
+}
+
+// httpHost returns the host:port of an HTTP address given as a URL or a
+// bare host:port.
+func httpHost(addr string) string {
+	if i := strings.Index(addr, "://"); i >= 0 {
+		addr = addr[i+3:]
+	}
+	return strings.TrimRight(addr, "/")
 }
 
 func (s *Server) registered(m wire.Member) bool {
