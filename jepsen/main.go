@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/report"
 	"github.com/lockd/lockd/jepsen/runner"
@@ -118,7 +118,7 @@ func run(args []string) int {
 		}
 	}
 	if o.binary == "" {
-		if o.binary, err = cluster.Build(o.out); err != nil {
+		if o.binary, err = proccluster.Build(o.out); err != nil {
 			fmt.Fprintln(os.Stderr, "jepsen:", err)
 			return 1
 		}

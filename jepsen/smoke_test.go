@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/report"
 	"github.com/lockd/lockd/jepsen/runner"
@@ -40,7 +40,7 @@ func mustBuild(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		lockdBin, buildErr = cluster.Build(dir)
+		lockdBin, buildErr = proccluster.Build(dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

@@ -16,7 +16,9 @@ import (
 
 const benchUsage = `lockd bench elections [--n 3,5,7,9,16] [--seeds 10] [--algorithms ring,bully,invitation,raft] [--out DIR]
   lockd bench locks|handoff|keepalive|serving [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256]
-              [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--json FILE]`
+              [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--json FILE]
+  lockd bench failover [--nodes 3] [--trials 10] [--faults kill,stop] [--workers 8] [--settle 2s]
+              [--serve-flags FLAGS] [--keep] [--json FILE]`
 
 // benchCmd runs "lockd bench": elections (flags -> bench.Config ->
 // bench.Run), or the serving benchmarks against a running cluster (flags
@@ -26,6 +28,8 @@ func benchCmd(args []string) int {
 		switch args[0] {
 		case "locks", "handoff", "keepalive", "serving":
 			return loadCmd(args[0], args[1:])
+		case "failover":
+			return failoverCmd(args[1:])
 		}
 	}
 	fs := newFlagSet("lockd bench elections", benchUsage)
@@ -41,10 +45,10 @@ func benchCmd(args []string) int {
 			fs.Usage()
 			return exitOK
 		}
-		return usageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving)")
+		return usageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving, failover)")
 	}
 	if args[0] != "elections" {
-		return usageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive or serving)", args[0])
+		return usageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive, serving or failover)", args[0])
 	}
 	pos, command, err := parseArgs(fs, args[1:])
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/lease"
 )
 
@@ -27,7 +27,7 @@ import (
 //   - clock-skew: a jump of the offset (rate 1); also only with the flag.
 type clockFault struct {
 	kind   string // "skew", "rate" or "drift"
-	victim *cluster.Node
+	victim *proccluster.Node
 }
 
 func (c *clockFault) Name() string { return "clock-" + c.kind }
@@ -95,7 +95,7 @@ func (c *clockFault) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 // real clock would, instead of jumping back to real time. A jump is
 // another fault (clock-skew): a leader's clock jumping forward ends its
 // session deadlines and lock-delays early.
-func setRate(ctx context.Context, n *cluster.Node, rate float64) error {
+func setRate(ctx context.Context, n *proccluster.Node, rate float64) error {
 	cur, err := n.Clock(ctx)
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func (c *clockFault) Hold(env *Env, rng *rand.Rand) time.Duration {
 // --heartbeat-timeout / 3.
 type fastFollowers struct {
 	cut  Failpoint // in force, nil when none
-	fast []*cluster.Node
+	fast []*proccluster.Node
 }
 
 func (f *fastFollowers) Name() string { return "clock-fast-followers" }

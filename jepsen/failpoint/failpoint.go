@@ -33,14 +33,14 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/internal/ctxsleep"
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
 
 // Env is what a fault acts on.
 type Env struct {
-	Cluster *cluster.Cluster
+	Cluster *proccluster.Cluster
 	Binary  string
 	Rec     *history.Recorder
 	// Resource holds the child fence clients (nil without the fenced
@@ -236,7 +236,7 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 
 // leaderOrAny returns the current leader, or a random running node when
 // there is none.
-func leaderOrAny(ctx context.Context, env *Env, rng *rand.Rand) *cluster.Node {
+func leaderOrAny(ctx context.Context, env *Env, rng *rand.Rand) *proccluster.Node {
 	if l := env.Cluster.Leader(ctx); l != nil {
 		return l
 	}
@@ -246,12 +246,12 @@ func leaderOrAny(ctx context.Context, env *Env, rng *rand.Rand) *cluster.Node {
 // randomNode returns a random running, unpaused node other than except.
 // leaderAndFollowers returns the current leader (nil if none) and every
 // other node, in an order drawn from rng.
-func leaderAndFollowers(ctx context.Context, env *Env, rng *rand.Rand) (*cluster.Node, []*cluster.Node) {
+func leaderAndFollowers(ctx context.Context, env *Env, rng *rand.Rand) (*proccluster.Node, []*proccluster.Node) {
 	leader := env.Cluster.Leader(ctx)
 	if leader == nil {
 		return nil, nil
 	}
-	var followers []*cluster.Node
+	var followers []*proccluster.Node
 	for _, i := range rng.Perm(len(env.Cluster.Nodes)) {
 		if n := env.Cluster.Nodes[i]; n != leader {
 			followers = append(followers, n)
@@ -260,8 +260,8 @@ func leaderAndFollowers(ctx context.Context, env *Env, rng *rand.Rand) (*cluster
 	return leader, followers
 }
 
-func randomNode(env *Env, rng *rand.Rand, except *cluster.Node) *cluster.Node {
-	var c []*cluster.Node
+func randomNode(env *Env, rng *rand.Rand, except *proccluster.Node) *proccluster.Node {
+	var c []*proccluster.Node
 	for _, n := range env.Cluster.Nodes {
 		if n != except && n.Alive() && !n.Paused() {
 			c = append(c, n)

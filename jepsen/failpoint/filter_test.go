@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 func TestFilterRules(t *testing.T) {
-	a := &cluster.Node{ID: "n1", IP: "127.0.0.2"}
-	b := &cluster.Node{ID: "n2", IP: "127.0.0.3"}
-	c := &cluster.Node{ID: "n3", IP: "127.0.0.4"}
+	a := &proccluster.Node{ID: "n1", IP: "127.0.0.2"}
+	b := &proccluster.Node{ID: "n2", IP: "127.0.0.3"}
+	c := &proccluster.Node{ID: "n3", IP: "127.0.0.4"}
 	rules := func(links []link, rule string, dataOnly bool) []string {
 		var out []string
 		for _, r := range filterRules(links, rule, dataOnly) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
 
@@ -212,7 +212,7 @@ func (l *lateAnswer) Hold(env *Env, rng *rand.Rand) time.Duration {
 }
 
 // leaderless waits until none of ns reports a leader, at most within.
-func leaderless(ctx context.Context, ns []*cluster.Node, within time.Duration) bool {
+func leaderless(ctx context.Context, ns []*proccluster.Node, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		none := true
@@ -234,7 +234,7 @@ func leaderless(ctx context.Context, ns []*cluster.Node, within time.Duration) b
 
 // newLeader polls ns until one of them leads, and returns it and when it
 // was seen; ok is false if none did within.
-func newLeader(ctx context.Context, ns []*cluster.Node, within time.Duration) (*cluster.Node, time.Time, bool) {
+func newLeader(ctx context.Context, ns []*proccluster.Node, within time.Duration) (*proccluster.Node, time.Time, bool) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		for _, n := range ns {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 // leaseSchedule is aimed at the master lease's boot hole. A follower F1
@@ -172,7 +172,7 @@ func (l *leaseSchedule) Hold(_ *Env, rng *rand.Rand) time.Duration {
 // awaitRound polls the cut nodes' refused dials to the crash nodes until
 // one count moves past base (keyed "cut>crash"): a round of votes began.
 // It returns when it saw that, or now and false after within.
-func awaitRound(ctx context.Context, cut, crash []*cluster.Node, base map[string]uint64, within time.Duration) (time.Time, bool) {
+func awaitRound(ctx context.Context, cut, crash []*proccluster.Node, base map[string]uint64, within time.Duration) (time.Time, bool) {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		for _, f := range cut {
@@ -192,7 +192,7 @@ func awaitRound(ctx context.Context, cut, crash []*cluster.Node, base map[string
 // settled waits until every running node's log ends at the same index and
 // it has not moved for quiet, at most within. It reports whether it saw
 // that.
-func settled(ctx context.Context, ns []*cluster.Node, quiet, within time.Duration) bool {
+func settled(ctx context.Context, ns []*proccluster.Node, quiet, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	var last uint64
 	var since time.Time
@@ -227,7 +227,7 @@ func settled(ctx context.Context, ns []*cluster.Node, quiet, within time.Duratio
 
 // behind reports whether the leader's log has entries that n's has not:
 // n's candidacy would then be refused by the followers that have them.
-func behind(ctx context.Context, leader, n *cluster.Node) bool {
+func behind(ctx context.Context, leader, n *proccluster.Node) bool {
 	a, err1 := leader.Status(ctx)
 	b, err2 := n.Status(ctx)
 	return err1 == nil && err2 == nil && lastIndex(a) > lastIndex(b)
@@ -244,7 +244,7 @@ func lastIndex(st wire.Cluster) uint64 {
 
 // answers polls ns until every one answers GET /v1/cluster, and returns
 // when that was; ok is false if that did not happen within.
-func answers(ctx context.Context, ns []*cluster.Node, within time.Duration) (time.Time, bool) {
+func answers(ctx context.Context, ns []*proccluster.Node, within time.Duration) (time.Time, bool) {
 	deadline := time.Now().Add(within)
 	for _, n := range ns {
 		for {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 // threadStates returns the state letter of every thread of pid from
@@ -36,7 +36,7 @@ func threadStates(pid int) []string {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // responds reports whether n answers GET /v1/cluster within 300 ms.
-func responds(n *cluster.Node) bool {
+func responds(n *proccluster.Node) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := n.Status(ctx)
@@ -114,7 +114,7 @@ func TestFaultKill(t *testing.T) {
 			if name == "kill-node" {
 				v = nil
 			}
-			var pids = map[*cluster.Node]int{}
+			var pids = map[*proccluster.Node]int{}
 			for _, n := range env.Cluster.Nodes {
 				pids[n] = n.PID()
 			}
@@ -148,7 +148,7 @@ func TestFaultKill(t *testing.T) {
 }
 
 // delayedOn returns the node that has delay rules in force and its rules.
-func delayedOn(t *testing.T, env *Env) (*cluster.Node, map[string]wire.FaultRules) {
+func delayedOn(t *testing.T, env *Env) (*proccluster.Node, map[string]wire.FaultRules) {
 	t.Helper()
 	for _, n := range env.Cluster.Nodes {
 		if r := faultRules(t, n); len(r) > 0 {
@@ -174,7 +174,7 @@ func TestFaultDelay(t *testing.T) {
 			ctx := context.Background()
 			d := Registry()[name].(*delay)
 			leader := leaderAmong(t, 10*time.Second, env.Cluster.Nodes...)
-			var on *cluster.Node
+			var on *proccluster.Node
 			var late time.Duration
 			for seed := uint64(1); ; seed++ {
 				if seed > 200 {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -38,12 +38,12 @@ func liveEnv(t *testing.T) *Env {
 			buildErr = err
 			return
 		}
-		lockdBin, buildErr = cluster.Build(dir)
+		lockdBin, buildErr = proccluster.Build(dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	c, err := cluster.New(cluster.Config{Binary: lockdBin, Nodes: 3, Dir: t.TempDir()})
+	c, err := proccluster.New(proccluster.Config{Binary: lockdBin, Nodes: 3, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func liveEnv(t *testing.T) *Env {
 }
 
 // status reads a node's GET /v1/cluster (zero on error).
-func status(n *cluster.Node) wire.Cluster {
+func status(n *proccluster.Node) wire.Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	st, _ := n.Status(ctx)
@@ -90,7 +90,7 @@ func holdsFor(d time.Duration, cond func() bool) bool {
 }
 
 // write commits one Raft entry (a session) through n, which must lead.
-func write(n *cluster.Node) error {
+func write(n *proccluster.Node) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return n.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Minute)}, nil)
@@ -98,9 +98,9 @@ func write(n *cluster.Node) error {
 
 // leaderAmong waits until one of ns leads with a master lease and returns
 // it.
-func leaderAmong(t *testing.T, within time.Duration, ns ...*cluster.Node) *cluster.Node {
+func leaderAmong(t *testing.T, within time.Duration, ns ...*proccluster.Node) *proccluster.Node {
 	t.Helper()
-	var l *cluster.Node
+	var l *proccluster.Node
 	waitFor(t, within, "a leader among "+ids(ns), func() bool {
 		for _, n := range ns {
 			st := status(n)
@@ -116,7 +116,7 @@ func leaderAmong(t *testing.T, within time.Duration, ns ...*cluster.Node) *clust
 
 // commitsThrough commits k entries through the leader among ns and
 // returns the leader's commit index afterwards.
-func commitsThrough(t *testing.T, k int, ns ...*cluster.Node) uint64 {
+func commitsThrough(t *testing.T, k int, ns ...*proccluster.Node) uint64 {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for done := 0; done < k; {
@@ -134,8 +134,8 @@ func commitsThrough(t *testing.T, k int, ns ...*cluster.Node) uint64 {
 	return top
 }
 
-func without(all []*cluster.Node, x *cluster.Node) []*cluster.Node {
-	var out []*cluster.Node
+func without(all []*proccluster.Node, x *proccluster.Node) []*proccluster.Node {
+	var out []*proccluster.Node
 	for _, n := range all {
 		if n != x {
 			out = append(out, n)
@@ -161,18 +161,18 @@ func converges(t *testing.T, env *Env) {
 
 // isolated returns the nodes that links cut both ways from every other
 // node.
-func isolated(env *Env, links []link) []*cluster.Node {
-	cut := map[[2]*cluster.Node]bool{}
+func isolated(env *Env, links []link) []*proccluster.Node {
+	cut := map[[2]*proccluster.Node]bool{}
 	for _, l := range links {
 		if l.direction == "both" {
-			cut[[2]*cluster.Node{l.on, l.peer}], cut[[2]*cluster.Node{l.peer, l.on}] = true, true
+			cut[[2]*proccluster.Node{l.on, l.peer}], cut[[2]*proccluster.Node{l.peer, l.on}] = true, true
 		}
 	}
-	var out []*cluster.Node
+	var out []*proccluster.Node
 	for _, x := range env.Cluster.Nodes {
 		all := true
 		for _, y := range without(env.Cluster.Nodes, x) {
-			all = all && cut[[2]*cluster.Node{x, y}]
+			all = all && cut[[2]*proccluster.Node{x, y}]
 		}
 		if all {
 			out = append(out, x)
@@ -237,7 +237,7 @@ func TestFaultPartitions(t *testing.T) {
 }
 
 // faultRules reads the transport fault rules in force on n, by peer.
-func faultRules(t *testing.T, n *cluster.Node) map[string]wire.FaultRules {
+func faultRules(t *testing.T, n *proccluster.Node) map[string]wire.FaultRules {
 	t.Helper()
 	var out struct {
 		Faults map[string]wire.FaultRules `json:"faults"`
@@ -281,7 +281,7 @@ func TestFaultBridge(t *testing.T) {
 					p.Heal(ctx, env)
 				}
 			}()
-			ends := map[*cluster.Node]bool{}
+			ends := map[*proccluster.Node]bool{}
 			for _, l := range p.cut {
 				ends[l.on], ends[l.peer] = true, true
 			}

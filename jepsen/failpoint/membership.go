@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 // membership removes a node from the cluster through the API and adds it
@@ -20,7 +20,7 @@ import (
 // node once it is removed). Raft mode only (the classic modes' membership
 // is static).
 type membership struct {
-	victim *cluster.Node
+	victim *proccluster.Node
 	wiped  bool
 }
 
@@ -120,7 +120,7 @@ func (m *membership) Heal(ctx context.Context, env *Env) error {
 
 // readd returns nil once the leader names v a voter, and otherwise asks
 // it to add v (unless v joins by itself).
-func (m *membership) readd(ctx context.Context, env *Env, v *cluster.Node) error {
+func (m *membership) readd(ctx context.Context, env *Env, v *proccluster.Node) error {
 	leader := env.Cluster.Leader(ctx)
 	if leader == nil {
 		return errors.New("no leader")
@@ -149,7 +149,7 @@ func (m *membership) Hold(env *Env, rng *rand.Rand) time.Duration {
 }
 
 // isVoter reports whether the node n names id a voter.
-func isVoter(ctx context.Context, n *cluster.Node, id string) (bool, error) {
+func isVoter(ctx context.Context, n *proccluster.Node, id string) (bool, error) {
 	ms, err := n.Members(ctx)
 	if err != nil {
 		return false, err
@@ -163,7 +163,7 @@ func isVoter(ctx context.Context, n *cluster.Node, id string) (bool, error) {
 }
 
 // anyOtherRunning returns a running, unpaused node other than x, or nil.
-func anyOtherRunning(env *Env, x *cluster.Node) *cluster.Node {
+func anyOtherRunning(env *Env, x *proccluster.Node) *proccluster.Node {
 	for _, n := range env.Cluster.Nodes {
 		if n != x && n.Alive() && !n.Paused() {
 			return n

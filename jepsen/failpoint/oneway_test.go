@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 // filterMu serializes the tests' iptables rules: every fault of one
@@ -126,7 +126,7 @@ func TestOneWayRules(t *testing.T) {
 	t.Parallel()
 	ipA, ipB := probeAddrs(t)
 	holdFilter(t)
-	a, b := &cluster.Node{ID: "a", IP: ipA}, &cluster.Node{ID: "b", IP: ipB}
+	a, b := &proccluster.Node{ID: "a", IP: ipA}, &proccluster.Node{ID: "b", IP: ipB}
 	ctx := context.Background()
 	if ab, ba := delivers(t, ipA, ipB); !ab || !ba {
 		t.Fatalf("a -> b without rules: delivered %v (a dials), %v (b dials)", ab, ba)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 // partition cuts links between nodes, through their transport fault hooks
@@ -57,14 +57,14 @@ func (p *partition) Available(ctx context.Context, env *Env) error {
 
 // link is one rule: on node, against peer, in direction.
 type link struct {
-	on, peer  *cluster.Node
+	on, peer  *proccluster.Node
 	direction string
 }
 
 func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
 	nodes := env.Cluster.Nodes
 	perm := rng.Perm(len(nodes))
-	shuffled := make([]*cluster.Node, len(nodes))
+	shuffled := make([]*proccluster.Node, len(nodes))
 	for i, j := range perm {
 		shuffled[i] = nodes[j]
 	}
@@ -72,8 +72,8 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 	if leader == nil {
 		return "", errors.New("no running node")
 	}
-	others := func(x *cluster.Node) []*cluster.Node {
-		var o []*cluster.Node
+	others := func(x *proccluster.Node) []*proccluster.Node {
+		var o []*proccluster.Node
 		for _, n := range nodes {
 			if n != x {
 				o = append(o, n)
@@ -82,7 +82,7 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 		return o
 	}
 	var links []link
-	cut := func(a, b []*cluster.Node) {
+	cut := func(a, b []*proccluster.Node) {
 		for _, x := range a {
 			for _, y := range b {
 				links = append(links, link{x, y, "both"}, link{y, x, "both"})
@@ -92,14 +92,14 @@ func (p *partition) Inject(ctx context.Context, env *Env, rng *rand.Rand) (strin
 	var what string
 	switch p.kind {
 	case "leader":
-		cut([]*cluster.Node{leader}, others(leader))
+		cut([]*proccluster.Node{leader}, others(leader))
 		what = "isolate leader " + leader.ID
 	case "node":
 		v := randomNode(env, rng, leader)
 		if v == nil {
 			v = leader
 		}
-		cut([]*cluster.Node{v}, others(v))
+		cut([]*proccluster.Node{v}, others(v))
 		what = "isolate " + v.ID
 	case "split":
 		k := (len(nodes) - 1) / 2
@@ -166,7 +166,7 @@ func (p *partition) Hold(env *Env, rng *rand.Rand) time.Duration {
 	return between(rng, 500*time.Millisecond, env.TTL+3*time.Second)
 }
 
-func ids(ns []*cluster.Node) string {
+func ids(ns []*proccluster.Node) string {
 	var s []string
 	for _, n := range ns {
 		s = append(s, n.ID)

@@ -7,14 +7,14 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
 
 // kill sends SIGKILL to a node (or the leader) and restarts it on heal.
 type kill struct {
 	leader bool
-	victim *cluster.Node
+	victim *proccluster.Node
 }
 
 func (k *kill) Name() string {
@@ -54,7 +54,7 @@ func (k *kill) Hold(_ *Env, rng *rand.Rand) time.Duration {
 // pause stops a node (or the leader) with SIGSTOP and continues it on heal.
 type pause struct {
 	leader bool
-	victim *cluster.Node
+	victim *proccluster.Node
 }
 
 func (p *pause) Name() string {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 // wallStep steps one node's wall clock by hours, forward or back, as an
@@ -18,7 +18,7 @@ import (
 // clock faults this one runs without --unsafe-clock, and any violation
 // under it is a bug. Healing steps the clock back.
 type wallStep struct {
-	victim *cluster.Node
+	victim *proccluster.Node
 }
 
 // The step is drawn from this range of sizes, in either direction.

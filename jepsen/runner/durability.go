@@ -9,7 +9,7 @@ import (
 
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/httpapi/wire"
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -27,7 +27,7 @@ import (
 //
 // Sessions kept alive up to the kill must survive too (see takeSurvivors);
 // survived is how many were checked after the restart.
-func checkDurability(ctx context.Context, c *cluster.Cluster, bin string, rec *history.Recorder) (v validate.Verdict, survived int) {
+func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, rec *history.Recorder) (v validate.Verdict, survived int) {
 	v = validate.Verdict{Checker: validate.Durability}
 	undecided := func(format string, args ...any) (validate.Verdict, int) {
 		v.Undecided = fmt.Sprintf(format, args...)
@@ -262,7 +262,7 @@ type survivorSeen struct {
 // takeSurvivors creates the sessions that must survive the restart through
 // the leader, has each take its lock, and keeps every one alive once more
 // right before it returns.
-func takeSurvivors(ctx context.Context, c *cluster.Cluster) ([]survivor, error) {
+func takeSurvivors(ctx context.Context, c *proccluster.Cluster) ([]survivor, error) {
 	l, err := c.WaitLeader(ctx, 15*time.Second)
 	if err != nil {
 		return nil, err
@@ -292,7 +292,7 @@ func takeSurvivors(ctx context.Context, c *cluster.Cluster) ([]survivor, error) 
 
 // seeSurvivors waits until survivorCheck after back, then reads the
 // sessions and their locks through the leader and keeps each alive once.
-func seeSurvivors(ctx context.Context, c *cluster.Cluster, survivors []survivor, back time.Time) ([]survivorSeen, error) {
+func seeSurvivors(ctx context.Context, c *proccluster.Cluster, survivors []survivor, back time.Time) ([]survivorSeen, error) {
 	select {
 	case <-time.After(time.Until(back.Add(survivorCheck))):
 	case <-ctx.Done():

@@ -7,7 +7,7 @@ import (
 
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/httpapi/wire"
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -19,7 +19,7 @@ const lagLock = "jepsen/stale-lag"
 // caughtUp waits, at most within, until every running node has applied
 // the leader's commit index as it was at the start; it reports whether
 // they did.
-func caughtUp(ctx context.Context, c *cluster.Cluster, within time.Duration) bool {
+func caughtUp(ctx context.Context, c *proccluster.Cluster, within time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	l, err := c.WaitLeader(ctx, within)
@@ -55,7 +55,7 @@ func caughtUp(ctx context.Context, c *cluster.Cluster, within time.Duration) boo
 // back lagLock, a ?consistent read acknowledges the lock's index (an Ack),
 // and validate.StaleLag later every node is asked with ?stale reads. It
 // returns a note for the report.
-func staleLagPhase(ctx context.Context, c *cluster.Cluster, rec *history.Recorder) string {
+func staleLagPhase(ctx context.Context, c *proccluster.Cluster, rec *history.Recorder) string {
 	if !caughtUp(ctx, c, 15*time.Second) {
 		return "stale lag: the nodes did not catch up within 15s after healing; lag not checked"
 	}
@@ -113,7 +113,7 @@ const quietSessions = 4
 // workloads' sessions are gone and no lock has a pending delay or waiter,
 // quietSessions sessions are kept alive by raw keepalives to the leader
 // for quietFor while the leader's commit index is sampled.
-func quietWindow(ctx context.Context, c *cluster.Cluster, rec *history.Recorder) validate.QuietWindow {
+func quietWindow(ctx context.Context, c *proccluster.Cluster, rec *history.Recorder) validate.QuietWindow {
 	const quietFor, every = 3 * time.Second, 100 * time.Millisecond
 	var w validate.QuietWindow
 	l, err := c.WaitLeader(ctx, 15*time.Second)

@@ -6,14 +6,14 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/validate"
 )
 
 // readLeaseLogs reads every node's lease log after the run, for the
 // master-lease checker. A node that never logged has no file; a file that
 // cannot be read is noted on the timeline through note.
-func readLeaseLogs(c *cluster.Cluster, note func(format string, args ...any)) (lines []validate.LeaseLine, skipped int) {
+func readLeaseLogs(c *proccluster.Cluster, note func(format string, args ...any)) (lines []validate.LeaseLine, skipped int) {
 	for _, n := range c.Nodes {
 		ls, sk, err := ReadLeaseLog(n.LeaseLogPath)
 		if err != nil {

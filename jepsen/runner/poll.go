@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/validate"
 )
@@ -16,14 +16,14 @@ const pollEvery = 100 * time.Millisecond
 // poller asks every running, unpaused node who it thinks it is, for the
 // leaders checker.
 type poller struct {
-	c    *cluster.Cluster
+	c    *proccluster.Cluster
 	rec  *history.Recorder
 	mu   sync.Mutex
 	all  []validate.Sample
 	done chan struct{}
 }
 
-func newPoller(c *cluster.Cluster, rec *history.Recorder) *poller {
+func newPoller(c *proccluster.Cluster, rec *history.Recorder) *poller {
 	return &poller{c: c, rec: rec, done: make(chan struct{})}
 }
 

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/jepsen/cluster"
+	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
@@ -115,7 +115,7 @@ func Run(cfg Config) (res *Result) {
 		res.Err = err
 		return res
 	}
-	c, err := cluster.New(cluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
+	c, err := proccluster.New(proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
 		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs})
 	if err != nil {
 		res.Err = err
@@ -288,7 +288,7 @@ func Check(ev Evidence) []validate.Verdict {
 	return append(out, quiet, validate.CheckRequestNumbers(ev.Retries))
 }
 
-func nodeIDs(c *cluster.Cluster) []string {
+func nodeIDs(c *proccluster.Cluster) []string {
 	var out []string
 	for _, n := range c.Nodes {
 		out = append(out, n.ID)

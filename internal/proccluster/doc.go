@@ -1,4 +1,4 @@
-// Package cluster runs a cluster of real lockd processes for the fault
+// Package proccluster runs a cluster of real lockd processes for the fault
 // harness: it builds the binary, picks free ports on 127.0.0.1, gives each
 // node its own data directory, and starts, kills (SIGKILL), pauses
 // (SIGSTOP/SIGCONT) and restarts nodes by the PIDs it started itself. It
@@ -8,4 +8,4 @@
 // It is not a general process supervisor: every process it starts runs in
 // a process group of its own, and Close kills exactly those groups, so a
 // run never leaves a process behind even when it fails or times out.
-package cluster
+package proccluster

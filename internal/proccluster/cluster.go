@@ -1,4 +1,4 @@
-package cluster
+package proccluster
 
 import (
 	"context"
@@ -30,6 +30,9 @@ type Config struct {
 	UnsafeDebug string
 	// Extra are more arguments for every "lockd serve".
 	Extra []string
+	// Plain starts the nodes as an operator would, without the harness's
+	// aids (--unsafe-fault-injection and --lease-log): for measurements.
+	Plain bool
 }
 
 // Node is one lockd process. Its methods are safe for concurrent use.
@@ -114,7 +117,10 @@ func New(cfg Config) (*Cluster, error) {
 		n := &Node{ID: id, HTTP: "http://" + h, Peer: peers[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
 			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease")}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
-			"--initial-cluster", strings.Join(initial, ","), "--unsafe-fault-injection", "--lease-log", n.LeaseLogPath}
+			"--initial-cluster", strings.Join(initial, ",")}
+		if !cfg.Plain {
+			n.args = append(n.args, "--unsafe-fault-injection", "--lease-log", n.LeaseLogPath)
+		}
 		if cfg.Election != "" && cfg.Election != "raft" {
 			// The classic modes keep no member table: every node needs the
 			// others' HTTP addresses to forward to the coordinator.
