@@ -36,7 +36,11 @@ const (
 type Config struct {
 	// Endpoints are the HTTP addresses of cluster members, as URLs
 	// ("http://127.0.0.1:7400") or host:port. Any member will do; more
-	// than one lets the client ride out a dead node.
+	// than one lets the client ride out a dead node. When an answer names
+	// the leader (the X-Lockd-Leader header) and the leader's advertised
+	// address is one of these, later requests go to it directly, which
+	// saves the follower's hop; give the members as they advertise
+	// themselves (--advertise-http) to benefit.
 	Endpoints []string
 	// HTTPClient sends the requests. Nil means a client built from TLS.
 	// Its Timeout should be zero: the Client sets one per attempt.
@@ -57,7 +61,7 @@ type Client struct {
 	cfg       Config
 	endpoints []string
 	hc        *http.Client
-	preferred atomic.Int32 // the endpoint that answered last
+	preferred atomic.Int32 // the endpoint to try first: the last that answered, or the leader an answer named
 }
 
 // New returns a Client for the given endpoints with default settings.
@@ -211,6 +215,7 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	if err != nil {
 		return fmt.Errorf("client: read response: %w", err), true
 	}
+	c.follow(base, resp.Header.Get(wire.HeaderLeader))
 	if resp.StatusCode >= 300 {
 		e := &wire.Error{}
 		if json.Unmarshal(raw, e) != nil || e.Code == "" {
@@ -227,6 +232,27 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 		}
 	}
 	return nil, true
+}
+
+// follow makes the endpoint the leader named in an answer the client's
+// preferred one, if it is one of its endpoints: the next request then
+// goes to the leader directly instead of through a follower. A leader
+// address the client was not given is ignored (it may not be reachable
+// from here).
+func (c *Client) follow(base, leader string) {
+	if leader == "" || leader == base {
+		return
+	}
+	leader, err := normalise(leader)
+	if err != nil {
+		return
+	}
+	for i, e := range c.endpoints {
+		if e == leader {
+			c.preferred.Store(int32(i))
+			return
+		}
+	}
 }
 
 // isDialError reports whether err happened before the request was written.

@@ -212,6 +212,39 @@ func TestClient_RetriesAcrossDeadEndpoint(t *testing.T) {
 	}
 }
 
+// A client whose first endpoint is a follower goes to the leader directly
+// once an answer has named it: the follower forwards only the first
+// request.
+func TestClient_MovesToTheLeader(t *testing.T) {
+	c := servertest.New(t, 3)
+	leader := c.WaitLeader()
+	var viaFollower atomic.Int32
+	follower, err := url.Parse(c.URL(c.Follower(leader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(follower)
+	counting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		viaFollower.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	defer counting.Close()
+	cl := mustClient(t, counting.URL, c.URL(leader))
+	s := mustSession(t, cl)
+	m := client.NewMutex(s, "x")
+	for range 5 {
+		if err := m.TryLock(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(ctxT(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := viaFollower.Load(); n != 1 {
+		t.Fatalf("%d requests went through the follower, want 1 (the first)", n)
+	}
+}
+
 func TestFence_RejectsStaleTokens(t *testing.T) {
 	var f client.Fence
 	for _, tc := range []struct {

@@ -82,6 +82,10 @@ type Config struct {
 	// NodeID names this node in the X-Lockd-Forwarded header. Empty means
 	// the Host the request was addressed to.
 	NodeID string
+	// HTTPAddr is this node's advertised HTTP URL, sent in the
+	// X-Lockd-Leader header of the answers it serves as leader. Empty
+	// means no header.
+	HTTPAddr string
 }
 
 // Server is the HTTP API of one node. It is an http.Handler; the caller owns
@@ -94,6 +98,7 @@ type Server struct {
 	log       *slog.Logger
 	transport http.RoundTripper
 	nodeID    string
+	httpAddr  string
 	limits    forwardLimits
 	router    *mux.Router
 }
@@ -115,6 +120,7 @@ func New(cfg Config) *Server {
 		log:       logger.With("component", "httpapi"),
 		transport: forwardTransport(cfg.ForwardClient),
 		nodeID:    cfg.NodeID,
+		httpAddr:  cfg.HTTPAddr,
 	}
 	s.router = s.newRouter()
 	return s
@@ -239,6 +245,11 @@ func (s *Server) handler(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.forward(w, r, rt.policy) {
 			return
+		}
+		if rt.policy != local && s.httpAddr != "" {
+			if leader, _ := s.svc.Leader(); leader {
+				w.Header().Set(wire.HeaderLeader, s.httpAddr)
+			}
 		}
 		body, err := rt.handle(r)
 		if err != nil {

@@ -198,3 +198,9 @@ type ReadOptions struct {
 	Index uint64
 	Wait  time.Duration
 }
+
+// HeaderLeader is set by the leader, on every answer to a request it
+// served itself (sent to it directly or forwarded by a follower), to its
+// own HTTP address, so that a client that talked to a follower can go to
+// the leader directly next time and save the hop.
+const HeaderLeader = "X-Lockd-Leader"

@@ -128,7 +128,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID}
+	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr}
 	if s.el == nil {
 		// Forward to the leader over the peer port (internal/peerhttp).
 		hc.ForwardClient = &http.Client{Transport: &peerhttp.Transport{
