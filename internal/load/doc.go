@@ -2,6 +2,12 @@
 // outside, over its HTTP API: `lockd bench locks`, `handoff` and
 // `keepalive`.
 //
+// The rows' loops talk to a System (create a session, renew it, take a
+// lock with or without waiting, release it, end the session, count the
+// writes committed), so that the same loops measure other lock services
+// too: lockd's HTTP API is the System used unless Config.System names
+// another (bench/compare has etcd and ZooKeeper).
+//
 //   - locks: W workers, each with its own session and its own lock, take
 //     and release it as fast as they can (acquire with wait 0, then
 //     release: two Raft entries per cycle). Workers are spread over the
@@ -24,11 +30,11 @@
 //     committed while only keepalives ran (must be 0: a keepalive writes
 //     nothing).
 //
-// Requests are plain HTTP with JSON bodies through one shared connection
-// pool, with no retries: an error is counted and the cycle is not. The
-// package uses httpapi/wire's types, not the client library, so that what
-// is measured is the server (and the library's own costs stay out of the
-// numbers).
+// lockd's requests are plain HTTP with JSON bodies through one shared
+// connection pool, with no retries: an error is counted and the cycle is
+// not. The package uses httpapi/wire's types, not the client library, so
+// that what is measured is the server (and the library's own costs stay
+// out of the numbers).
 //
 // Every row creates its sessions and names under a prefix unique to the
 // run (bench/<kind>/<run id>/...) and destroys its sessions when it ends,

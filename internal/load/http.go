@@ -13,13 +13,18 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-// api sends requests to one cluster through a shared connection pool.
-type api struct {
+// lockd is the System of a lockd cluster, over its HTTP API: requests
+// go to the endpoints through one shared connection pool.
+type lockd struct {
 	endpoints []string
 	hc        *http.Client
 }
 
-func newAPI(endpoints []string, conns int) *api {
+// NewLockd returns the System of the lockd cluster at endpoints (URLs or
+// host:port), with up to conns idle connections kept per endpoint.
+func NewLockd(endpoints []string, conns int) System { return newLockd(endpoints, conns) }
+
+func newLockd(endpoints []string, conns int) *lockd {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = max(conns, 2)
@@ -34,16 +39,16 @@ func newAPI(endpoints []string, conns int) *api {
 		}
 		eps = append(eps, e)
 	}
-	return &api{endpoints: eps, hc: &http.Client{Transport: tr}}
+	return &lockd{endpoints: eps, hc: &http.Client{Transport: tr}}
 }
 
 // endpoint returns the endpoint of worker i: workers are spread over the
 // endpoints round-robin.
-func (a *api) endpoint(i int) string { return a.endpoints[i%len(a.endpoints)] }
+func (a *lockd) endpoint(i int) string { return a.endpoints[i%len(a.endpoints)] }
 
 // do sends one request to base+path and decodes a 2xx answer into out.
 // Any other answer is returned as a *wire.Error.
-func (a *api) do(ctx context.Context, base, method, path string, in, out any) error {
+func (a *lockd) do(ctx context.Context, base, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -81,34 +86,60 @@ func (a *api) do(ctx context.Context, base, method, path string, in, out any) er
 	return nil
 }
 
-func (a *api) createSession(ctx context.Context, base string, ttl time.Duration) (string, error) {
+// NewSession creates a session through endpoint i, which its requests
+// then go to; it has no lock delay, so that a row's locks are free again
+// as soon as they are released.
+func (a *lockd) NewSession(ctx context.Context, i int, ttl time.Duration) (Session, error) {
 	zero := wire.Duration(0)
 	var s wire.Session
+	base := a.endpoint(i)
 	err := a.do(ctx, base, http.MethodPost, "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &zero, Name: "lockd-bench"}, &s)
-	return s.ID, err
+	if err != nil {
+		return nil, err
+	}
+	return &lockdSession{api: a, base: base, id: s.ID}, nil
 }
 
-func (a *api) destroySession(ctx context.Context, base, id string) error {
-	return a.do(ctx, base, http.MethodDelete, "/v1/sessions/"+id, nil, nil)
+// Writes returns the leader's commit index.
+func (a *lockd) Writes(ctx context.Context) (uint64, error) { return a.commitIndex(ctx) }
+
+// lockdSession is a session of a lockd cluster; seq numbers its lock
+// requests, as the API asks.
+type lockdSession struct {
+	api  *lockd
+	base string
+	id   string
+	seq  uint64
 }
 
-func (a *api) keepAlive(ctx context.Context, base, id string) error {
-	return a.do(ctx, base, http.MethodPost, "/v1/sessions/"+id+"/keepalive", nil, nil)
+func (s *lockdSession) ID() string { return s.id }
+
+func (s *lockdSession) KeepAlive(ctx context.Context) error {
+	return s.api.do(ctx, s.base, http.MethodPost, "/v1/sessions/"+s.id+"/keepalive", nil, nil)
 }
 
-func (a *api) acquire(ctx context.Context, base, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
+func (s *lockdSession) TryAcquire(ctx context.Context, name string) error {
+	return s.Acquire(ctx, name, 0)
+}
+
+func (s *lockdSession) Acquire(ctx context.Context, name string, wait time.Duration) error {
+	s.seq++
 	var r wire.AcquireResponse
-	err := a.do(ctx, base, http.MethodPost, "/v1/locks/"+name+"/acquire", req, &r)
-	return r, err
+	return s.api.do(ctx, s.base, http.MethodPost, "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: s.id, Wait: wire.Duration(wait), Seq: s.seq}, &r)
 }
 
-func (a *api) release(ctx context.Context, base, name, session string, seq uint64) error {
-	return a.do(ctx, base, http.MethodPost, "/v1/locks/"+name+"/release", wire.SessionRequest{Session: session, Seq: seq}, nil)
+func (s *lockdSession) Release(ctx context.Context, name string) error {
+	s.seq++
+	return s.api.do(ctx, s.base, http.MethodPost, "/v1/locks/"+name+"/release", wire.SessionRequest{Session: s.id, Seq: s.seq}, nil)
+}
+
+func (s *lockdSession) Destroy(ctx context.Context) error {
+	return s.api.do(ctx, s.base, http.MethodDelete, "/v1/sessions/"+s.id, nil, nil)
 }
 
 // commitIndex returns the commit index the leader reports (asked through
 // any endpoint: a follower's own view is older).
-func (a *api) commitIndex(ctx context.Context) (uint64, error) {
+func (a *lockd) commitIndex(ctx context.Context) (uint64, error) {
 	var firstErr error
 	for _, e := range a.endpoints {
 		var c wire.Cluster
@@ -132,5 +163,3 @@ func cmpErr(first, err error) error {
 	}
 	return err
 }
-
-func isCode(err error, code string) bool { return wire.CodeOf(err) == code }

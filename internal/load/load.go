@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // Config says what to measure and where.
@@ -17,6 +15,9 @@ type Config struct {
 	// Endpoints are the cluster's HTTP addresses (URLs or host:port).
 	// Workers are spread over them round-robin.
 	Endpoints []string
+	// System, if set, is measured instead of the lockd cluster at
+	// Endpoints.
+	System System
 	// Duration is how long each row measures, setup not counted.
 	Duration time.Duration
 	// Workers are the locks rows' worker counts.
@@ -52,7 +53,7 @@ func DefaultConfig() Config {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	switch {
-	case len(c.Endpoints) == 0:
+	case len(c.Endpoints) == 0 && c.System == nil:
 		return errors.New("no endpoints")
 	case c.Duration < 100*time.Millisecond || c.Duration > time.Hour:
 		return fmt.Errorf("duration %v out of range 100ms..1h", c.Duration)
@@ -130,7 +131,7 @@ func (e *errorCount) fill(r *Row) { r.Errors, r.FirstError = e.n.Load(), e.first
 // bench is one run of rows against one cluster.
 type bench struct {
 	cfg Config
-	api *api
+	sys System
 	run string
 }
 
@@ -145,7 +146,11 @@ func newBench(cfg Config) *bench {
 			conns = max(conns, n)
 		}
 	}
-	return &bench{cfg: cfg, api: newAPI(cfg.Endpoints, conns), run: run}
+	sys := cfg.System
+	if sys == nil {
+		sys = newLockd(cfg.Endpoints, conns)
+	}
+	return &bench{cfg: cfg, sys: sys, run: run}
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -180,8 +185,8 @@ func (b *bench) ticker(line func() string) (stop func()) {
 
 // sessions creates n sessions with ttl, spread over the endpoints, with up
 // to par requests at once; session i is created through endpoint i.
-func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]string, error) {
-	ids := make([]string, n)
+func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]Session, error) {
+	ss := make([]Session, n)
 	var next atomic.Int64
 	var firstErr error
 	var mu sync.Mutex
@@ -195,43 +200,43 @@ func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				id, err := b.api.createSession(ctx, b.api.endpoint(i), ttl)
+				s, err := b.sys.NewSession(ctx, i, ttl)
 				if err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
 					mu.Unlock()
 					return
 				}
-				ids[i] = id
+				ss[i] = s
 			}
 		}()
 	}
 	wg.Wait()
 	if firstErr != nil {
-		b.destroy(ids, par)
+		b.destroy(ss, par)
 		return nil, fmt.Errorf("creating %d sessions: %w", n, firstErr)
 	}
-	return ids, ctx.Err()
+	return ss, ctx.Err()
 }
 
 // destroy destroys the sessions, best effort, with up to par requests at
 // once and a bound on the whole.
-func (b *bench) destroy(ids []string, par int) {
+func (b *bench) destroy(ss []Session, par int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(par, len(ids)) {
+	for range min(par, len(ss)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(ids) || ctx.Err() != nil {
+				if i >= len(ss) || ctx.Err() != nil {
 					return
 				}
-				if ids[i] != "" {
-					_ = b.api.destroySession(ctx, b.api.endpoint(i), ids[i])
+				if ss[i] != nil {
+					_ = ss[i].Destroy(ctx)
 				}
 			}
 		}()
@@ -279,11 +284,11 @@ func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 	row := Row{Bench: "locks", N: workers}
 	t0 := time.Now()
 	// The sessions outlive the row, so no keepalive runs beside it.
-	ids, err := b.sessions(ctx, workers, 64, b.cfg.Duration+time.Minute)
+	ss, err := b.sessions(ctx, workers, 64, b.cfg.Duration+time.Minute)
 	if err != nil {
 		return row, err
 	}
-	defer b.destroy(ids, 64)
+	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
 	var errs errorCount
 	var done atomic.Int64
@@ -300,19 +305,16 @@ func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			base, sid := b.api.endpoint(i), ids[i]
+			s := ss[i]
 			name := fmt.Sprintf("bench/locks/%s/%d/%d", b.run, workers, i)
-			var seq uint64
 			for rctx.Err() == nil {
 				c0 := time.Now()
 				if !c0.Before(end) {
 					return
 				}
-				seq++
-				_, err := b.api.acquire(rctx, base, name, wire.AcquireRequest{Session: sid, Seq: seq})
+				err := s.TryAcquire(rctx, name)
 				if err == nil {
-					seq++
-					err = b.api.release(rctx, base, name, sid, seq)
+					err = s.Release(rctx, name)
 				}
 				if err != nil {
 					errs.add(err)
@@ -341,13 +343,13 @@ func Handoff(ctx context.Context, cfg Config) ([]Row, error) {
 func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 	row := Row{Bench: "handoff", N: waiters}
 	t0 := time.Now()
-	ids, err := b.sessions(ctx, waiters, 64, b.cfg.Duration+time.Minute)
+	ss, err := b.sessions(ctx, waiters, 64, b.cfg.Duration+time.Minute)
 	if err != nil {
 		return row, err
 	}
 	// Destroying the sessions also ends the places of waiters still
 	// queued when the row ends.
-	defer b.destroy(ids, 64)
+	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
 	name := fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters)
 	var errs errorCount
@@ -368,14 +370,12 @@ func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			base, sid := b.api.endpoint(i), ids[i]
-			var seq uint64
+			s := ss[i]
 			for rctx.Err() == nil && time.Now().Before(end) {
-				seq++
-				_, err := b.api.acquire(rctx, base, name, wire.AcquireRequest{Session: sid, Wait: wire.Duration(30 * time.Second), Seq: seq})
+				err := s.Acquire(rctx, name, 30*time.Second)
 				got := time.Since(start)
 				if err != nil {
-					if !isCode(err, wire.CodeLockHeld) { // not a wait that ran out
+					if !errors.Is(err, ErrLockHeld) { // not a wait that ran out
 						errs.add(err)
 						pause(rctx)
 					}
@@ -385,9 +385,8 @@ func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 					lat[i] = append(lat[i], got-time.Duration(rel))
 					grants.Add(1)
 				}
-				seq++
 				released.Store(int64(time.Since(start)))
-				if err := b.api.release(rctx, base, name, sid, seq); err != nil {
+				if err := s.Release(rctx, name); err != nil {
 					errs.add(err)
 				}
 			}
@@ -409,7 +408,7 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 	row := Row{Bench: "keepalive", N: n}
 	callers := b.cfg.Callers
 	ttl := b.cfg.TTL
-	ids := make([]string, n)
+	ss := make([]Session, n)
 	// born[i] is when session i's create was sent, in ns after t0 (+1, so
 	// that 0 means not created yet). The renewers start with the first
 	// session, so that creating many does not take longer than a TTL.
@@ -457,7 +456,7 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 				if last[k] == 0 {
 					last[k] = time.Duration(b0 - 1)
 				}
-				err := b.api.keepAlive(rctx, b.api.endpoint(i), ids[i])
+				err := ss[i].KeepAlive(rctx)
 				s1 := time.Since(t0)
 				switch {
 				case err == nil:
@@ -466,7 +465,7 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 						lat[c] = append(lat[c], s1-s0)
 						done.Add(1)
 					}
-				case isCode(err, wire.CodeSessionExpired):
+				case errors.Is(err, ErrSessionExpired):
 					// The expiry came before this answer; the cluster
 					// promised none before the last acknowledged
 					// renewal's send + TTL.
@@ -475,7 +474,7 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 						lapsed.Add(1)
 					} else {
 						wrong.Add(1)
-						errs.add(fmt.Errorf("session %s expired less than %v after its last renewal was sent: %w", ids[i], s1-last[k], err))
+						errs.add(fmt.Errorf("session %s expired less than %v after its last renewal was sent: %w", ss[i].ID(), s1-last[k], err))
 					}
 				case rctx.Err() == nil:
 					errs.add(err)
@@ -502,7 +501,7 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 					return
 				}
 				sent := time.Since(t0)
-				id, err := b.api.createSession(rctx, b.api.endpoint(i), ttl)
+				s, err := b.sys.NewSession(rctx, i, ttl)
 				if err != nil {
 					mu.Lock()
 					createErr = cmpErr(createErr, err)
@@ -510,26 +509,27 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 					cancel()
 					return
 				}
-				ids[i] = id
+				ss[i] = s
 				born[i].Store(int64(sent) + 1)
 			}
 		}()
 	}
 	creators.Wait()
 	stopSetup()
-	defer b.destroy(ids, callers)
+	defer b.destroy(ss, callers)
 	if createErr != nil {
 		renewers.Wait()
 		return row, fmt.Errorf("creating %d sessions: %w", n, createErr)
 	}
 	row.Setup = time.Since(t0).Seconds()
 	b.progress("keepalive, %d sessions: created in %.1fs", n, row.Setup)
-	before, err := b.api.commitIndex(ctx)
-	if err != nil {
+	before, err := b.sys.Writes(ctx)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		cancel()
 		renewers.Wait()
 		return row, err
 	}
+	counted := err == nil
 	start := time.Since(t0)
 	measuring.Store(int64(start))
 	end.Store(int64(start + b.cfg.Duration))
@@ -538,8 +538,8 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 	})
 	renewers.Wait()
 	stop()
-	after, err := b.api.commitIndex(ctx)
-	if err == nil {
+	after, err := b.sys.Writes(ctx)
+	if counted && err == nil {
 		entries := after - before
 		row.RaftEntries = &entries
 	}

@@ -1,0 +1,55 @@
+package load
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// A System is the lock service the rows measure. lockd over its HTTP API
+// (NewLockd) is one; bench/compare adds etcd and ZooKeeper through their
+// own clients, so that every system runs the very same loops.
+type System interface {
+	// NewSession creates a session that the system ends if it goes ttl
+	// without a renewal. i numbers the session within its row: a system
+	// with several endpoints uses it to spread sessions over them
+	// (session i talks to endpoint i mod the number of endpoints).
+	NewSession(ctx context.Context, i int, ttl time.Duration) (Session, error)
+	// Writes returns how many writes the cluster has committed so far
+	// (lockd: the leader's Raft commit index), for the keepalive rows'
+	// check that renewals write nothing; an error wrapping
+	// errors.ErrUnsupported if it cannot tell.
+	Writes(ctx context.Context) (uint64, error)
+}
+
+// A Session is one session of a System. One goroutine uses it at a time.
+// Errors that the rows tell apart match ErrLockHeld and ErrSessionExpired
+// with errors.Is; any other error counts as a failed request.
+type Session interface {
+	// ID names the session in error messages.
+	ID() string
+	// KeepAlive renews the session once; ErrSessionExpired if the system
+	// says the session is gone.
+	KeepAlive(ctx context.Context) error
+	// TryAcquire takes the lock name without waiting; ErrLockHeld if
+	// another session holds it.
+	TryAcquire(ctx context.Context, name string) error
+	// Acquire takes the lock name, waiting up to wait for it (a system
+	// whose client cannot bound the wait says so); ErrLockHeld if the
+	// wait ran out.
+	Acquire(ctx context.Context, name string, wait time.Duration) error
+	// Release releases the lock name, which the session holds.
+	Release(ctx context.Context, name string) error
+	// Destroy ends the session, releasing what it holds and ending its
+	// waits.
+	Destroy(ctx context.Context) error
+}
+
+// The errors a Session's methods return (or wrap) for the outcomes the
+// rows count apart from failures. lockd's own answers match them as they
+// are (they are *wire.Error values with these codes).
+var (
+	ErrLockHeld       error = &wire.Error{Code: wire.CodeLockHeld, Message: "lock held by another session"}
+	ErrSessionExpired error = &wire.Error{Code: wire.CodeSessionExpired, Message: "session expired"}
+)
