@@ -5,14 +5,28 @@
 # keeps its data in .cluster/ni and logs to .cluster/ni.log; PIDs are in
 # .cluster/ni.pid. "down" stops only the processes it started, by PID.
 # LOCKD_SERVE_ARGS adds flags to every node (e.g. "--pprof").
+# LOCKD_PORT_PREFIX moves the ports: node i serves on PREFIXi0 and PREFIXi1
+# (default 74). LOCKD_FAULT_INJECTION=0 starts the nodes without
+# --unsafe-fault-injection (which the partition and clock scripts need).
 set -euo pipefail
 BASE=${LOCKD_CLUSTER_DIR:-.cluster}
 BIN=${LOCKD_BIN:-bin/lockd}
+PREFIX=${LOCKD_PORT_PREFIX:-74}
+case "$PREFIX" in
+  [1-9][0-9]) ;;
+  *) echo "cluster.sh: LOCKD_PORT_PREFIX must be two digits, 10..99" >&2; exit 2 ;;
+esac
+FAULTS=--unsafe-fault-injection
+[ "${LOCKD_FAULT_INJECTION:-1}" = 0 ] && FAULTS=
 
-http_addr() { echo "127.0.0.1:74${1}0"; }
-peer_addr() { echo "127.0.0.1:74${1}1"; }
+http_addr() { echo "127.0.0.1:${PREFIX}${1}0"; }
+peer_addr() { echo "127.0.0.1:${PREFIX}${1}1"; }
 
-alive() { [ -f "$BASE/n$1.pid" ] && kill -0 "$(cat "$BASE/n$1.pid")" 2>/dev/null; }
+# running PID: the process exists and is not a zombie (an exited node whose
+# parent, this script's earlier run, is gone stays a zombie until init
+# reaps it).
+running() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+alive() { [ -f "$BASE/n$1.pid" ] && running "$(cat "$BASE/n$1.pid")"; }
 
 up() {
   local n=${1:-3}
@@ -25,7 +39,7 @@ up() {
   for i in $(seq 1 "$n"); do
     if alive "$i"; then echo "n$i already running (pid $(cat "$BASE/n$i.pid"))"; continue; fi
     "$BIN" serve --id "n$i" --http "$(http_addr "$i")" --peer "$(peer_addr "$i")" \
-      --data "$BASE/n$i" --initial-cluster "$initial" --unsafe-fault-injection ${LOCKD_SERVE_ARGS:-} \
+      --data "$BASE/n$i" --initial-cluster "$initial" $FAULTS ${LOCKD_SERVE_ARGS:-} \
       >>"$BASE/n$i.log" 2>&1 &
     echo $! > "$BASE/n$i.pid"
     echo "n$i: http://$(http_addr "$i") (pid $!)"
@@ -43,8 +57,8 @@ down() {
     [ -f "$f" ] || continue
     local pid; pid=$(cat "$f")
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do running "$pid" || break; sleep 0.1; done
+    if running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
     rm -f "$f"
   done
   echo "stopped"

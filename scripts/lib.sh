@@ -1,8 +1,9 @@
 # lib.sh — shared by the scripts that act on a cluster.sh cluster. Source it.
-# Node i serves HTTP on 127.0.0.1:74i0; its PID is in $BASE/ni.pid.
+# Node i serves HTTP on 127.0.0.1:74i0 (LOCKD_PORT_PREFIX moves it, as in
+# cluster.sh); its PID is in $BASE/ni.pid.
 BASE=${LOCKD_CLUSTER_DIR:-.cluster}
 
-http_addr() { echo "127.0.0.1:74${1#n}0"; }
+http_addr() { echo "127.0.0.1:${LOCKD_PORT_PREFIX:-74}${1#n}0"; }
 size() { cat "$BASE/size" 2>/dev/null || echo 3; }
 pid_of() { cat "$BASE/$1.pid" 2>/dev/null; }
 alive() { local p; p=$(pid_of "$1") && kill -0 "$p" 2>/dev/null; }
