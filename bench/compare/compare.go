@@ -1,0 +1,148 @@
+// Package compare runs lockd's serving rows (internal/load: locks,
+// handoff, keepalive) against lockd, etcd and ZooKeeper, one system at a
+// time, and compares the results: a table with lockd/etcd and
+// lockd/ZooKeeper ratios, the targets lockd is held to, JSON, and a
+// Markdown block for BENCHMARKS.md.
+//
+// It is a module of its own, so that lockd's module never depends on
+// etcd's or ZooKeeper's clients. `make bench-compare` (scripts/
+// bench-compare.sh) starts each cluster only while it is measured.
+package compare
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/lockd/lockd/internal/load"
+)
+
+// The systems, in the order the report shows them.
+const (
+	Lockd     = "lockd"
+	Etcd      = "etcd"
+	ZooKeeper = "zookeeper"
+)
+
+// Systems are the systems compared, lockd first.
+var Systems = []string{Lockd, Etcd, ZooKeeper}
+
+// Benches are the benches every system runs, in order.
+var Benches = []string{"locks", "handoff", "keepalive"}
+
+// Options say what to measure on one system.
+type Options struct {
+	System    string   // Lockd, Etcd or ZooKeeper
+	Endpoints []string // its client addresses (host:port; lockd also takes URLs)
+	// Version describes the system's server and client, for the report.
+	Version string
+	// Warmup, if positive, runs a locks row at the largest worker count
+	// for this long before the measured rows, unreported. Every system
+	// gets the same; ZooKeeper's JVMs need it most (they run at about
+	// half speed for their first 10-20 s of load).
+	Warmup time.Duration
+	// Load holds the rows (Duration, Workers, Waiters, Sessions, Callers,
+	// TTL) and Progress; its Endpoints and System are set by Run.
+	Load load.Config
+}
+
+// Result is one system's rows, written as JSON by `lockd-compare run`
+// and read back by `lockd-compare report`.
+type Result struct {
+	System    string     `json:"system"`
+	Version   string     `json:"version,omitempty"`
+	Endpoints []string   `json:"endpoints"`
+	Started   time.Time  `json:"started"`
+	Warmup    float64    `json:"warmup_seconds"`
+	Callers   int        `json:"callers"`
+	TTL       float64    `json:"ttl_seconds"`
+	Rows      []load.Row `json:"rows"`
+	// NotApplicable maps a bench the system has no counterpart of to
+	// the reason.
+	NotApplicable map[string]string `json:"not_applicable,omitempty"`
+	// Error is the error that stopped the run, if one did; the rows
+	// before it are kept.
+	Error string `json:"error,omitempty"`
+}
+
+// system is a load.System that Run opens and closes, and that may have
+// no counterpart of a bench.
+type system interface {
+	load.System
+	Close() error
+	// NotApplicable says why the system has no counterpart of bench, or
+	// returns "".
+	NotApplicable(bench string) string
+}
+
+// open returns the System of opts.System; nil for lockd, whose System
+// internal/load builds from the endpoints (with the connection pool
+// `lockd bench` uses).
+func open(name string, endpoints []string) (system, error) {
+	switch name {
+	case Lockd:
+		return nil, nil
+	case Etcd:
+		return newEtcd(endpoints)
+	case ZooKeeper:
+		return newZooKeeper(endpoints)
+	}
+	return nil, fmt.Errorf("unknown system %q (want %s, %s or %s)", name, Lockd, Etcd, ZooKeeper)
+}
+
+// Run measures opts.System. The result holds the rows measured before
+// an error, and the error's text.
+func Run(ctx context.Context, opts Options) (Result, error) {
+	cfg := opts.Load
+	cfg.Endpoints, cfg.System = opts.Endpoints, nil
+	res := Result{System: opts.System, Version: opts.Version, Endpoints: opts.Endpoints, Started: time.Now().UTC(),
+		Warmup: opts.Warmup.Seconds(), Callers: cfg.Callers, TTL: cfg.TTL.Seconds()}
+	fail := func(err error) (Result, error) {
+		res.Error = err.Error()
+		return res, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(err)
+	}
+	sys, err := open(opts.System, opts.Endpoints)
+	if err != nil {
+		return fail(err)
+	}
+	if sys != nil {
+		defer sys.Close()
+		cfg.System = sys
+	}
+	if progress := cfg.Progress; progress != nil {
+		cfg.Progress = func(line string) { progress(opts.System + ": " + line) }
+	}
+	if opts.Warmup > 0 && len(cfg.Workers) > 0 {
+		w := cfg
+		w.Duration, w.Workers = opts.Warmup, []int{slices.Max(cfg.Workers)}
+		if w.Progress != nil {
+			w.Progress(fmt.Sprintf("warm-up: locks at %d workers for %v, not reported", w.Workers[0], w.Duration))
+		}
+		if _, err := load.Locks(ctx, w); err != nil {
+			return fail(fmt.Errorf("warm-up: %w", err))
+		}
+	}
+	runs := map[string]func(context.Context, load.Config) ([]load.Row, error){
+		"locks": load.Locks, "handoff": load.Handoff, "keepalive": load.Keepalive}
+	for _, bench := range Benches {
+		if sys != nil {
+			if why := sys.NotApplicable(bench); why != "" {
+				if res.NotApplicable == nil {
+					res.NotApplicable = map[string]string{}
+				}
+				res.NotApplicable[bench] = why
+				continue
+			}
+		}
+		rows, err := runs[bench](ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			return fail(fmt.Errorf("%s: %w", bench, err))
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,182 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"github.com/lockd/lockd/internal/load"
+)
+
+// etcd is the System of an etcd cluster, through etcd's own Go client:
+// one client (one gRPC connection) per endpoint, session i on endpoint i
+// mod n, as lockd's rows spread their workers.
+//
+// A session is a lease. Its locks are concurrency.Mutex values on a
+// concurrency.Session built on that lease at its first lock request (the
+// Session then renews the lease in the background, every TTL/3, as every
+// etcd user's session does). A keepalive is one KeepAliveOnce; the
+// keepalive rows' sessions never take a lock, so nothing else renews them.
+type etcd struct {
+	endpoints []string
+	clients   []*clientv3.Client
+}
+
+func newEtcd(endpoints []string) (*etcd, error) {
+	e := &etcd{endpoints: endpoints}
+	for _, ep := range endpoints {
+		c, err := clientv3.New(clientv3.Config{
+			Endpoints:   []string{ep},
+			DialTimeout: 5 * time.Second,
+			Logger:      zap.NewNop(),
+		})
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("etcd client for %s: %w", ep, err)
+		}
+		e.clients = append(e.clients, c)
+	}
+	if len(e.clients) == 0 {
+		return nil, errors.New("etcd: no endpoints")
+	}
+	return e, nil
+}
+
+func (e *etcd) Close() error {
+	var first error
+	for _, c := range e.clients {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (e *etcd) NewSession(ctx context.Context, i int, ttl time.Duration) (load.Session, error) {
+	c := e.clients[i%len(e.clients)]
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	resp, err := c.Grant(ctx, secs)
+	if err != nil {
+		return nil, err
+	}
+	return &etcdSession{client: c, lease: resp.ID, ttl: int(secs), mutexes: map[string]*concurrency.Mutex{}}, nil
+}
+
+// Writes returns the leader's Raft index, as its Status reports it.
+func (e *etcd) Writes(ctx context.Context) (uint64, error) {
+	var first error
+	for i, c := range e.clients {
+		st, err := c.Status(ctx, e.endpoints[i])
+		if err != nil {
+			first = cmp(first, err)
+			continue
+		}
+		if st.Header != nil && st.Leader == st.Header.MemberId {
+			return st.RaftIndex, nil
+		}
+	}
+	return 0, cmp(first, fmt.Errorf("etcd: no endpoint of %v is the leader", e.endpoints))
+}
+
+func cmp(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+func (e *etcd) NotApplicable(string) string { return "" }
+
+type etcdSession struct {
+	client  *clientv3.Client
+	lease   clientv3.LeaseID
+	ttl     int
+	session *concurrency.Session // at the first lock request
+	mutexes map[string]*concurrency.Mutex
+}
+
+func (s *etcdSession) ID() string { return fmt.Sprintf("%x", int64(s.lease)) }
+
+func (s *etcdSession) KeepAlive(ctx context.Context) error {
+	_, err := s.client.KeepAliveOnce(ctx, s.lease)
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("%w: %w", load.ErrSessionExpired, err)
+	}
+	return err
+}
+
+func (s *etcdSession) mutex(name string) (*concurrency.Mutex, error) {
+	if m := s.mutexes[name]; m != nil {
+		return m, nil
+	}
+	if s.session == nil {
+		cs, err := concurrency.NewSession(s.client, concurrency.WithLease(s.lease), concurrency.WithTTL(s.ttl))
+		if err != nil {
+			return nil, err
+		}
+		s.session = cs
+	}
+	m := concurrency.NewMutex(s.session, name)
+	s.mutexes[name] = m
+	return m, nil
+}
+
+// TryAcquire is Mutex.TryLock: one transaction (put our key if absent,
+// read the first key under the lock's prefix).
+func (s *etcdSession) TryAcquire(ctx context.Context, name string) error {
+	m, err := s.mutex(name)
+	if err != nil {
+		return err
+	}
+	return etcdErr(m.TryLock(ctx))
+}
+
+// Acquire is Mutex.Lock: the same transaction, then a watch for the
+// deletion of the key before ours, then a read of our own key.
+func (s *etcdSession) Acquire(ctx context.Context, name string, wait time.Duration) error {
+	m, err := s.mutex(name)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	err = m.Lock(wctx)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return fmt.Errorf("%w: %w", load.ErrLockHeld, err)
+	}
+	return etcdErr(err)
+}
+
+func etcdErr(err error) error {
+	switch {
+	case errors.Is(err, concurrency.ErrLocked):
+		return fmt.Errorf("%w: %w", load.ErrLockHeld, err)
+	case errors.Is(err, concurrency.ErrSessionExpired):
+		return fmt.Errorf("%w: %w", load.ErrSessionExpired, err)
+	}
+	return err
+}
+
+// Release is Mutex.Unlock: a delete of our key.
+func (s *etcdSession) Release(ctx context.Context, name string) error {
+	m := s.mutexes[name]
+	if m == nil {
+		return fmt.Errorf("etcd: release of %s, which this session never took", name)
+	}
+	return m.Unlock(ctx)
+}
+
+// Destroy revokes the lease, which deletes every key on it.
+func (s *etcdSession) Destroy(ctx context.Context) error {
+	if s.session != nil {
+		s.session.Orphan() // stop its background renewals
+	}
+	_, err := s.client.Revoke(ctx, s.lease)
+	return err
+}

@@ -1,0 +1,507 @@
+package compare
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockd/lockd/internal/load"
+)
+
+// Report compares the results of one run.
+type Report struct {
+	Date    time.Time `json:"date"`
+	Machine string    `json:"machine"`
+	Cores   int       `json:"cores"`
+	Commit  string    `json:"commit,omitempty"`
+	Command string    `json:"command,omitempty"`
+	// Results are the systems' own results, lockd first.
+	Results []Result `json:"results"`
+	// Lines are every row's metrics side by side.
+	Lines []Line `json:"lines"`
+	// CommitLatencyMs is the commit latency the hand-off target is held
+	// to (see CommitLatencyHow), if it was measured.
+	CommitLatencyMs *float64 `json:"commit_latency_ms,omitempty"`
+	Targets         []Target `json:"targets"`
+}
+
+// CommitLatencyHow says how the report measures lockd's commit latency.
+const CommitLatencyHow = "half of lockd's p50 cycle at 1 worker: a lone client's write request, " +
+	"one Raft commit (fsynced on every node's log) plus its HTTP round trip, so an upper bound on the commit alone"
+
+// Line is one metric of one row, for every system that ran it.
+type Line struct {
+	Bench  string `json:"bench"`
+	N      int    `json:"n"`
+	Metric string `json:"metric"`
+	// Values by system; a system that did not run the row (or could not
+	// count the metric) has none.
+	Values map[string]float64 `json:"values"`
+	// NotApplicable lists the systems that have no counterpart of the
+	// row.
+	NotApplicable []string `json:"not_applicable,omitempty"`
+	// Ratios are lockd's value over each peer's, by peer.
+	Ratios map[string]float64 `json:"ratios,omitempty"`
+}
+
+// Target is one of the targets lockd is held to.
+type Target struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // Met, NotMet or Unmeasured
+	Detail string `json:"detail"`
+}
+
+// Target statuses.
+const (
+	Met        = "met"
+	NotMet     = "not met"
+	Unmeasured = "unmeasured"
+)
+
+// A metric of a row: how it is named, read and shown, and whether the
+// lockd/peer ratio is shown for it.
+type metric struct {
+	name  string
+	get   func(load.Row) (float64, bool)
+	ratio bool
+	ms    bool
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func metrics(bench string) []metric {
+	unit := load.Row{Bench: bench}.Unit()
+	ms := []metric{
+		{unit + "/s", func(r load.Row) (float64, bool) { return r.Rate, true }, true, false},
+		{"p50 ms", func(r load.Row) (float64, bool) { return msOf(r.Latency.P50), true }, true, true},
+		{"p99 ms", func(r load.Row) (float64, bool) { return msOf(r.Latency.P99), true }, true, true},
+		{"max ms", func(r load.Row) (float64, bool) { return msOf(r.Latency.Max), true }, false, true},
+	}
+	if bench == "keepalive" {
+		ms = append(ms,
+			metric{name: "lapsed", get: func(r load.Row) (float64, bool) { return float64(r.Lapsed), true }},
+			metric{name: "wrong expiries", get: func(r load.Row) (float64, bool) { return float64(r.WrongExpiries), true }},
+			metric{name: "writes", get: func(r load.Row) (float64, bool) {
+				if r.RaftEntries == nil {
+					return 0, false
+				}
+				return float64(*r.RaftEntries), true
+			}})
+	}
+	return append(ms, metric{name: "errors", get: func(r load.Row) (float64, bool) { return float64(r.Errors), true }})
+}
+
+type rowKey struct {
+	bench string
+	n     int
+}
+
+// NewReport compares results (in any order; lockd's first in the
+// report).
+func NewReport(results []Result) Report {
+	rep := Report{Date: time.Now().UTC()}
+	rep.Machine, rep.Cores = Machine()
+	for _, name := range Systems {
+		for _, r := range results {
+			if r.System == name {
+				rep.Results = append(rep.Results, r)
+			}
+		}
+	}
+	rows := map[string]map[rowKey]load.Row{}
+	var keys []rowKey
+	for _, r := range rep.Results {
+		rows[r.System] = map[rowKey]load.Row{}
+		for _, row := range r.Rows {
+			k := rowKey{row.Bench, row.N}
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+			rows[r.System][k] = row
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b rowKey) int {
+		if c := slices.Index(Benches, a.bench) - slices.Index(Benches, b.bench); c != 0 {
+			return c
+		}
+		return a.n - b.n
+	})
+	for _, k := range keys {
+		for _, m := range metrics(k.bench) {
+			l := Line{Bench: k.bench, N: k.n, Metric: m.name, Values: map[string]float64{}}
+			for _, r := range rep.Results {
+				if _, na := r.NotApplicable[k.bench]; na {
+					l.NotApplicable = append(l.NotApplicable, r.System)
+				}
+				if row, ok := rows[r.System][k]; ok {
+					if v, ok := m.get(row); ok {
+						l.Values[r.System] = v
+					}
+				}
+			}
+			if v, ok := l.Values[Lockd]; ok && m.ratio {
+				for _, peer := range Systems[1:] {
+					if p, ok := l.Values[peer]; ok && p > 0 {
+						if l.Ratios == nil {
+							l.Ratios = map[string]float64{}
+						}
+						l.Ratios[peer] = v / p
+					}
+				}
+			}
+			rep.Lines = append(rep.Lines, l)
+		}
+	}
+	rep.targets(rows)
+	return rep
+}
+
+// Machine describes this machine: its CPU model and memory, and the
+// number of CPUs this process may use (what nproc prints).
+func Machine() (string, int) {
+	model, mem := "unknown CPU", ""
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %f kB", &kb); err == nil {
+			mem = fmt.Sprintf(", %.0f GiB RAM", kb/(1<<20))
+		}
+	}
+	return model + mem, runtime.NumCPU()
+}
+
+// targets fills in the targets lockd is held to.
+func (rep *Report) targets(rows map[string]map[rowKey]load.Row) {
+	get := func(sys, bench string, n int) (load.Row, bool) {
+		r, ok := rows[sys][rowKey{bench, n}]
+		return r, ok
+	}
+	// better returns the better peer's row by pick (which returns true if
+	// a is better than b).
+	better := func(bench string, n int, pick func(a, b load.Row) bool) (string, load.Row, bool) {
+		var name string
+		var best load.Row
+		found := false
+		for _, p := range Systems[1:] {
+			if r, ok := get(p, bench, n); ok && (!found || pick(r, best)) {
+				name, best, found = p, r, true
+			}
+		}
+		return name, best, found
+	}
+	add := func(name, status, detail string) {
+		rep.Targets = append(rep.Targets, Target{Name: name, Status: status, Detail: detail})
+	}
+	status := func(ok bool) string {
+		if ok {
+			return Met
+		}
+		return NotMet
+	}
+
+	name := "uncontended cycles/s at 64 workers: at least 2x the better of etcd and ZooKeeper"
+	l, lok := get(Lockd, "locks", 64)
+	pn, p, pok := better("locks", 64, func(a, b load.Row) bool { return a.Rate > b.Rate })
+	if lok && pok && p.Rate > 0 {
+		add(name, status(l.Rate >= 2*p.Rate), fmt.Sprintf("lockd %.0f/s, %s %.0f/s: %.2fx", l.Rate, pn, p.Rate, l.Rate/p.Rate))
+	} else {
+		add(name, Unmeasured, "no 64-worker locks row for lockd and a peer")
+	}
+
+	name = "p50 per cycle at 1 worker: no more than the better of etcd and ZooKeeper"
+	l, lok = get(Lockd, "locks", 1)
+	pn, p, pok = better("locks", 1, func(a, b load.Row) bool { return a.Latency.P50 < b.Latency.P50 })
+	if lok && pok && l.Ops > 0 && p.Ops > 0 {
+		add(name, status(l.Latency.P50 <= p.Latency.P50), fmt.Sprintf("lockd %.2f ms, %s %.2f ms", msOf(l.Latency.P50), pn, msOf(p.Latency.P50)))
+	} else {
+		add(name, Unmeasured, "no 1-worker locks row for lockd and a peer")
+	}
+
+	var commit float64
+	if l, ok := get(Lockd, "locks", 1); ok && l.Ops > 0 {
+		commit = msOf(l.Latency.P50) / 2
+		rep.CommitLatencyMs = &commit
+	}
+	for _, k := range rep.keys("handoff") {
+		name := fmt.Sprintf("hand-off p99 at %d waiters: no more than one commit latency + 1 ms", k)
+		h, _ := get(Lockd, "handoff", k)
+		switch {
+		case h.Ops == 0:
+			add(name, Unmeasured, "no grants measured for lockd")
+		case rep.CommitLatencyMs == nil:
+			add(name, Unmeasured, "commit latency unmeasured (no 1-worker locks row for lockd)")
+		default:
+			p99 := msOf(h.Latency.P99)
+			add(name, status(p99 <= commit+1), fmt.Sprintf("lockd p99 %.2f ms, limit %.2f ms (commit latency %.2f ms + 1 ms)", p99, commit+1, commit))
+		}
+	}
+
+	for _, k := range rep.keys("keepalive") {
+		callers := 0
+		for _, r := range rep.Results {
+			if r.System == Lockd {
+				callers = r.Callers
+			}
+		}
+		name := fmt.Sprintf("keepalive at %d sessions, %d callers: at least 1.5x etcd's KeepAliveOnce rate, with 0 wrong expiries, 0 lapsed, 0 errors, 0 writes", k, callers)
+		if callers != 64 {
+			name += " (the target is stated at 64 callers)"
+		}
+		l, _ := get(Lockd, "keepalive", k)
+		e, eok := get(Etcd, "keepalive", k)
+		if !eok || e.Rate == 0 || l.Ops == 0 {
+			add(name, Unmeasured, "no keepalive row at this count for lockd and etcd")
+			continue
+		}
+		writes := "unknown"
+		if l.RaftEntries != nil {
+			writes = fmt.Sprint(*l.RaftEntries)
+		}
+		clean := l.WrongExpiries == 0 && l.Lapsed == 0 && l.Errors == 0 && l.RaftEntries != nil && *l.RaftEntries == 0
+		add(name, status(l.Rate >= 1.5*e.Rate && clean), fmt.Sprintf("lockd %.0f/s, etcd %.0f/s: %.2fx; lockd %d wrong expiries, %d lapsed, %d errors, %s writes",
+			l.Rate, e.Rate, l.Rate/e.Rate, l.WrongExpiries, l.Lapsed, l.Errors, writes))
+	}
+}
+
+// keys are lockd's row sizes of a bench, in order.
+func (rep *Report) keys(bench string) []int {
+	var ns []int
+	for _, r := range rep.Results {
+		if r.System != Lockd {
+			continue
+		}
+		for _, row := range r.Rows {
+			if row.Bench == bench {
+				ns = append(ns, row.N)
+			}
+		}
+	}
+	return ns
+}
+
+// Title is how the report names a system.
+func Title(system string) string {
+	if system == ZooKeeper {
+		return "ZooKeeper"
+	}
+	return system
+}
+
+func rowName(l Line) string {
+	switch l.Bench {
+	case "locks":
+		return fmt.Sprintf("locks, %d workers", l.N)
+	case "handoff":
+		return fmt.Sprintf("handoff, %d waiters", l.N)
+	}
+	return fmt.Sprintf("keepalive, %d sessions", l.N)
+}
+
+// cell shows one value of a line.
+func (l Line) cell(system string) string {
+	v, ok := l.Values[system]
+	switch {
+	case ok && strings.HasSuffix(l.Metric, " ms"):
+		return fmt.Sprintf("%.2f", v)
+	case ok:
+		return fmt.Sprintf("%.0f", v)
+	case slices.Contains(l.NotApplicable, system):
+		return "n/a"
+	}
+	return "-"
+}
+
+func (l Line) ratio(peer string) string {
+	if r, ok := l.Ratios[peer]; ok && !math.IsInf(r, 0) {
+		return fmt.Sprintf("%.2fx", r)
+	}
+	return ""
+}
+
+// table returns the header and cells of every line; a row's name is
+// shown on its first line only.
+func (rep Report) table() [][]string {
+	head := []string{"row", "metric"}
+	for _, s := range Systems {
+		head = append(head, Title(s))
+	}
+	for _, s := range Systems[1:] {
+		head = append(head, "lockd/"+Title(s))
+	}
+	out := [][]string{head}
+	last := ""
+	for _, l := range rep.Lines {
+		name := rowName(l)
+		shown := name
+		if name == last {
+			shown = ""
+		}
+		last = name
+		cells := []string{shown, l.Metric}
+		for _, s := range Systems {
+			cells = append(cells, l.cell(s))
+		}
+		for _, s := range Systems[1:] {
+			cells = append(cells, l.ratio(s))
+		}
+		out = append(out, cells)
+	}
+	return out
+}
+
+// Print writes the table, the notes and the targets as plain text.
+func (rep Report) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, cells := range rep.table() {
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "ratios are lockd's value over the peer's: above 1 is better for rates, below 1 for latencies")
+	for _, n := range rep.notes() {
+		fmt.Fprintln(w, n)
+	}
+	fmt.Fprintln(w, "targets:")
+	for _, t := range rep.Targets {
+		fmt.Fprintf(w, "  [%s] %s: %s\n", t.Status, t.Name, t.Detail)
+	}
+}
+
+// notes are what the table cannot show: rows that do not apply, runs
+// that stopped, first errors, systems that did not run.
+func (rep Report) notes() []string {
+	var notes []string
+	for _, s := range Systems {
+		i := slices.IndexFunc(rep.Results, func(r Result) bool { return r.System == s })
+		if i < 0 {
+			notes = append(notes, fmt.Sprintf("%s: not run", Title(s)))
+			continue
+		}
+		r := rep.Results[i]
+		for _, b := range Benches {
+			if why, ok := r.NotApplicable[b]; ok {
+				notes = append(notes, fmt.Sprintf("%s, %s: not applicable: %s", Title(s), b, why))
+			}
+		}
+		for _, row := range r.Rows {
+			if row.FirstError != "" {
+				notes = append(notes, fmt.Sprintf("%s, %s %d: %d errors, the first: %s", Title(s), row.Bench, row.N, row.Errors, row.FirstError))
+			}
+		}
+		if r.Error != "" {
+			notes = append(notes, fmt.Sprintf("%s: the run stopped: %s", Title(s), r.Error))
+		}
+	}
+	return notes
+}
+
+// Markdown writes the report as a block for BENCHMARKS.md.
+func (rep Report) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "### lockd, etcd and ZooKeeper side by side, %s\n\n", rep.Date.Format("2006-01-02"))
+	fmt.Fprintf(w, "- **Date:** %s\n", rep.Date.Format(time.RFC3339))
+	fmt.Fprintf(w, "- **Machine:** %s; %d CPUs (nproc)\n", rep.Machine, rep.Cores)
+	if rep.Commit != "" {
+		fmt.Fprintf(w, "- **Commit:** `%s`\n", rep.Commit)
+	}
+	if rep.Command != "" {
+		fmt.Fprintf(w, "- **Command:** `%s`\n", rep.Command)
+	}
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "- **%s:** %s; endpoints %s; warm-up %.0f s\n", Title(r.System), orDash(r.Version), strings.Join(r.Endpoints, ", "), r.Warmup)
+	}
+	if len(rep.Results) > 0 {
+		r := rep.Results[0]
+		fmt.Fprintf(w, "- **Rows:** each measured for %s; keepalive sessions with a %.0f s TTL renewed by %d callers\n", rowSeconds(rep), r.TTL, r.Callers)
+	}
+	fmt.Fprintln(w)
+	for i, cells := range rep.table() {
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+		if i == 0 {
+			fmt.Fprintln(w, strings.Repeat("|---", len(cells))+"|")
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Ratios are lockd's value over the peer's: above 1 is better for rates, below 1 for latencies.")
+	if rep.CommitLatencyMs != nil {
+		fmt.Fprintf(w, "Commit latency (for the hand-off target): %.2f ms, %s.\n", *rep.CommitLatencyMs, CommitLatencyHow)
+	} else {
+		fmt.Fprintln(w, "Commit latency (for the hand-off target): unmeasured.")
+	}
+	if notes := rep.notes(); len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| target | status | measured |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, t := range rep.Targets {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Name, t.Status, t.Detail)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// rowSeconds is the rows' measured time, as the results say.
+func rowSeconds(rep Report) string {
+	var secs []float64
+	for _, r := range rep.Results {
+		for _, row := range r.Rows {
+			if !slices.Contains(secs, row.Seconds) {
+				secs = append(secs, row.Seconds)
+			}
+		}
+	}
+	parts := make([]string, len(secs))
+	for i, s := range secs {
+		parts[i] = fmt.Sprintf("%g s", s)
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// WriteJSON writes v, indented, to path.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadResult reads a Result that `lockd-compare run` wrote.
+func ReadResult(path string) (Result, error) {
+	var r Result
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}

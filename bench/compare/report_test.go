@@ -1,0 +1,200 @@
+package compare
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/internal/load"
+)
+
+func row(bench string, n int, rate float64, p50, p99 time.Duration) load.Row {
+	return load.Row{Bench: bench, N: n, Ops: int(rate * 10), Seconds: 10, Rate: rate,
+		Latency: load.Latency{P50: p50, P99: p99, Max: 2 * p99}}
+}
+
+func zero() *uint64 { var z uint64; return &z }
+
+// results are three systems' rows, made up so that every target has a
+// known outcome.
+func results() []Result {
+	ms := time.Millisecond
+	ka := row("keepalive", 1000, 30000, ms, 4*ms)
+	ka.RaftEntries = zero()
+	eka := row("keepalive", 1000, 15000, 3*ms, 15*ms)
+	eka.RaftEntries = zero()
+	return []Result{
+		// out of order on purpose: the report puts lockd first
+		{System: ZooKeeper, Callers: 64, NotApplicable: map[string]string{"keepalive": ZooKeeperKeepalive},
+			Rows: []load.Row{row("locks", 1, 500, 1900*time.Microsecond, 5*ms), row("locks", 64, 3500, 17*ms, 37*ms),
+				row("handoff", 2, 400, 2*ms, 6*ms)}},
+		{System: Etcd, Callers: 64, Rows: []load.Row{row("locks", 1, 480, 2*ms, 4*ms), row("locks", 64, 3000, 20*ms, 45*ms),
+			row("handoff", 2, 300, 3*ms, 8*ms), eka}},
+		{System: Lockd, Callers: 64, Rows: []load.Row{row("locks", 1, 600, 1800*time.Microsecond, 3*ms), row("locks", 64, 6000, 10*ms, 20*ms),
+			row("handoff", 2, 700, 1500*time.Microsecond, 1800*time.Microsecond), ka}},
+	}
+}
+
+func target(t *testing.T, rep Report, prefix string) Target {
+	t.Helper()
+	for _, tg := range rep.Targets {
+		if strings.HasPrefix(tg.Name, prefix) {
+			return tg
+		}
+	}
+	t.Fatalf("no target %q in %+v", prefix, rep.Targets)
+	return Target{}
+}
+
+func line(t *testing.T, rep Report, bench string, n int, metric string) Line {
+	t.Helper()
+	for _, l := range rep.Lines {
+		if l.Bench == bench && l.N == n && l.Metric == metric {
+			return l
+		}
+	}
+	t.Fatalf("no line %s %d %s", bench, n, metric)
+	return Line{}
+}
+
+func TestReport_RatiosAndTargets(t *testing.T) {
+	rep := NewReport(results())
+	if got := []string{rep.Results[0].System, rep.Results[1].System, rep.Results[2].System}; got[0] != Lockd || got[1] != Etcd || got[2] != ZooKeeper {
+		t.Fatalf("results in order %v", got)
+	}
+	l := line(t, rep, "locks", 64, "cycles/s")
+	if l.Ratios[Etcd] != 2 || l.Ratios[ZooKeeper] != 6000.0/3500 {
+		t.Errorf("locks 64 ratios %v", l.Ratios)
+	}
+	if _, ok := line(t, rep, "locks", 64, "errors").Ratios[Etcd]; ok {
+		t.Error("errors have a ratio")
+	}
+	ka := line(t, rep, "keepalive", 1000, "renewals/s")
+	if _, ok := ka.Values[ZooKeeper]; ok || len(ka.NotApplicable) != 1 || ka.NotApplicable[0] != ZooKeeper {
+		t.Errorf("keepalive line %+v: want ZooKeeper not applicable", ka)
+	}
+	if got := ka.cell(ZooKeeper); got != "n/a" {
+		t.Errorf("ZooKeeper's keepalive cell %q", got)
+	}
+	// 6000 is 2x etcd but not 2x ZooKeeper's 3500, the better peer.
+	if tg := target(t, rep, "uncontended cycles/s at 64"); tg.Status != NotMet || !strings.Contains(tg.Detail, "zookeeper 3500/s") {
+		t.Errorf("64 workers: %+v", tg)
+	}
+	if tg := target(t, rep, "p50 per cycle at 1 worker"); tg.Status != Met {
+		t.Errorf("1 worker: %+v", tg)
+	}
+	// commit latency 0.9 ms (half of 1.8), limit 1.9 ms: p99 1.8 ms is within.
+	if rep.CommitLatencyMs == nil || *rep.CommitLatencyMs != 0.9 {
+		t.Errorf("commit latency %v", rep.CommitLatencyMs)
+	}
+	if tg := target(t, rep, "hand-off p99 at 2 waiters"); tg.Status != Met {
+		t.Errorf("hand-off: %+v", tg)
+	}
+	if tg := target(t, rep, "keepalive at 1000 sessions"); tg.Status != Met || strings.Contains(tg.Name, "stated at 64") {
+		t.Errorf("keepalive: %+v", tg)
+	}
+}
+
+// A row that was not run leaves its targets unmeasured, and dirt in the
+// keepalive row fails its target whatever the rate.
+func TestReport_UnmeasuredAndDirty(t *testing.T) {
+	rs := results()
+	for i := range rs {
+		if rs[i].System == Lockd {
+			rs[i].Callers = 16
+			rs[i].Rows = rs[i].Rows[3:] // keepalive only
+			rs[i].Rows[0].Lapsed = 1
+		}
+	}
+	rep := NewReport(rs)
+	for _, name := range []string{"uncontended cycles/s at 64", "p50 per cycle at 1 worker"} {
+		if tg := target(t, rep, name); tg.Status != Unmeasured {
+			t.Errorf("%s: %+v", name, tg)
+		}
+	}
+	if rep.CommitLatencyMs != nil {
+		t.Errorf("commit latency %v without a 1-worker row", *rep.CommitLatencyMs)
+	}
+	tg := target(t, rep, "keepalive at 1000 sessions")
+	if tg.Status != NotMet || !strings.Contains(tg.Name, "stated at 64") || !strings.Contains(tg.Detail, "1 lapsed") {
+		t.Errorf("keepalive: %+v", tg)
+	}
+	if l := line(t, rep, "locks", 1, "cycles/s"); l.cell(Lockd) != "-" || len(l.Ratios) != 0 {
+		t.Errorf("lockd's missing locks row shows %q, ratios %v", l.cell(Lockd), l.Ratios)
+	}
+}
+
+// The report survives a trip through the files the script passes
+// between runs, and prints every row, the notes and the targets.
+func TestReport_FilesAndOutput(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for _, r := range results() {
+		if r.System == Etcd {
+			r.Error = "handoff: boom"
+		}
+		p := filepath.Join(dir, r.System+".json")
+		if err := WriteJSON(p, r); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	var rs []Result
+	for _, p := range paths {
+		r, err := ReadResult(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	rep := NewReport(rs)
+	rep.Commit, rep.Command = "abc123", "make bench-compare"
+	var text, md bytes.Buffer
+	rep.Print(&text)
+	rep.Markdown(&md)
+	for _, want := range []string{"locks, 64 workers", "keepalive, 1000 sessions", "lockd/ZooKeeper", "2.00x", "n/a",
+		"etcd: the run stopped: handoff: boom", "not applicable", "[not met]", "[met]"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{"**Commit:** `abc123`", "**Command:** `make bench-compare`", "| row | metric | lockd | etcd | ZooKeeper |",
+		"|---|", "| target | status | measured |", "Commit latency (for the hand-off target): 0.90 ms", "**Machine:**"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Lines) != len(rep.Lines) || len(back.Targets) != len(rep.Targets) {
+		t.Errorf("JSON round trip: %v, %d lines, %d targets", err, len(back.Lines), len(back.Targets))
+	}
+	if _, err := os.Stat(paths[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestZooKeeper_SequenceAndKeepalive(t *testing.T) {
+	for node, want := range map[string]int{"/a/b/_c_0123abcd-lock-0000000042": 42, "_c_x-lock-0000000007": 7} {
+		if got, err := sequence(node); err != nil || got != want {
+			t.Errorf("sequence(%q) = %d, %v; want %d", node, got, err, want)
+		}
+	}
+	if _, err := sequence("/a/b/other"); err == nil {
+		t.Error("a node that is not a lock node has a sequence")
+	}
+	z, err := newZooKeeper([]string{"127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.NotApplicable("keepalive") == "" || z.NotApplicable("locks") != "" || z.NotApplicable("handoff") != "" {
+		t.Error("ZooKeeper: only the keepalive rows are not applicable")
+	}
+}

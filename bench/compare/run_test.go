@@ -1,0 +1,68 @@
+package compare
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockd/lockd/internal/load"
+	"github.com/lockd/lockd/internal/servertest"
+)
+
+func smallRows() load.Config {
+	cfg := load.DefaultConfig()
+	cfg.Duration = 300 * time.Millisecond
+	cfg.Workers, cfg.Waiters, cfg.Sessions = []int{1, 4}, []int{3}, []int{40}
+	cfg.Callers, cfg.TTL = 8, 3*time.Second
+	return cfg
+}
+
+// Run measures lockd on an in-process cluster: a warm-up, then every
+// row, without errors; the report compares it with nothing else.
+func TestRun_Lockd(t *testing.T) {
+	c := servertest.New(t, 3)
+	c.WaitLeader()
+	var lines []string
+	cfg := smallRows()
+	cfg.Progress = func(l string) { lines = append(lines, l) }
+	res, err := Run(context.Background(), Options{System: Lockd, Endpoints: c.URLs(), Version: "test", Warmup: 200 * time.Millisecond, Load: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 4 || res.Error != "" || len(res.NotApplicable) != 0 {
+		t.Fatalf("%d rows, error %q, not applicable %v", len(res.Rows), res.Error, res.NotApplicable)
+	}
+	for _, r := range res.Rows {
+		if r.Ops == 0 || r.Errors != 0 {
+			t.Errorf("%s %d: %d ops, %d errors (%s)", r.Bench, r.N, r.Ops, r.Errors, r.FirstError)
+		}
+	}
+	if ka := res.Rows[3]; ka.RaftEntries == nil || *ka.RaftEntries != 0 {
+		t.Errorf("keepalive writes %v", ka.RaftEntries)
+	}
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "lockd: warm-up") {
+		t.Errorf("progress %q: want a warm-up line first, prefixed with the system", lines)
+	}
+	rep := NewReport([]Result{res})
+	for _, tg := range rep.Targets {
+		if strings.HasPrefix(tg.Name, "hand-off") {
+			if tg.Status == Unmeasured {
+				t.Errorf("hand-off target unmeasured: %+v", tg)
+			}
+		} else if tg.Status != Unmeasured {
+			t.Errorf("target %q is %s without a peer", tg.Name, tg.Status)
+		}
+	}
+}
+
+// A system that is not known, or rows that do not validate, stop the run
+// before it starts, and the result says why.
+func TestRun_Refuses(t *testing.T) {
+	for _, o := range []Options{{System: "consul", Endpoints: []string{"x"}, Load: smallRows()}, {System: Etcd, Load: load.Config{}}} {
+		res, err := Run(context.Background(), o)
+		if err == nil || res.Error == "" {
+			t.Errorf("%s: no error", o.System)
+		}
+	}
+}
