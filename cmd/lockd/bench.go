@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,12 +99,7 @@ func loadCmd(which string, args []string) int {
 	def := load.DefaultConfig()
 	var cf clientFlags
 	cf.register(fs, false)
-	duration := fs.Duration("duration", def.Duration, "measured time of each row")
-	workers := fs.String("workers", joinInts(def.Workers), "locks: comma-separated worker counts")
-	waiters := fs.String("waiters", joinInts(def.Waiters), "handoff: comma-separated waiter counts")
-	sessions := fs.String("sessions", joinInts(def.Sessions), "keepalive: comma-separated session counts")
-	callers := fs.Int("callers", def.Callers, "keepalive: callers that create and renew the sessions")
-	ttl := fs.Duration("ttl", def.TTL, "keepalive: the sessions' TTL")
+	rowFlags := load.RowFlags(fs, def)
 	jsonOut := fs.String("json", "", "also write the rows as JSON to this file")
 	quiet := fs.Bool("quiet", false, "print the table only: no progress on stderr")
 	pos, command, err := parseArgs(fs, args)
@@ -115,17 +109,11 @@ func loadCmd(which string, args []string) int {
 	if len(pos) > 0 || len(command) > 0 {
 		return usageErr(fs, "unexpected arguments %q", append(pos, command...))
 	}
-	cfg := def
-	cfg.Endpoints, cfg.Duration, cfg.Callers, cfg.TTL = strings.Split(cf.addr, ","), *duration, *callers, *ttl
-	for _, l := range []struct {
-		flag string
-		in   string
-		out  *[]int
-	}{{"workers", *workers, &cfg.Workers}, {"waiters", *waiters, &cfg.Waiters}, {"sessions", *sessions, &cfg.Sessions}} {
-		if *l.out, err = parseInts(l.in); err != nil {
-			return usageErr(fs, "--%s: %v", l.flag, err)
-		}
+	cfg, err := rowFlags()
+	if err != nil {
+		return usageErr(fs, "%v", err)
 	}
+	cfg.Endpoints = strings.Split(cf.addr, ",")
 	if err := cfg.Validate(); err != nil {
 		return usageErr(fs, "%v", err)
 	}
@@ -157,16 +145,4 @@ func loadCmd(which string, args []string) int {
 		}
 	}
 	return exitOK
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }

@@ -25,17 +25,13 @@ func small(endpoints []string) load.Config {
 	return cfg
 }
 
-// Every row runs against a real cluster, spread over all its nodes, and
-// leaves nothing behind: no errors, keepalives write no entry, and the
-// sessions are gone afterwards.
-func TestRows_AgainstACluster(t *testing.T) {
-	c := servertest.New(t, 3)
-	c.WaitLeader()
-	cfg := small(c.URLs())
-	ctx := context.Background()
+// allRows runs the locks, handoff and keepalive rows of cfg (small: four
+// rows in all) and checks that each completed cycles without an error.
+func allRows(t *testing.T, cfg load.Config) []load.Row {
+	t.Helper()
 	var rows []load.Row
 	for _, run := range []func(context.Context, load.Config) ([]load.Row, error){load.Locks, load.Handoff, load.Keepalive} {
-		got, err := run(ctx, cfg)
+		got, err := run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,6 +48,16 @@ func TestRows_AgainstACluster(t *testing.T) {
 			t.Errorf("%s %d: %d ops, %d errors (%s), latency %+v", r.Bench, r.N, r.Ops, r.Errors, r.FirstError, r.Latency)
 		}
 	}
+	return rows
+}
+
+// Every row runs against a real cluster, spread over all its nodes, and
+// leaves nothing behind: no errors, keepalives write no entry, and the
+// sessions are gone afterwards.
+func TestRows_AgainstACluster(t *testing.T) {
+	c := servertest.New(t, 3)
+	c.WaitLeader()
+	rows := allRows(t, small(c.URLs()))
 	ka := rows[3]
 	if ka.RaftEntries == nil || *ka.RaftEntries != 0 || ka.Lapsed != 0 || ka.WrongExpiries != 0 {
 		t.Errorf("keepalive row: entries %v, lapsed %d, wrong %d", ka.RaftEntries, ka.Lapsed, ka.WrongExpiries)

@@ -110,23 +110,7 @@ func TestRows_AgainstAnotherSystem(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	var rows []load.Row
-	for _, run := range []func(context.Context, load.Config) ([]load.Row, error){load.Locks, load.Handoff, load.Keepalive} {
-		got, err := run(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, got...)
-	}
-	if len(rows) != 4 {
-		t.Fatalf("%d rows, want 4", len(rows))
-	}
-	for _, r := range rows {
-		if r.Ops == 0 || r.Errors != 0 {
-			t.Errorf("%s %d: %d ops, %d errors (%s)", r.Bench, r.N, r.Ops, r.Errors, r.FirstError)
-		}
-	}
+	rows := allRows(t, cfg)
 	if ka := rows[3]; ka.RaftEntries != nil || ka.Lapsed != 0 || ka.WrongExpiries != 0 {
 		t.Errorf("keepalive row: entries %v, lapsed %d, wrong %d", ka.RaftEntries, ka.Lapsed, ka.WrongExpiries)
 	}
