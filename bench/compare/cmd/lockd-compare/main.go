@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,9 +64,7 @@ func (u usageError) Error() string { return string(u) }
 // Defaults returns the rows `make bench-compare` runs by default.
 func defaults() load.Config {
 	cfg := load.DefaultConfig()
-	cfg.Workers = []int{1, 16, 64}
-	cfg.Waiters = []int{2, 16, 64}
-	cfg.Sessions = []int{1000}
+	cfg.Workers, cfg.Waiters, cfg.Sessions = []int{1, 16, 64}, []int{2, 16, 64}, []int{1000}
 	return cfg
 }
 
@@ -78,13 +75,8 @@ func run(args []string) error {
 	endpoints := fs.String("endpoints", "", "comma-separated client addresses (host:port)")
 	out := fs.String("out", "", "write the result as JSON to this file")
 	version := fs.String("version", "", "the system's version, for the report")
-	duration := fs.Duration("duration", def.Duration, "measured time of each row")
 	warmup := fs.Duration("warmup", 15*time.Second, "unreported locks row at the largest worker count before the rows")
-	workers := fs.String("workers", ints(def.Workers), "locks: comma-separated worker counts")
-	waiters := fs.String("waiters", ints(def.Waiters), "handoff: comma-separated waiter counts")
-	sessions := fs.String("sessions", ints(def.Sessions), "keepalive: comma-separated session counts")
-	callers := fs.Int("callers", def.Callers, "keepalive: callers that create and renew the sessions")
-	ttl := fs.Duration("ttl", def.TTL, "keepalive: the sessions' TTL")
+	rowFlags := load.RowFlags(fs, def)
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -95,17 +87,9 @@ func run(args []string) error {
 	if *out == "" || *system == "" || *endpoints == "" {
 		return usageError("--system, --endpoints and --out are required")
 	}
-	cfg := def
-	cfg.Duration, cfg.Callers, cfg.TTL = *duration, *callers, *ttl
-	for _, l := range []struct {
-		flag, in string
-		out      *[]int
-	}{{"workers", *workers, &cfg.Workers}, {"waiters", *waiters, &cfg.Waiters}, {"sessions", *sessions, &cfg.Sessions}} {
-		ns, err := parseInts(l.in)
-		if err != nil {
-			return usageError(fmt.Sprintf("--%s: %v", l.flag, err))
-		}
-		*l.out = ns
+	cfg, err := rowFlags()
+	if err != nil {
+		return usageError(err.Error())
 	}
 	if *warmup < 0 || *warmup > 10*time.Minute {
 		return usageError(fmt.Sprintf("--warmup %v out of range 0..10m", *warmup))
@@ -165,24 +149,4 @@ func report(args []string) error {
 		}
 	}
 	return nil
-}
-
-func ints(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ",")
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
 }
