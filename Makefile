@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/lockd
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-short race lint cluster cluster-down bench bench-serving jepsen jepsen-selftest clean
+.PHONY: build run test test-short race lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockd
@@ -40,6 +40,18 @@ bench:
 bench-serving: build
 	scripts/bench-serving.sh
 
+# lockd, etcd 3.4 and ZooKeeper 3.8 side by side (README "Comparing with
+# etcd and ZooKeeper"): installs etcd-server and zookeeperd with apt-get
+# when absent, then for each system in turn starts a 3-member cluster on
+# 127.0.0.1 (etcd 7511-7523, ZooKeeper 7531-7553, lockd 7610-7631; data in
+# .compare/), runs the same rows against it and stops it; prints the table
+# with the ratios and targets and writes bench-out/compare.{json,md}. About
+# 6 minutes, plus the install on a fresh machine. ARGS passes row flags to
+# every system, e.g. ARGS="--duration 5s --workers 1,64".
+bench-compare: build
+	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare
+	COMPARE_COMMAND="make bench-compare$(if $(ARGS), ARGS=\"$(ARGS)\")" scripts/bench-compare.sh $(ARGS)
+
 # The fault-injection campaign (about an hour): 50 seeded runs of 60 s over
 # every fault kind, appending its row to jepsen/RESULTS.md.
 jepsen:
@@ -61,4 +73,4 @@ cluster-down:
 	scripts/cluster.sh down
 
 clean:
-	rm -rf bin lockd-data .cluster .bench-cluster bench-out jepsen-out
+	rm -rf bin lockd-data .cluster .bench-cluster .compare bench-out jepsen-out

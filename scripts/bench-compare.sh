@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# bench-compare.sh [lockd-compare run flags...] — lockd, etcd and ZooKeeper
+# side by side (README "Comparing with etcd and ZooKeeper").
+#
+# Installs etcd (Debian etcd-server, 3.4) and ZooKeeper (Debian zookeeperd,
+# 3.8) with apt-get when they are absent, then, one system at a time,
+# starts a 3-member cluster on 127.0.0.1 with its data under .compare/,
+# runs the same rows against it (bin/lockd-compare run), and stops it by
+# the PIDs it started; only the cluster being measured runs. Ends with
+# the table and bench-out/compare.{json,md}. Every process it starts is
+# stopped when it exits, whatever happens.
+#
+# Ports (all on 127.0.0.1):
+#   etcd       client 7511-7513, peer 7521-7523
+#   ZooKeeper  client 7531-7533, quorum 7541-7543, election 7551-7553
+#   lockd      HTTP 7610, 7620, 7630, peer 7611, 7621, 7631
+#
+# Environment: COMPARE_SYSTEMS (default "etcd zookeeper lockd": which, in
+# that order), COMPARE_DIR (.compare), COMPARE_OUT (bench-out),
+# COMPARE_COMMAND (the command recorded in the report), LOCKD_BIN,
+# LOCKD_COMPARE_BIN.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${LOCKD_BIN:-bin/lockd}
+CMP=${LOCKD_COMPARE_BIN:-bin/lockd-compare}
+DIR=${COMPARE_DIR:-.compare}
+OUT=${COMPARE_OUT:-bench-out}
+SYSTEMS=${COMPARE_SYSTEMS:-etcd zookeeper lockd}
+COMMAND=${COMPARE_COMMAND:-scripts/bench-compare.sh $*}
+# One system's run may take this long before it is stopped (the defaults
+# take about 2 minutes).
+RUN_LIMIT=${COMPARE_RUN_LIMIT:-900}
+
+for f in "$BIN" "$CMP"; do
+  [ -x "$f" ] || { echo "bench-compare.sh: $f not found; run 'make bench-compare'" >&2; exit 1; }
+done
+
+log() { echo "bench-compare: $*" >&2; }
+
+# ---- processes: every one this script starts is listed in $DIR/*.pid ----
+
+# running PID: the process exists and has not exited (an exited child stays
+# a zombie until it is reaped).
+running() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+
+# ours PID: the process runs with its data under $DIR (so a PID file left
+# by an earlier run never stops an unrelated process that reuses the PID).
+ours() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$DIR/"; }
+
+# stop_pids FILE...: SIGTERM each PID, wait up to 15 s for all, SIGKILL the
+# rest, reap them (when they are this shell's children) and remove the files.
+stop_pids() {
+  local f pid pids=()
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    if running "$pid" && ours "$pid"; then kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid"); fi
+    rm -f "$f"
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 1 150); do running "$pid" || break; sleep 0.1; done
+    if running "$pid"; then log "pid $pid did not stop in 15 s; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; fi
+    wait "$pid" 2>/dev/null || true
+  done
+}
+
+stop_all() {
+  stop_pids "$DIR"/etcd/*.pid "$DIR"/zookeeper/*.pid
+  if [ -d "$DIR/lockd" ]; then
+    LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 scripts/cluster.sh down >/dev/null
+  fi
+}
+trap 'stop_all' EXIT
+trap 'exit 130' INT TERM
+
+# wait_for SECONDS WHAT CMD...: run CMD every 0.2 s until it succeeds.
+wait_for() {
+  local secs=$1 what=$2
+  shift 2
+  for _ in $(seq 1 $((secs * 5))); do
+    if "$@"; then return 0; fi
+    sleep 0.2
+  done
+  log "$what not ready after ${secs}s"
+  return 1
+}
+
+# ---- installing the peers ----
+
+install_peers() {
+  local pkgs=()
+  [[ " $SYSTEMS " == *" etcd "* ]] && ! command -v etcd >/dev/null && pkgs+=(etcd-server)
+  [[ " $SYSTEMS " == *" zookeeper "* ]] && [ ! -f /usr/share/java/zookeeper.jar ] && pkgs+=(zookeeperd)
+  [ ${#pkgs[@]} -eq 0 ] && return 0
+  [ "$(id -u)" = 0 ] || { log "${pkgs[*]} missing; run as root so that apt-get can install them"; exit 1; }
+  log "installing ${pkgs[*]} with apt-get"
+  # The packages would start system-wide services listening on every
+  # interface; a policy-rc.d that says no keeps them from starting.
+  local policy=/usr/sbin/policy-rc.d made=
+  if [ ! -e $policy ]; then
+    printf '#!/bin/sh\nexit 101\n' >$policy && chmod +x $policy && made=1
+  fi
+  local rc=0
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${pkgs[@]}"; } >"$DIR/apt.log" 2>&1 || rc=$?
+  [ -n "$made" ] && rm -f $policy
+  if [ $rc != 0 ]; then log "apt-get failed; see $DIR/apt.log"; exit 1; fi
+}
+
+# ---- etcd ----
+
+etcd_health() {
+  local i
+  for i in 1 2 3; do
+    curl -sf -m 1 "http://127.0.0.1:751$i/health" | grep -q '"health":"true"' || return 1
+  done
+}
+
+start_etcd() {
+  local d=$DIR/etcd i initial=
+  mkdir -p "$d"
+  for i in 1 2 3; do initial+="${initial:+,}e$i=http://127.0.0.1:752$i"; done
+  for i in 1 2 3; do
+    # etcd fsyncs its WAL on every commit by default.
+    etcd --name "e$i" --data-dir "$d/e$i" \
+      --listen-client-urls "http://127.0.0.1:751$i" --advertise-client-urls "http://127.0.0.1:751$i" \
+      --listen-peer-urls "http://127.0.0.1:752$i" --initial-advertise-peer-urls "http://127.0.0.1:752$i" \
+      --initial-cluster "$initial" --initial-cluster-token lockd-compare --initial-cluster-state new \
+      --logger zap --log-outputs stderr >>"$d/e$i.log" 2>&1 &
+    echo $! >"$d/e$i.pid"
+  done
+  wait_for 30 "etcd" etcd_health
+}
+
+etcd_version() {
+  echo "$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p') (Debian etcd-server $(dpkg-query -W -f='${Version}' etcd-server 2>/dev/null))"
+}
+
+# ---- ZooKeeper ----
+
+# srvr PORT: the member's answer to the srvr four-letter word.
+srvr() { timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3' _ "$1" 2>/dev/null || true; }
+
+zk_ready() {
+  local i leaders=0 mode
+  for i in 1 2 3; do
+    mode=$(srvr "753$i" | sed -n 's/^Mode: //p')
+    case $mode in
+      leader) leaders=$((leaders + 1)) ;;
+      follower) ;;
+      *) return 1 ;;
+    esac
+  done
+  [ $leaders = 1 ]
+}
+
+start_zookeeper() {
+  local d i cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
+  mkdir -p "$DIR/zookeeper"
+  d=$(cd "$DIR/zookeeper" && pwd)
+  # Without an SLF4J binding ZooKeeper logs nothing.
+  [ -f /usr/share/java/slf4j-simple.jar ] && cp+=:/usr/share/java/slf4j-simple.jar
+  for i in 1 2 3; do
+    mkdir -p "$d/zk$i"
+    echo "$i" >"$d/zk$i/myid"
+    cat >"$d/zk$i.cfg" <<EOF
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$d/zk$i
+clientPort=753$i
+clientPortAddress=127.0.0.1
+forceSync=yes
+admin.enableServer=false
+4lw.commands.whitelist=srvr
+server.1=127.0.0.1:7541:7551
+server.2=127.0.0.1:7542:7552
+server.3=127.0.0.1:7543:7553
+EOF
+    java -cp "$cp" -Xms128m -Xmx512m -Dorg.slf4j.simpleLogger.showDateTime=true \
+      org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zk$i.cfg" </dev/null >>"$d/zk$i.log" 2>&1 &
+    echo $! >"$d/zk$i.pid"
+  done
+  wait_for 60 "ZooKeeper" zk_ready
+}
+
+# (Debian's build reports itself as "3.8.0-${mvngit.commit.id}": name the
+# package's version too.)
+zookeeper_version() {
+  echo "$(srvr 7531 | sed -n 's/^Zookeeper version: \([^-,]*\).*/\1/p') (Debian zookeeper $(dpkg-query -W -f='${Version}' zookeeper 2>/dev/null))"
+}
+
+# ---- lockd ----
+
+start_lockd() {
+  # Every commit is fsynced on every node (bbolt), lockd's default. The
+  # nodes run without fault injection, as a production node would.
+  LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 LOCKD_FAULT_INJECTION=0 LOCKD_BIN=$BIN \
+    scripts/cluster.sh up 3 >/dev/null
+}
+
+lockd_version() { "$BIN" version | sed 's/^lockd //'; }
+
+stop_etcd() { stop_pids "$DIR"/etcd/*.pid; }
+stop_zookeeper() { stop_pids "$DIR"/zookeeper/*.pid; }
+stop_lockd() { LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 scripts/cluster.sh down >/dev/null; }
+
+endpoints() {
+  case $1 in
+    etcd) echo 127.0.0.1:7511,127.0.0.1:7512,127.0.0.1:7513 ;;
+    zookeeper) echo 127.0.0.1:7531,127.0.0.1:7532,127.0.0.1:7533 ;;
+    lockd) echo http://127.0.0.1:7610,http://127.0.0.1:7620,http://127.0.0.1:7630 ;;
+  esac
+}
+
+client_version() {
+  case $1 in
+    etcd) echo "client go.etcd.io/etcd/client/v3 $(sed -n 's/^\tgo.etcd.io\/etcd\/client\/v3 //p' bench/compare/go.mod)" ;;
+    zookeeper) echo "client github.com/go-zookeeper/zk $(sed -n 's/^\tgithub.com\/go-zookeeper\/zk //p' bench/compare/go.mod)" ;;
+    lockd) echo "its HTTP API, no client library" ;;
+  esac
+}
+
+# ---- the run ----
+
+for s in $SYSTEMS; do
+  case $s in etcd | zookeeper | lockd) ;; *) log "unknown system $s in COMPARE_SYSTEMS"; exit 2 ;; esac
+done
+stop_all
+rm -rf "$DIR"
+mkdir -p "$DIR" "$OUT"
+install_peers
+
+start=$(date +%s)
+results=()
+failed=
+for s in $SYSTEMS; do
+  log "$s: starting a 3-member cluster"
+  if ! "start_$s"; then
+    log "$s: did not start; its logs are in $DIR/$s"
+    failed+=" $s"
+    "stop_$s"
+    continue
+  fi
+  version="$("${s}_version"); $(client_version "$s"); 3 members, fsync on every commit"
+  log "$s: running the rows"
+  if ! timeout -k 10 "$RUN_LIMIT" "$CMP" run --system "$s" --endpoints "$(endpoints "$s")" \
+    --version "$version" --out "$DIR/$s.json" "$@"; then
+    log "$s: the run failed"
+    failed+=" $s"
+  fi
+  [ -f "$DIR/$s.json" ] && results+=("$DIR/$s.json")
+  log "$s: stopping"
+  "stop_$s"
+done
+
+if [ ${#results[@]} -gt 0 ]; then
+  "$CMP" report --json "$OUT/compare.json" --markdown "$OUT/compare.md" \
+    --commit "$(git describe --always --dirty 2>/dev/null || echo unknown)" --command "$COMMAND" "${results[@]}"
+  log "wrote $OUT/compare.json and $OUT/compare.md in $(($(date +%s) - start)) s"
+fi
+if [ -n "$failed" ]; then
+  log "failed:$failed"
+  exit 1
+fi
