@@ -70,8 +70,15 @@ stop_all() {
     LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 scripts/cluster.sh down >/dev/null
   fi
 }
+# A signal stops the run in progress (which then ends its rows and writes
+# what it has), then everything else.
+RUNNER=
+on_signal() {
+  if [ -n "$RUNNER" ] && running "$RUNNER"; then kill -INT "$RUNNER" 2>/dev/null || true; wait "$RUNNER" 2>/dev/null || true; fi
+  exit 130
+}
 trap 'stop_all' EXIT
-trap 'exit 130' INT TERM
+trap 'on_signal' INT TERM
 
 # wait_for SECONDS WHAT CMD...: run CMD every 0.2 s until it succeeds.
 wait_for() {
@@ -243,11 +250,15 @@ for s in $SYSTEMS; do
   fi
   version="$("${s}_version"); $(client_version "$s"); 3 members, fsync on every commit"
   log "$s: running the rows"
-  if ! timeout -k 10 "$RUN_LIMIT" "$CMP" run --system "$s" --endpoints "$(endpoints "$s")" \
-    --version "$version" --out "$DIR/$s.json" "$@"; then
+  # In the background, so that a signal to this script is handled at once.
+  timeout -k 10 "$RUN_LIMIT" "$CMP" run --system "$s" --endpoints "$(endpoints "$s")" \
+    --version "$version" --out "$DIR/$s.json" "$@" &
+  RUNNER=$!
+  if ! wait "$RUNNER"; then
     log "$s: the run failed"
     failed+=" $s"
   fi
+  RUNNER=
   [ -f "$DIR/$s.json" ] && results+=("$DIR/$s.json")
   log "$s: stopping"
   "stop_$s"
