@@ -239,12 +239,15 @@ func (rep *Report) targets(rows map[string]map[rowKey]load.Row) {
 		commit = msOf(l.Latency.P50) / 2
 		rep.CommitLatencyMs = &commit
 	}
+	if len(rep.keys("handoff")) == 0 {
+		add("hand-off p99: no more than one commit latency + 1 ms", Unmeasured, "no handoff rows")
+	}
 	for _, k := range rep.keys("handoff") {
 		name := fmt.Sprintf("hand-off p99 at %d waiters: no more than one commit latency + 1 ms", k)
 		h, _ := get(Lockd, "handoff", k)
 		switch {
 		case h.Ops == 0:
-			add(name, Unmeasured, "no grants measured for lockd")
+			add(name, Unmeasured, "no grants measured for lockd at this count")
 		case rep.CommitLatencyMs == nil:
 			add(name, Unmeasured, "commit latency unmeasured (no 1-worker locks row for lockd)")
 		default:
@@ -253,13 +256,16 @@ func (rep *Report) targets(rows map[string]map[rowKey]load.Row) {
 		}
 	}
 
-	for _, k := range rep.keys("keepalive") {
-		callers := 0
-		for _, r := range rep.Results {
-			if r.System == Lockd {
-				callers = r.Callers
-			}
+	callers := 0
+	for _, r := range rep.Results {
+		if r.System == Lockd {
+			callers = r.Callers
 		}
+	}
+	if len(rep.keys("keepalive")) == 0 {
+		add("keepalive: at least 1.5x etcd's KeepAliveOnce rate at 64 callers", Unmeasured, "no keepalive rows")
+	}
+	for _, k := range rep.keys("keepalive") {
 		name := fmt.Sprintf("keepalive at %d sessions, %d callers: at least 1.5x etcd's KeepAliveOnce rate, with 0 wrong expiries, 0 lapsed, 0 errors, 0 writes", k, callers)
 		if callers != 64 {
 			name += " (the target is stated at 64 callers)"
@@ -280,17 +286,12 @@ func (rep *Report) targets(rows map[string]map[rowKey]load.Row) {
 	}
 }
 
-// keys are lockd's row sizes of a bench, in order.
+// keys are the row sizes of a bench that any system ran, in order.
 func (rep *Report) keys(bench string) []int {
 	var ns []int
-	for _, r := range rep.Results {
-		if r.System != Lockd {
-			continue
-		}
-		for _, row := range r.Rows {
-			if row.Bench == bench {
-				ns = append(ns, row.N)
-			}
+	for _, l := range rep.Lines {
+		if l.Bench == bench && !slices.Contains(ns, l.N) {
+			ns = append(ns, l.N)
 		}
 	}
 	return ns

@@ -123,8 +123,30 @@ func TestReport_UnmeasuredAndDirty(t *testing.T) {
 	if tg.Status != NotMet || !strings.Contains(tg.Name, "stated at 64") || !strings.Contains(tg.Detail, "1 lapsed") {
 		t.Errorf("keepalive: %+v", tg)
 	}
+	// lockd ran no handoff row: its target is there, unmeasured.
+	if tg := target(t, rep, "hand-off p99 at 2 waiters"); tg.Status != Unmeasured {
+		t.Errorf("hand-off without lockd's row: %+v", tg)
+	}
 	if l := line(t, rep, "locks", 1, "cycles/s"); l.cell(Lockd) != "-" || len(l.Ratios) != 0 {
 		t.Errorf("lockd's missing locks row shows %q, ratios %v", l.cell(Lockd), l.Ratios)
+	}
+}
+
+// With no rows at all every target is there, unmeasured.
+func TestReport_Empty(t *testing.T) {
+	rep := NewReport(nil)
+	if len(rep.Targets) != 4 {
+		t.Fatalf("%d targets: %+v", len(rep.Targets), rep.Targets)
+	}
+	for _, tg := range rep.Targets {
+		if tg.Status != Unmeasured {
+			t.Errorf("%+v", tg)
+		}
+	}
+	var md bytes.Buffer
+	rep.Markdown(&md)
+	if !strings.Contains(md.String(), "lockd: not run") || !strings.Contains(md.String(), "unmeasured") {
+		t.Errorf("markdown:\n%s", md.String())
 	}
 }
 
