@@ -50,14 +50,17 @@ type Options struct {
 // Result is one system's rows, written as JSON by `lockd-compare run`
 // and read back by `lockd-compare report`.
 type Result struct {
-	System    string     `json:"system"`
-	Version   string     `json:"version,omitempty"`
-	Endpoints []string   `json:"endpoints"`
-	Started   time.Time  `json:"started"`
-	Warmup    float64    `json:"warmup_seconds"`
-	Callers   int        `json:"callers"`
-	TTL       float64    `json:"ttl_seconds"`
-	Rows      []load.Row `json:"rows"`
+	System    string    `json:"system"`
+	Version   string    `json:"version,omitempty"`
+	Endpoints []string  `json:"endpoints"`
+	Started   time.Time `json:"started"`
+	Warmup    float64   `json:"warmup_seconds"`
+	Callers   int       `json:"callers"`
+	TTL       float64   `json:"ttl_seconds"`
+	// Leader is the endpoint that led when the rows began ("" if it could
+	// not be told): the 1-worker row's session is on the first endpoint.
+	Leader string     `json:"leader,omitempty"`
+	Rows   []load.Row `json:"rows"`
 	// NotApplicable maps a bench the system has no counterpart of to
 	// the reason.
 	NotApplicable map[string]string `json:"not_applicable,omitempty"`
@@ -126,6 +129,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return fail(fmt.Errorf("warm-up: %w", err))
 		}
 	}
+	if i, err := leaderOf(ctx, opts.System, opts.Endpoints); err == nil {
+		res.Leader = opts.Endpoints[i]
+	} else if cfg.Progress != nil {
+		cfg.Progress(fmt.Sprintf("which endpoint leads is unknown: %v", err))
+	}
 	runs := map[string]func(context.Context, load.Config) ([]load.Row, error){
 		"locks": load.Locks, "handoff": load.Handoff, "keepalive": load.Keepalive}
 	for _, bench := range Benches {
@@ -145,4 +153,31 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// leaderOf returns the index of the endpoint that leads the cluster now.
+func leaderOf(ctx context.Context, system string, endpoints []string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var first error
+	for i, ep := range endpoints {
+		var leads bool
+		var err error
+		switch system {
+		case Lockd:
+			leads, err = lockdLeads(ctx, ep)
+		case Etcd:
+			leads, err = etcdLeads(ctx, ep)
+		case ZooKeeper:
+			leads, err = zookeeperLeads(ctx, ep)
+		}
+		if err != nil {
+			first = cmp(first, err)
+			continue
+		}
+		if leads {
+			return i, nil
+		}
+	}
+	return -1, cmp(first, fmt.Errorf("no endpoint of %v says it leads", endpoints))
 }

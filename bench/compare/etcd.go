@@ -84,6 +84,20 @@ func (e *etcd) Writes(ctx context.Context) (uint64, error) {
 	return 0, cmp(first, fmt.Errorf("etcd: no endpoint of %v is the leader", e.endpoints))
 }
 
+// etcdLeads says whether the member at endpoint leads.
+func etcdLeads(ctx context.Context, endpoint string) (bool, error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx, endpoint)
+	if err != nil {
+		return false, err
+	}
+	return st.Header != nil && st.Leader == st.Header.MemberId, nil
+}
+
 func cmp(first, err error) error {
 	if first != nil {
 		return first

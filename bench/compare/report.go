@@ -395,6 +395,17 @@ func (rep Report) notes() []string {
 			continue
 		}
 		r := rep.Results[i]
+		if len(r.Endpoints) > 0 {
+			where := "a follower"
+			switch r.Leader {
+			case "":
+				where = "a member not known to lead or follow"
+			case r.Endpoints[0]:
+				where = "the leader"
+			}
+			notes = append(notes, fmt.Sprintf("%s: the 1-worker row's session was on %s (%s); the leader at the start was %s",
+				Title(s), where, r.Endpoints[0], orDash(r.Leader)))
+		}
 		for _, b := range Benches {
 			if why, ok := r.NotApplicable[b]; ok {
 				notes = append(notes, fmt.Sprintf("%s, %s: not applicable: %s", Title(s), b, why))
@@ -427,6 +438,13 @@ func (rep Report) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "- **%s:** %s; endpoints %s; warm-up %.0f s\n", Title(r.System), orDash(r.Version), strings.Join(r.Endpoints, ", "), r.Warmup)
 	}
 	if len(rep.Results) > 0 {
+		order := slices.Clone(rep.Results)
+		slices.SortStableFunc(order, func(a, b Result) int { return a.Started.Compare(b.Started) })
+		names := make([]string, len(order))
+		for i, r := range order {
+			names[i] = Title(r.System)
+		}
+		fmt.Fprintf(w, "- **Order:** %s, one at a time: each cluster ran only while it was measured\n", strings.Join(names, ", "))
 		r := rep.Results[0]
 		fmt.Fprintf(w, "- **Rows:** each measured for %s; keepalive sessions with a %.0f s TTL renewed by %d callers\n", rowSeconds(rep), r.TTL, r.Callers)
 	}

@@ -156,8 +156,12 @@ func TestReport_FilesAndOutput(t *testing.T) {
 	dir := t.TempDir()
 	var paths []string
 	for _, r := range results() {
+		r.Endpoints = []string{"a:1", "a:2"}
+		r.Leader = "a:1"
+		r.Started = time.Date(2026, 1, 1, 0, 0, len(r.System), 0, time.UTC) // etcd, then lockd, then ZooKeeper
 		if r.System == Etcd {
 			r.Error = "handoff: boom"
+			r.Endpoints[0], r.Leader = "b:1", "a:2"
 		}
 		p := filepath.Join(dir, r.System+".json")
 		if err := WriteJSON(p, r); err != nil {
@@ -179,13 +183,14 @@ func TestReport_FilesAndOutput(t *testing.T) {
 	rep.Print(&text)
 	rep.Markdown(&md)
 	for _, want := range []string{"locks, 64 workers", "keepalive, 1000 sessions", "lockd/ZooKeeper", "2.00x", "n/a",
-		"etcd: the run stopped: handoff: boom", "not applicable", "[not met]", "[met]"} {
+		"etcd: the run stopped: handoff: boom", "lockd: the 1-worker row's session was on the leader (a:1)",
+		"etcd: the 1-worker row's session was on a follower (b:1)", "not applicable", "[not met]", "[met]"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, text.String())
 		}
 	}
 	for _, want := range []string{"**Commit:** `abc123`", "**Command:** `make bench-compare`", "| row | metric | lockd | etcd | ZooKeeper |",
-		"|---|", "| target | status | measured |", "Commit latency (for the hand-off target): 0.90 ms", "**Machine:**"} {
+		"|---|", "| target | status | measured |", "**Order:** etcd, lockd, ZooKeeper, one at a time", "Commit latency (for the hand-off target): 0.90 ms", "**Machine:**"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,9 @@ func TestRun_Lockd(t *testing.T) {
 	}
 	if ka := res.Rows[3]; ka.RaftEntries == nil || *ka.RaftEntries != 0 {
 		t.Errorf("keepalive writes %v", ka.RaftEntries)
+	}
+	if !slices.Contains(c.URLs(), res.Leader) {
+		t.Errorf("leader %q is none of %v", res.Leader, c.URLs())
 	}
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "lockd: warm-up") {
 		t.Errorf("progress %q: want a warm-up line first, prefixed with the system", lines)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +81,33 @@ func (z *zookeeper) NewSession(ctx context.Context, i int, ttl time.Duration) (l
 
 func (z *zookeeper) Writes(context.Context) (uint64, error) {
 	return 0, fmt.Errorf("zookeeper: counting writes is not implemented: %w", errors.ErrUnsupported)
+}
+
+// zookeeperLeads asks the member at server with the srvr four-letter word
+// whether it leads.
+func zookeeperLeads(ctx context.Context, server string) (bool, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", server)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte("srvr")); err != nil {
+		return false, err
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		return false, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if mode, ok := strings.CutPrefix(l, "Mode: "); ok {
+			return strings.TrimSpace(mode) == "leader", nil
+		}
+	}
+	return false, fmt.Errorf("zookeeper %s: no mode in its srvr answer %.100q", server, b)
 }
 
 // NotApplicable: ZooKeeper has no counterpart of the keepalive rows.
