@@ -46,7 +46,7 @@ bench-serving: build
 # 127.0.0.1 (etcd 7511-7523, ZooKeeper 7531-7553, lockd 7610-7631; data in
 # .compare/), runs the same rows against it and stops it; prints the table
 # with the ratios and targets and writes bench-out/compare.{json,md}. About
-# 6 minutes, plus the install on a fresh machine. ARGS passes row flags to
+# 5 minutes, plus the install on a fresh machine. ARGS passes row flags to
 # every system, e.g. ARGS="--duration 5s --workers 1,64".
 bench-compare: build
 	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare

@@ -425,7 +425,11 @@ func (rep Report) notes() []string {
 
 // Markdown writes the report as a block for BENCHMARKS.md.
 func (rep Report) Markdown(w io.Writer) {
-	fmt.Fprintf(w, "### lockd, etcd and ZooKeeper side by side, %s\n\n", rep.Date.Format("2006-01-02"))
+	commit := ""
+	if rep.Commit != "" {
+		commit = ", commit " + rep.Commit
+	}
+	fmt.Fprintf(w, "## %s%s: lockd, etcd and ZooKeeper side by side\n\n", rep.Date.Format("2006-01-02"), commit)
 	fmt.Fprintf(w, "- **Date:** %s\n", rep.Date.Format(time.RFC3339))
 	fmt.Fprintf(w, "- **Machine:** %s; %d CPUs (nproc)\n", rep.Machine, rep.Cores)
 	if rep.Commit != "" {

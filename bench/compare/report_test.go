@@ -189,7 +189,7 @@ func TestReport_FilesAndOutput(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, text.String())
 		}
 	}
-	for _, want := range []string{"**Commit:** `abc123`", "**Command:** `make bench-compare`", "| row | metric | lockd | etcd | ZooKeeper |",
+	for _, want := range []string{"## 2026-", ", commit abc123: lockd, etcd and ZooKeeper side by side\n", "**Commit:** `abc123`", "**Command:** `make bench-compare`", "| row | metric | lockd | etcd | ZooKeeper |",
 		"|---|", "| target | status | measured |", "**Order:** etcd, lockd, ZooKeeper, one at a time", "Commit latency (for the hand-off target): 0.90 ms", "**Machine:**"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
