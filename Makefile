@@ -49,7 +49,8 @@ bench-serving: build
 # 5 minutes, plus the install on a fresh machine. ARGS passes row flags to
 # every system, e.g. ARGS="--duration 5s --workers 1,64".
 bench-compare: build
-	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare
+	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare || \
+	  { echo "if go.sum is out of step with lockd's go.mod: cd bench/compare && go mod tidy" >&2; exit 1; }
 	COMPARE_COMMAND="make bench-compare$(if $(ARGS), ARGS=\"$(ARGS)\")" scripts/bench-compare.sh $(ARGS)
 
 # The fault-injection campaign (about an hour): 50 seeded runs of 60 s over

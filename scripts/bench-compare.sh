@@ -199,8 +199,9 @@ zookeeper_version() {
 # ---- lockd ----
 
 start_lockd() {
-  # Every commit is fsynced on every node (bbolt), lockd's default. The
-  # nodes run without fault injection, as a production node would.
+  # Every node fsyncs its Raft log on every append (its default log
+  # store). The nodes run without fault injection, as a production node
+  # would.
   LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 LOCKD_FAULT_INJECTION=0 LOCKD_BIN=$BIN \
     scripts/cluster.sh up 3 >/dev/null
 }
