@@ -1,6 +1,7 @@
 // Package compare runs lockd's serving rows (internal/load: locks,
-// handoff, keepalive) against lockd, etcd and ZooKeeper, one system at a
-// time, and compares the results: a table with lockd/etcd and
+// handoff, keepalive) and its failover trials (internal/failbench, and
+// their counterparts here) against lockd, etcd and ZooKeeper, one system
+// at a time, and compares the results: a table with lockd/etcd and
 // lockd/ZooKeeper ratios, the targets lockd is held to, JSON, and a
 // Markdown block for BENCHMARKS.md.
 //
@@ -64,6 +65,9 @@ type Result struct {
 	// NotApplicable maps a bench the system has no counterpart of to
 	// the reason.
 	NotApplicable map[string]string `json:"not_applicable,omitempty"`
+	// Failover holds the failover trials (`lockd-compare failover`
+	// writes a result of its own with only these), if they were run.
+	Failover *Failover `json:"failover,omitempty"`
 	// Error is the error that stopped the run, if one did; the rows
 	// before it are kept.
 	Error string `json:"error,omitempty"`

@@ -194,3 +194,105 @@ func (s *etcdSession) Destroy(ctx context.Context) error {
 	_, err := s.client.Revoke(ctx, s.lease)
 	return err
 }
+
+// etcdPeer is an etcd cluster during failover trials.
+type etcdPeer struct {
+	endpoints []string
+	ttl       time.Duration
+}
+
+func newEtcdClient(endpoint string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+// whole asks every member for its Status (on a fresh client: a client of
+// a member that was down may wait out gRPC's reconnect backoff) and
+// wants each to name the same leader.
+func (e *etcdPeer) whole(ctx context.Context) error {
+	var leader uint64
+	for _, ep := range e.endpoints {
+		c, err := newEtcdClient(ep)
+		if err != nil {
+			return err
+		}
+		st, err := c.Status(ctx, ep)
+		c.Close()
+		switch {
+		case err != nil:
+			return fmt.Errorf("etcd %s: %w", ep, err)
+		case st.Leader == 0:
+			return fmt.Errorf("etcd %s knows no leader", ep)
+		case leader != 0 && st.Leader != leader:
+			return fmt.Errorf("etcd members name leaders %x and %x", leader, st.Leader)
+		}
+		leader = st.Leader
+	}
+	return nil
+}
+
+// prepare grants a lease through the first survivor and builds a
+// concurrency.Session on it on a client of each survivor, so that every
+// survivor can be tried with the one session.
+func (e *etcdPeer) prepare(ctx context.Context, survivors []int, prefix string) (prober, error) {
+	p := &etcdProber{prefix: prefix}
+	for _, i := range survivors {
+		c, err := newEtcdClient(e.endpoints[i])
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.clients = append(p.clients, c)
+	}
+	resp, err := p.clients[0].Grant(ctx, int64(e.ttl/time.Second))
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	p.lease = resp.ID
+	for _, c := range p.clients {
+		s, err := concurrency.NewSession(c, concurrency.WithLease(resp.ID))
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.sessions = append(p.sessions, s)
+	}
+	return p, nil
+}
+
+type etcdProber struct {
+	prefix   string
+	clients  []*clientv3.Client
+	lease    clientv3.LeaseID
+	sessions []*concurrency.Session
+}
+
+// channels: one per survivor for the session made before the kill; no
+// second column.
+func (p *etcdProber) channels(col int) (int, int) {
+	if col == 0 {
+		return len(p.sessions), 1000
+	}
+	return 0, 0
+}
+
+// try is Mutex.TryLock on a fresh key through survivor ch.
+func (p *etcdProber) try(ctx context.Context, _, ch int, k uint64) error {
+	return concurrency.NewMutex(p.sessions[ch], fmt.Sprintf("%s/%d", p.prefix, k)).TryLock(ctx)
+}
+
+// close stops the sessions' renewals and revokes the lease, which deletes
+// the keys the tries took.
+func (p *etcdProber) close() {
+	for _, s := range p.sessions {
+		s.Orphan()
+	}
+	if p.lease != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), tryLimit)
+		p.clients[0].Revoke(ctx, p.lease)
+		cancel()
+	}
+	for _, c := range p.clients {
+		c.Close()
+	}
+}

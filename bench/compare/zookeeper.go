@@ -86,28 +86,36 @@ func (z *zookeeper) Writes(context.Context) (uint64, error) {
 // zookeeperLeads asks the member at server with the srvr four-letter word
 // whether it leads.
 func zookeeperLeads(ctx context.Context, server string) (bool, error) {
+	mode, err := zookeeperMode(ctx, server)
+	return mode == "leader", err
+}
+
+// zookeeperMode is the mode the member at server states in its answer to
+// the srvr four-letter word (leader, follower or standalone); an error if
+// it states none, as while it is not serving.
+func zookeeperMode(ctx context.Context, server string) (string, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", server)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(dl)
 	}
 	if _, err := conn.Write([]byte("srvr")); err != nil {
-		return false, err
+		return "", err
 	}
 	b, err := io.ReadAll(conn)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if mode, ok := strings.CutPrefix(l, "Mode: "); ok {
-			return strings.TrimSpace(mode) == "leader", nil
+			return strings.TrimSpace(mode), nil
 		}
 	}
-	return false, fmt.Errorf("zookeeper %s: no mode in its srvr answer %.100q", server, b)
+	return "", fmt.Errorf("zookeeper %s: no mode in its srvr answer %.100q", server, b)
 }
 
 // NotApplicable: ZooKeeper has no counterpart of the keepalive rows.
@@ -248,4 +256,149 @@ func (s *zkSession) Release(ctx context.Context, name string) error {
 func (s *zkSession) Destroy(context.Context) error {
 	s.conn.Close()
 	return nil
+}
+
+// zkPeer is a ZooKeeper ensemble during failover trials.
+type zkPeer struct {
+	servers []string
+	ttl     time.Duration
+}
+
+// whole wants every member to answer srvr as a leader or a follower, and
+// one of them to lead.
+func (z *zkPeer) whole(ctx context.Context) error {
+	leaders := 0
+	for _, s := range z.servers {
+		mode, err := zookeeperMode(ctx, s)
+		switch {
+		case err != nil:
+			return err
+		case mode == "leader":
+			leaders++
+		case mode != "follower":
+			return fmt.Errorf("zookeeper %s: mode %s", s, mode)
+		}
+	}
+	if leaders != 1 {
+		return fmt.Errorf("zookeeper: %d leaders", leaders)
+	}
+	return nil
+}
+
+// zkConnect connects to servers and waits for a session. With failFast,
+// a connection the server drops before the session is up (as one that
+// is not serving does) ends the wait at once, where the client would
+// sleep a second and try again.
+func zkConnect(ctx context.Context, servers []string, ttl time.Duration, failFast bool) (*zk.Conn, error) {
+	conn, events, err := zk.Connect(servers, ttl, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return nil, fmt.Errorf("zookeeper %v: connection closed before the session was established", servers)
+			}
+			switch ev.State {
+			case zk.StateHasSession:
+				return conn, nil
+			case zk.StateDisconnected, zk.StateExpired, zk.StateAuthFailed:
+				if failFast {
+					conn.Close()
+					return nil, fmt.Errorf("zookeeper %s: %v", ev.Server, ev.State)
+				}
+			}
+		case <-ctx.Done():
+			conn.Close()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// prepare connects one session to the survivors and creates the
+// directory the tries create their nodes in.
+func (z *zkPeer) prepare(ctx context.Context, survivors []int, prefix string) (prober, error) {
+	p := &zkProber{dir: prefix, ttl: z.ttl}
+	for _, i := range survivors {
+		p.servers = append(p.servers, z.servers[i])
+	}
+	conn, err := zkConnect(ctx, p.servers, z.ttl, false)
+	if err != nil {
+		return nil, err
+	}
+	p.conn = conn
+	at := ""
+	for _, part := range strings.Split(strings.Trim(prefix, "/"), "/") {
+		at += "/" + part
+		if _, err := conn.Create(at, nil, 0, zkACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+type zkProber struct {
+	dir     string
+	ttl     time.Duration
+	servers []string
+	conn    *zk.Conn // the session made before the kill
+	calls   sync.WaitGroup
+}
+
+// channels: column 0 is the one connection made before the kill (it
+// talks to one survivor at a time); column 1 opens a new session to each
+// survivor, at most 20 at a time per survivor (the server allows 60
+// connections per client address by default, and the background workers
+// and the first column need some).
+func (p *zkProber) channels(col int) (int, int) {
+	if col == 0 {
+		return 1, 1000
+	}
+	return len(p.servers), 20
+}
+
+// try creates an ephemeral sequential node of a fresh name, the lock
+// recipe's create, in the session made before the kill (column 0) or in
+// a new session to survivor ch (column 1).
+func (p *zkProber) try(ctx context.Context, col, ch int, k uint64) error {
+	conn := p.conn
+	if col == 1 {
+		c, err := zkConnect(ctx, []string{p.servers[ch]}, p.ttl, true)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		conn = c
+	}
+	return p.call(ctx, func() error {
+		_, err := conn.CreateProtectedEphemeralSequential(fmt.Sprintf("%s/%d-lock-", p.dir, k), nil, zkACL)
+		return err
+	})
+}
+
+// call runs f, which cannot be cancelled, and returns when it does or
+// when ctx ends; f itself returns at the latest when its connection is
+// closed.
+func (p *zkProber) call(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	p.calls.Add(1)
+	go func() {
+		defer p.calls.Done()
+		done <- f()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close closes the session made before the kill, which deletes its nodes,
+// and waits for the calls still under way.
+func (p *zkProber) close() {
+	p.conn.Close()
+	p.calls.Wait()
 }

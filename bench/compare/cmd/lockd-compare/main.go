@@ -2,10 +2,13 @@
 // `lockd bench` and compares the results:
 //
 //	lockd-compare run --system lockd|etcd|zookeeper --endpoints A,B,C --out FILE [row flags]
+//	lockd-compare failover --system etcd|zookeeper --endpoints A,B,C --pid-files P1,P2,P3 --restart CMD --out FILE [flags]
+//	lockd-compare failover --system lockd --lockd-bin PATH --dir DIR --out FILE [flags]
 //	lockd-compare report [--json FILE] [--markdown FILE] [--commit C] [--command S] RESULT.json...
 //
 // `make bench-compare` (scripts/bench-compare.sh) starts each cluster,
-// runs `run` against it, stops it, and ends with `report`.
+// runs `run` and then `failover` against it, stops it (lockd's failover
+// runs after, on a cluster of its own), and ends with `report`.
 package main
 
 import (
@@ -26,6 +29,10 @@ const usage = `usage:
   lockd-compare run --system lockd|etcd|zookeeper --endpoints A,B,C --out FILE
         [--duration 10s] [--warmup 15s] [--workers 1,16,64] [--waiters 2,16,64]
         [--sessions 1000] [--callers 64] [--ttl 30s] [--version TEXT] [--quiet]
+  lockd-compare failover --system etcd|zookeeper --endpoints A,B,C --pid-files P1,P2,P3
+        --restart "CMD ARGS... {i}" --out FILE [--trials 5] [--workers 8] [--settle 2s]
+        [--ttl 30s] [--version TEXT] [--quiet]
+  lockd-compare failover --system lockd --lockd-bin PATH --dir DIR --out FILE [--trials 5] ...
   lockd-compare report [--json FILE] [--markdown FILE] [--commit C] [--command S] RESULT.json...`
 
 func main() {
@@ -37,6 +44,8 @@ func main() {
 	switch os.Args[1] {
 	case "run":
 		err = run(os.Args[2:])
+	case "failover":
+		err = failover(os.Args[2:])
 	case "report":
 		err = report(os.Args[2:])
 	case "-h", "--help", "help":
@@ -106,6 +115,68 @@ func run(args []string) error {
 	}
 	if len(res.Rows) > 0 {
 		load.Print(os.Stderr, res.Rows)
+	}
+	return err
+}
+
+func failover(args []string) error {
+	fs := flag.NewFlagSet("lockd-compare failover", flag.ContinueOnError)
+	def := compare.DefaultFailoverOptions()
+	system := fs.String("system", "", "lockd, etcd or zookeeper")
+	endpoints := fs.String("endpoints", "", "etcd, zookeeper: comma-separated client addresses (host:port), in member order")
+	pidFiles := fs.String("pid-files", "", "etcd, zookeeper: comma-separated PID files of the members, in the same order")
+	restart := fs.String("restart", "", "etcd, zookeeper: the command that starts member {i} (from 1) again, space-separated")
+	bin := fs.String("lockd-bin", "", "lockd: the lockd binary its own cluster runs")
+	dir := fs.String("dir", "", "lockd: the directory for its cluster's data and logs")
+	trials := fs.Int("trials", def.Trials, "kills of the leader")
+	workers := fs.Int("workers", def.Workers, "background workers taking and releasing locks over all members")
+	settle := fs.Duration("settle", def.Settle, "how long the whole cluster runs before each trial")
+	ttl := fs.Duration("ttl", def.TTL, "the sessions' TTL")
+	out := fs.String("out", "", "write the result as JSON to this file")
+	version := fs.String("version", "", "the system's version, for the report")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError(fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	}
+	if *out == "" || *system == "" {
+		return usageError("--system and --out are required")
+	}
+	opts := def
+	opts.System, opts.Version, opts.Binary, opts.Dir = *system, *version, *bin, *dir
+	opts.Trials, opts.Workers, opts.Settle, opts.TTL = *trials, *workers, *settle, *ttl
+	if *endpoints != "" {
+		opts.Endpoints = strings.Split(*endpoints, ",")
+	}
+	if *pidFiles != "" {
+		opts.PIDFiles = strings.Split(*pidFiles, ",")
+	}
+	opts.Restart = strings.Fields(*restart)
+	if err := opts.Validate(); err != nil {
+		return usageError(err.Error())
+	}
+	if !*quiet {
+		opts.Progress = func(line string) { fmt.Fprintln(os.Stderr, line) }
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := compare.RunFailover(ctx, opts)
+	if werr := compare.WriteJSON(*out, res); werr != nil && err == nil {
+		err = werr
+	}
+	if f := res.Failover; f != nil {
+		summary := func(what string, t compare.Times) {
+			if lo, p50, hi, ok := t.Stats(); ok {
+				fmt.Fprintf(os.Stderr, "%s failover, %s: %d trials, min %v, p50 %v, max %v, %d failed\n", compare.Title(*system), what,
+					f.Trials, lo.Round(time.Millisecond), p50.Round(time.Millisecond), hi.Round(time.Millisecond), t.Failed)
+			}
+		}
+		summary("a session made before the kill", f.Kill)
+		if f.NewSession != nil {
+			summary("a new session per try", *f.NewSession)
+		}
 	}
 	return err
 }
