@@ -110,9 +110,16 @@ func NewReport(results []Result) Report {
 	rep := Report{Date: time.Now().UTC()}
 	rep.Machine, rep.Cores = Machine()
 	for _, name := range Systems {
+		found := false
 		for _, r := range results {
-			if r.System == name {
+			switch {
+			case r.System != name:
+			case found:
+				last := &rep.Results[len(rep.Results)-1]
+				*last = merge(*last, r)
+			default:
 				rep.Results = append(rep.Results, r)
+				found = true
 			}
 		}
 	}
@@ -147,21 +154,157 @@ func NewReport(results []Result) Report {
 					}
 				}
 			}
-			if v, ok := l.Values[Lockd]; ok && m.ratio {
-				for _, peer := range Systems[1:] {
-					if p, ok := l.Values[peer]; ok && p > 0 {
-						if l.Ratios == nil {
-							l.Ratios = map[string]float64{}
-						}
-						l.Ratios[peer] = v / p
-					}
-				}
+			if m.ratio {
+				l.setRatios()
 			}
 			rep.Lines = append(rep.Lines, l)
 		}
 	}
+	rep.failoverLines()
 	rep.targets(rows)
 	return rep
+}
+
+// setRatios sets lockd's value over each peer's that has one.
+func (l *Line) setRatios() {
+	v, ok := l.Values[Lockd]
+	if !ok {
+		return
+	}
+	for _, peer := range Systems[1:] {
+		if p, ok := l.Values[peer]; ok && p > 0 {
+			if l.Ratios == nil {
+				l.Ratios = map[string]float64{}
+			}
+			l.Ratios[peer] = v / p
+		}
+	}
+}
+
+// merge folds b, another result of a's system (its failover trials, say),
+// into a: the rows' fields come from the result that ran rows.
+func merge(a, b Result) Result {
+	if len(a.Endpoints) == 0 && len(b.Endpoints) > 0 {
+		a.Endpoints, a.Leader, a.Warmup, a.Callers, a.TTL = b.Endpoints, b.Leader, b.Warmup, b.Callers, b.TTL
+	}
+	if a.Version == "" {
+		a.Version = b.Version
+	}
+	if a.Started.IsZero() || (!b.Started.IsZero() && b.Started.Before(a.Started)) {
+		a.Started = b.Started
+	}
+	a.Rows = slices.Concat(a.Rows, b.Rows)
+	if len(b.NotApplicable) > 0 {
+		na := map[string]string{}
+		for k, v := range a.NotApplicable {
+			na[k] = v
+		}
+		for k, v := range b.NotApplicable {
+			na[k] = v
+		}
+		a.NotApplicable = na
+	}
+	if a.Failover == nil {
+		a.Failover = b.Failover
+	}
+	switch {
+	case a.Error == "":
+		a.Error = b.Error
+	case b.Error != "":
+		a.Error += "; " + b.Error
+	}
+	return a
+}
+
+// The failover row's name in Lines.
+const failoverBench = "failover"
+
+// A metric of the failover row.
+type failoverMetric struct {
+	name  string
+	get   func(*Failover) (float64, bool)
+	ratio bool
+	// newSession marks the lines of ZooKeeper's second column, shown
+	// only when a system has one.
+	newSession bool
+}
+
+func failoverMetrics() []failoverMetric {
+	stat := func(which int, newSession bool) func(*Failover) (float64, bool) {
+		return func(f *Failover) (float64, bool) {
+			t := f.Kill
+			if newSession {
+				if f.NewSession == nil {
+					return 0, false
+				}
+				t = *f.NewSession
+			}
+			lo, p50, hi, ok := t.Stats()
+			return msOf([]time.Duration{lo, p50, hi}[which]), ok
+		}
+	}
+	return []failoverMetric{
+		{name: "min ms", get: stat(0, false), ratio: true},
+		{name: "p50 ms", get: stat(1, false), ratio: true},
+		{name: "max ms", get: stat(2, false), ratio: true},
+		{name: "failed", get: func(f *Failover) (float64, bool) { return float64(f.Kill.Failed), true }},
+		{name: "new-session min ms", get: stat(0, true), newSession: true},
+		{name: "new-session p50 ms", get: stat(1, true), newSession: true},
+		{name: "new-session max ms", get: stat(2, true), newSession: true},
+		{name: "new-session failed", newSession: true, get: func(f *Failover) (float64, bool) {
+			if f.NewSession == nil {
+				return 0, false
+			}
+			return float64(f.NewSession.Failed), true
+		}},
+		{name: "load cycles", get: func(f *Failover) (float64, bool) { return float64(f.LoadCycles), true }},
+		{name: "load errors", get: func(f *Failover) (float64, bool) { return float64(f.LoadErrors), true }},
+	}
+}
+
+// failoverLines adds the failover row's lines, one block per trial count
+// (every system runs the same count unless told otherwise).
+func (rep *Report) failoverLines() {
+	var counts []int
+	newSession := false
+	for _, r := range rep.Results {
+		if f := r.Failover; f != nil {
+			if !slices.Contains(counts, f.Trials) {
+				counts = append(counts, f.Trials)
+			}
+			newSession = newSession || f.NewSession != nil
+		}
+	}
+	slices.Sort(counts)
+	for _, n := range counts {
+		for _, m := range failoverMetrics() {
+			if m.newSession && !newSession {
+				continue
+			}
+			l := Line{Bench: failoverBench, N: n, Metric: m.name, Values: map[string]float64{}}
+			for _, r := range rep.Results {
+				if f := r.Failover; f != nil && f.Trials == n {
+					if v, ok := m.get(f); ok {
+						l.Values[r.System] = v
+					}
+				}
+			}
+			if m.ratio {
+				l.setRatios()
+			}
+			rep.Lines = append(rep.Lines, l)
+		}
+	}
+}
+
+// failover returns system's failover trials, or nil.
+func (rep *Report) failover(system string) *Failover {
+	for _, r := range rep.Results {
+		if r.System == system {
+			return r.Failover
+		}
+	}
+	return nil
 }
 
 // Machine describes this machine: its CPU model and memory, and the
@@ -284,6 +427,61 @@ func (rep *Report) targets(rows map[string]map[rowKey]load.Row) {
 		add(name, status(l.Rate >= 1.5*e.Rate && clean), fmt.Sprintf("lockd %.0f/s, etcd %.0f/s: %.2fx; lockd %d wrong expiries, %d lapsed, %d errors, %s writes",
 			l.Rate, e.Rate, l.Rate/e.Rate, l.WrongExpiries, l.Lapsed, l.Errors, writes))
 	}
+
+	rep.failoverTarget()
+}
+
+// FailoverTarget names the failover target.
+const FailoverTarget = "failover after kill -9 of the leader, each system at its default settings: " +
+	"p50, with a session made before the kill, no more than the better of etcd's and ZooKeeper's, with no failed trial"
+
+// failoverTarget compares lockd's median failover time with the better
+// peer's, each timed with a session made before the kill (ZooKeeper's
+// new-session column is reported beside it, not judged).
+func (rep *Report) failoverTarget() {
+	p50 := func(f *Failover) (time.Duration, bool) {
+		if f == nil {
+			return 0, false
+		}
+		_, p, _, ok := f.Kill.Stats()
+		return p, ok
+	}
+	l := rep.failover(Lockd)
+	lp, lok := p50(l)
+	var best string
+	var bp time.Duration
+	var peers []string
+	for _, s := range Systems[1:] {
+		f := rep.failover(s)
+		p, ok := p50(f)
+		if !ok {
+			continue
+		}
+		peer := fmt.Sprintf("%s %.0f ms", Title(s), msOf(p))
+		if f.NewSession != nil {
+			if _, np, _, ok := f.NewSession.Stats(); ok {
+				peer += fmt.Sprintf(" (with a new session per try %.0f ms)", msOf(np))
+			}
+		}
+		peers = append(peers, peer)
+		if best == "" || p < bp {
+			best, bp = s, p
+		}
+	}
+	if !lok || best == "" {
+		rep.Targets = append(rep.Targets, Target{Name: FailoverTarget, Status: Unmeasured,
+			Detail: "no successful failover trial for lockd and a peer"})
+		return
+	}
+	detail := fmt.Sprintf("p50: lockd %.0f ms, %s; better peer %s", msOf(lp), strings.Join(peers, ", "), Title(best))
+	if l.Kill.Failed > 0 {
+		detail += fmt.Sprintf("; lockd: %d of %d trials took no lock in time", l.Kill.Failed, l.Trials)
+	}
+	status := NotMet
+	if lp <= bp && l.Kill.Failed == 0 {
+		status = Met
+	}
+	rep.Targets = append(rep.Targets, Target{Name: FailoverTarget, Status: status, Detail: detail})
 }
 
 // keys are the row sizes of a bench that any system ran, in order.
@@ -311,6 +509,8 @@ func rowName(l Line) string {
 		return fmt.Sprintf("locks, %d workers", l.N)
 	case "handoff":
 		return fmt.Sprintf("handoff, %d waiters", l.N)
+	case failoverBench:
+		return fmt.Sprintf("failover (kill -9 of the leader), %d trials", l.N)
 	}
 	return fmt.Sprintf("keepalive, %d sessions", l.N)
 }
@@ -375,6 +575,9 @@ func (rep Report) Print(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "ratios are lockd's value over the peer's: above 1 is better for rates, below 1 for latencies")
+	if rep.hasFailover() {
+		fmt.Fprintln(w, "failover: "+FailoverHow)
+	}
 	for _, n := range rep.notes() {
 		fmt.Fprintln(w, n)
 	}
@@ -416,6 +619,17 @@ func (rep Report) notes() []string {
 				notes = append(notes, fmt.Sprintf("%s, %s %d: %d errors, the first: %s", Title(s), row.Bench, row.N, row.Errors, row.FirstError))
 			}
 		}
+		if f := r.Failover; f != nil {
+			if len(f.Killed) > 0 {
+				notes = append(notes, fmt.Sprintf("%s, failover: the leaders killed, trial by trial: %s", Title(s), strings.Join(f.Killed, ", ")))
+			}
+			if f.Kill.Failed > 0 {
+				notes = append(notes, fmt.Sprintf("%s, failover: %d of %d trials took no lock within %v", Title(s), f.Kill.Failed, f.Trials, giveUp))
+			}
+			if f.NewSession != nil {
+				notes = append(notes, fmt.Sprintf("%s, failover: %s", Title(s), ZooKeeperFailoverColumns))
+			}
+		}
 		if r.Error != "" {
 			notes = append(notes, fmt.Sprintf("%s: the run stopped: %s", Title(s), r.Error))
 		}
@@ -452,6 +666,15 @@ func (rep Report) Markdown(w io.Writer) {
 		r := rep.Results[0]
 		fmt.Fprintf(w, "- **Rows:** each measured for %s; keepalive sessions with a %.0f s TTL renewed by %d callers\n", rowSeconds(rep), r.TTL, r.Callers)
 	}
+	if rep.hasFailover() {
+		var parts []string
+		for _, r := range rep.Results {
+			if f := r.Failover; f != nil {
+				parts = append(parts, fmt.Sprintf("%s %d trials, %d background workers, %g s settle", Title(r.System), f.Trials, f.Workers, f.Settle))
+			}
+		}
+		fmt.Fprintf(w, "- **Failover:** %s\n", strings.Join(parts, "; "))
+	}
 	fmt.Fprintln(w)
 	for i, cells := range rep.table() {
 		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
@@ -466,6 +689,10 @@ func (rep Report) Markdown(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "Commit latency (for the hand-off target): unmeasured.")
 	}
+	if rep.hasFailover() {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "Failover: %s\n", FailoverHow)
+	}
 	if notes := rep.notes(); len(notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range notes {
@@ -478,6 +705,10 @@ func (rep Report) Markdown(w io.Writer) {
 	for _, t := range rep.Targets {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", t.Name, t.Status, t.Detail)
 	}
+}
+
+func (rep Report) hasFailover() bool {
+	return slices.ContainsFunc(rep.Results, func(r Result) bool { return r.Failover != nil })
 }
 
 func orDash(s string) string {

@@ -135,7 +135,7 @@ func TestReport_UnmeasuredAndDirty(t *testing.T) {
 // With no rows at all every target is there, unmeasured.
 func TestReport_Empty(t *testing.T) {
 	rep := NewReport(nil)
-	if len(rep.Targets) != 4 {
+	if len(rep.Targets) != 5 {
 		t.Fatalf("%d targets: %+v", len(rep.Targets), rep.Targets)
 	}
 	for _, tg := range rep.Targets {
@@ -205,6 +205,137 @@ func TestReport_FilesAndOutput(t *testing.T) {
 	}
 	if _, err := os.Stat(paths[0]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// failoverResults are each system's failover trials, as `lockd-compare
+// failover` writes them beside the rows: lockd's p50 (1.0 s) beats etcd's
+// (1.2 s) and ZooKeeper's made-before-the-kill session (1.1 s), but not
+// ZooKeeper's new session per try (0.8 s), which is not judged.
+func failoverResults() []Result {
+	return []Result{
+		{System: Lockd, Version: "lockd test", Failover: &Failover{Trials: 5, Workers: 8, Settle: 2,
+			Kill: Times{Times: secs(1.3, 0.9, 1.0, 1.1, 0.95)}, LoadCycles: 100, LoadErrors: 7}},
+		{System: Etcd, Failover: &Failover{Trials: 5, Workers: 8, Settle: 2, Killed: []string{"e:1", "e:2", "e:1", "e:3", "e:2"},
+			Kill: Times{Times: secs(1.2, 1.4, 1.1, 1.2, 1.5)}}},
+		{System: ZooKeeper, Failover: &Failover{Trials: 5, Workers: 8, Settle: 2,
+			Kill:       Times{Times: secs(1.1, 1.1, 1.2, 1.05, 2)},
+			NewSession: &Times{Times: secs(0.8, 0.7, 0.9, 0.8), Failed: 1}}},
+	}
+}
+
+// The failover results merge with the rows of the same system; the row
+// has every system's min/p50/max, the ratios, ZooKeeper's second column,
+// and a target judged on the sessions made before the kill.
+func TestReport_Failover(t *testing.T) {
+	rs := results()
+	for i := range rs {
+		rs[i].Endpoints = []string{rs[i].System + ":1"}
+		rs[i].Started = time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC)
+	}
+	for i, r := range failoverResults() {
+		r.Started = time.Date(2026, 1, 1, 1, i, 0, 0, time.UTC)
+		rs = append(rs, r)
+	}
+	rs[len(rs)-1].Error = "failover: boom"
+	rep := NewReport(rs)
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results after merging", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Failover == nil || len(r.Rows) == 0 || len(r.Endpoints) != 1 || r.Started.Hour() != 0 {
+			t.Errorf("%s merged into %+v", r.System, r)
+		}
+	}
+	if rep.Results[0].Version != "lockd test" {
+		t.Errorf("lockd's version %q: want the failover result's, the rows' had none", rep.Results[0].Version)
+	}
+	if zk := rep.Results[2]; zk.Error != "failover: boom" || zk.NotApplicable["keepalive"] == "" {
+		t.Errorf("ZooKeeper merged into error %q, not applicable %v", zk.Error, zk.NotApplicable)
+	}
+	p50 := line(t, rep, failoverBench, 5, "p50 ms")
+	if p50.Values[Lockd] != 1000 || p50.Values[Etcd] != 1200 || p50.Values[ZooKeeper] != 1100 {
+		t.Errorf("p50 line %v", p50.Values)
+	}
+	if p50.Ratios[Etcd] != 1000.0/1200 || p50.Ratios[ZooKeeper] != 1000.0/1100 {
+		t.Errorf("p50 ratios %v", p50.Ratios)
+	}
+	if l := line(t, rep, failoverBench, 5, "max ms"); l.Values[ZooKeeper] != 2000 || l.Values[Lockd] != 1300 {
+		t.Errorf("max line %v", l.Values)
+	}
+	ns := line(t, rep, failoverBench, 5, "new-session p50 ms")
+	if len(ns.Values) != 1 || ns.Values[ZooKeeper] != 800 || len(ns.Ratios) != 0 || ns.cell(Lockd) != "-" {
+		t.Errorf("new-session p50 line %+v", ns)
+	}
+	if l := line(t, rep, failoverBench, 5, "new-session failed"); l.Values[ZooKeeper] != 1 {
+		t.Errorf("new-session failed %v", l.Values)
+	}
+	if l := line(t, rep, failoverBench, 5, "load errors"); l.Values[Lockd] != 7 || len(l.Ratios) != 0 {
+		t.Errorf("load errors %+v", l)
+	}
+	tg := target(t, rep, "failover after kill -9")
+	if tg.Status != Met || !strings.Contains(tg.Detail, "lockd 1000 ms") || !strings.Contains(tg.Detail, "better peer ZooKeeper") ||
+		!strings.Contains(tg.Detail, "new session per try 800 ms") {
+		t.Errorf("failover target %+v", tg)
+	}
+	var text, md bytes.Buffer
+	rep.Print(&text)
+	rep.Markdown(&md)
+	for _, want := range []string{"failover (kill -9 of the leader), 5 trials", "new-session p50 ms", "0.83x",
+		"etcd, failover: the leaders killed, trial by trial: e:1, e:2, e:1, e:3, e:2", "ZooKeeper, failover: the min/p50/max lines time a session created before the kill",
+		"failover: each system at its default timing settings", "[met] failover after kill -9"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, text.String())
+		}
+	}
+	for _, want := range []string{"- **Failover:** lockd 5 trials, 8 background workers, 2 s settle; etcd 5 trials", "\nFailover: each system at its default",
+		"| failover (kill -9 of the leader), 5 trials | min ms | 900.00 | 1100.00 | 1050.00 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// A failed trial of lockd's fails the target whatever its median; a
+// slower median fails it; without a peer's or lockd's trials it is
+// unmeasured, and without any the row is absent.
+func TestReport_FailoverTarget(t *testing.T) {
+	rs := failoverResults()
+	rs[0].Failover.Kill.Failed = 1
+	if tg := target(t, NewReport(rs), "failover after"); tg.Status != NotMet || !strings.Contains(tg.Detail, "1 of 5 trials took no lock") {
+		t.Errorf("with a failed trial: %+v", tg)
+	}
+	rs = failoverResults()
+	rs[0].Failover.Kill.Times = secs(1.15, 1.15, 1.15)
+	if tg := target(t, NewReport(rs), "failover after"); tg.Status != NotMet {
+		t.Errorf("slower than ZooKeeper's session made before the kill: %+v", tg)
+	}
+	rs = failoverResults()
+	rs[1].Failover, rs[2].Failover = nil, &Failover{Trials: 5, Kill: Times{Failed: 5}}
+	if tg := target(t, NewReport(rs), "failover after"); tg.Status != Unmeasured {
+		t.Errorf("no peer trial succeeded: %+v", tg)
+	}
+	rs = failoverResults()[1:]
+	if tg := target(t, NewReport(rs), "failover after"); tg.Status != Unmeasured {
+		t.Errorf("lockd not run: %+v", tg)
+	}
+	rep := NewReport(results())
+	for _, l := range rep.Lines {
+		if l.Bench == failoverBench {
+			t.Fatalf("a failover line without failover trials: %+v", l)
+		}
+	}
+	var md bytes.Buffer
+	rep.Markdown(&md)
+	if strings.Contains(md.String(), "Failover") {
+		t.Errorf("markdown speaks of failover without trials:\n%s", md.String())
+	}
+	// Without ZooKeeper's second column, its lines are left out.
+	rs = failoverResults()[:2]
+	for _, l := range NewReport(rs).Lines {
+		if strings.HasPrefix(l.Metric, "new-session") {
+			t.Errorf("line %+v without a second column", l)
+		}
 	}
 }
 
