@@ -51,7 +51,8 @@ bench-serving: build
 bench-compare: build
 	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare || \
 	  { echo "if go.sum is out of step with lockd's go.mod: cd bench/compare && go mod tidy" >&2; exit 1; }
-	COMPARE_COMMAND="make bench-compare$(if $(ARGS), ARGS=\"$(ARGS)\")" scripts/bench-compare.sh $(ARGS)
+	COMPARE_COMMAND="$(if $(COMPARE_FAILOVER_TRIALS),COMPARE_FAILOVER_TRIALS=$(COMPARE_FAILOVER_TRIALS) )make bench-compare$(if $(ARGS), ARGS=\"$(ARGS)\")" \
+	  scripts/bench-compare.sh $(ARGS)
 
 # The fault-injection campaign (about an hour): 50 seeded runs of 60 s over
 # every fault kind, appending its row to jepsen/RESULTS.md.

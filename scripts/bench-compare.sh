@@ -5,20 +5,26 @@
 # Installs etcd (Debian etcd-server, 3.4) and ZooKeeper (Debian zookeeperd,
 # 3.8) with apt-get when they are absent, then, one system at a time,
 # starts a 3-member cluster on 127.0.0.1 with its data under .compare/,
-# runs the same rows against it (bin/lockd-compare run), and stops it by
-# the PIDs it started; only the cluster being measured runs. Ends with
-# the table and bench-out/compare.{json,md}. Every process it starts is
-# stopped when it exits, whatever happens.
+# runs the same rows against it (bin/lockd-compare run), times failover
+# on it (bin/lockd-compare failover: the leader killed with SIGKILL and
+# restarted by `bench-compare.sh restart`, trial after trial), and stops
+# it by the PIDs it started; only the cluster being measured runs.
+# lockd's failover trials run after its cluster stopped, on a cluster of
+# their own (`lockd bench failover`'s). Ends with the table and
+# bench-out/compare.{json,md}. Every process it starts is stopped when it
+# exits, whatever happens.
 #
 # Ports (all on 127.0.0.1):
 #   etcd       client 7511-7513, peer 7521-7523
 #   ZooKeeper  client 7531-7533, quorum 7541-7543, election 7551-7553
 #   lockd      HTTP 7610, 7620, 7630, peer 7611, 7621, 7631
+#   lockd's failover cluster: ports the harness picks between 10000 and the
+#   ephemeral range, on 127.0.0.1 or other loopback addresses (127.x.y.z)
 #
 # Environment: COMPARE_SYSTEMS (default "etcd zookeeper lockd": which, in
-# that order), COMPARE_DIR (.compare), COMPARE_OUT (bench-out),
-# COMPARE_COMMAND (the command recorded in the report), LOCKD_BIN,
-# LOCKD_COMPARE_BIN.
+# that order), COMPARE_FAILOVER_TRIALS (5; 0 skips the failover trials),
+# COMPARE_DIR (.compare), COMPARE_OUT (bench-out), COMPARE_COMMAND (the
+# command recorded in the report), LOCKD_BIN, LOCKD_COMPARE_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${LOCKD_BIN:-bin/lockd}
@@ -30,6 +36,8 @@ COMMAND=${COMPARE_COMMAND:-scripts/bench-compare.sh $*}
 # One system's run may take this long before it is stopped (the defaults
 # take about 2 minutes).
 RUN_LIMIT=${COMPARE_RUN_LIMIT:-900}
+# Failover trials per system (each kills the leader once); 0 skips them.
+FAILOVER_TRIALS=${COMPARE_FAILOVER_TRIALS:-5}
 
 for f in "$BIN" "$CMP"; do
   [ -x "$f" ] || { echo "bench-compare.sh: $f not found; run 'make bench-compare'" >&2; exit 1; }
@@ -70,15 +78,6 @@ stop_all() {
     LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 scripts/cluster.sh down >/dev/null
   fi
 }
-# A signal stops the run in progress (which then ends its rows and writes
-# what it has), then everything else.
-RUNNER=
-on_signal() {
-  if [ -n "$RUNNER" ] && running "$RUNNER"; then kill -INT "$RUNNER" 2>/dev/null || true; wait "$RUNNER" 2>/dev/null || true; fi
-  exit 130
-}
-trap 'stop_all' EXIT
-trap 'on_signal' INT TERM
 
 # wait_for SECONDS WHAT CMD...: run CMD every 0.2 s until it succeeds.
 wait_for() {
@@ -122,19 +121,27 @@ etcd_health() {
   done
 }
 
-start_etcd() {
-  local d=$DIR/etcd i initial=
+# start_etcd_member I: starts member eI in the background, on its data if
+# it has some (a restart after a kill), at etcd's default timing
+# (heartbeat 100 ms, election 1000 ms).
+start_etcd_member() {
+  local d=$DIR/etcd i=$1 j initial=
   mkdir -p "$d"
-  for i in 1 2 3; do initial+="${initial:+,}e$i=http://127.0.0.1:752$i"; done
-  for i in 1 2 3; do
-    # etcd fsyncs its WAL on every commit by default.
-    etcd --name "e$i" --data-dir "$d/e$i" \
-      --listen-client-urls "http://127.0.0.1:751$i" --advertise-client-urls "http://127.0.0.1:751$i" \
-      --listen-peer-urls "http://127.0.0.1:752$i" --initial-advertise-peer-urls "http://127.0.0.1:752$i" \
-      --initial-cluster "$initial" --initial-cluster-token lockd-compare --initial-cluster-state new \
-      --logger zap --log-outputs stderr >>"$d/e$i.log" 2>&1 &
-    echo $! >"$d/e$i.pid"
-  done
+  for j in 1 2 3; do initial+="${initial:+,}e$j=http://127.0.0.1:752$j"; done
+  # etcd fsyncs its WAL on every commit by default.
+  etcd --name "e$i" --data-dir "$d/e$i" \
+    --listen-client-urls "http://127.0.0.1:751$i" --advertise-client-urls "http://127.0.0.1:751$i" \
+    --listen-peer-urls "http://127.0.0.1:752$i" --initial-advertise-peer-urls "http://127.0.0.1:752$i" \
+    --initial-cluster "$initial" --initial-cluster-token lockd-compare --initial-cluster-state new \
+    --logger zap --log-outputs stderr </dev/null >>"$d/e$i.log" 2>&1 &
+  echo $! >"$d/e$i.pid"
+  # (The failover trials kill members: no job report from this shell.)
+  disown $!
+}
+
+start_etcd() {
+  local i
+  for i in 1 2 3; do start_etcd_member "$i"; done
   wait_for 30 "etcd" etcd_health
 }
 
@@ -160,12 +167,28 @@ zk_ready() {
   [ $leaders = 1 ]
 }
 
-start_zookeeper() {
-  local d i cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
-  mkdir -p "$DIR/zookeeper"
+# start_zookeeper_member I: starts member I in the background on its
+# configuration (written by start_zookeeper) and data.
+start_zookeeper_member() {
+  local d i=$1 cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar
   d=$(cd "$DIR/zookeeper" && pwd)
   # Without an SLF4J binding ZooKeeper logs nothing.
   [ -f /usr/share/java/slf4j-simple.jar ] && cp+=:/usr/share/java/slf4j-simple.jar
+  java -cp "$cp" -Xms128m -Xmx512m -Dorg.slf4j.simpleLogger.showDateTime=true \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zk$i.cfg" </dev/null >>"$d/zk$i.log" 2>&1 &
+  echo $! >"$d/zk$i.pid"
+  disown $!
+}
+
+# start_zookeeper: ZooKeeper's default timing (tickTime 2000, initLimit
+# 10, syncLimit 5, as Debian's zoo.cfg has them). srvr, which tells
+# whether a member is ready and which one leads, is the one four-letter
+# word allowed: ZooKeeper's default list holds only srvr, and the
+# configuration names it explicitly.
+start_zookeeper() {
+  local d i
+  mkdir -p "$DIR/zookeeper"
+  d=$(cd "$DIR/zookeeper" && pwd)
   for i in 1 2 3; do
     mkdir -p "$d/zk$i"
     echo "$i" >"$d/zk$i/myid"
@@ -183,10 +206,8 @@ server.1=127.0.0.1:7541:7551
 server.2=127.0.0.1:7542:7552
 server.3=127.0.0.1:7543:7553
 EOF
-    java -cp "$cp" -Xms128m -Xmx512m -Dorg.slf4j.simpleLogger.showDateTime=true \
-      org.apache.zookeeper.server.quorum.QuorumPeerMain "$d/zk$i.cfg" </dev/null >>"$d/zk$i.log" 2>&1 &
-    echo $! >"$d/zk$i.pid"
   done
+  for i in 1 2 3; do start_zookeeper_member "$i"; done
   wait_for 60 "ZooKeeper" zk_ready
 }
 
@@ -228,11 +249,76 @@ client_version() {
   esac
 }
 
+pid_files() {
+  case $1 in
+    etcd) echo "$DIR/etcd/e1.pid,$DIR/etcd/e2.pid,$DIR/etcd/e3.pid" ;;
+    zookeeper) echo "$DIR/zookeeper/zk1.pid,$DIR/zookeeper/zk2.pid,$DIR/zookeeper/zk3.pid" ;;
+  esac
+}
+
+# ---- restart: how the failover trials start a killed member again ----
+
+# bench-compare.sh restart etcd|zookeeper I: starts member I again on its
+# data, in the background, and returns; the run that called it stops it
+# with the rest of its cluster.
+if [ "${1:-}" = restart ]; then
+  case "${2:-} ${3:-}" in
+    "etcd "[123] | "zookeeper "[123]) ;;
+    *) log "usage: bench-compare.sh restart etcd|zookeeper 1|2|3"; exit 2 ;;
+  esac
+  "start_${2}_member" "$3"
+  exit 0
+fi
+
 # ---- the run ----
+
+# A signal stops the run in progress (which then ends its rows and writes
+# what it has), then everything else.
+RUNNER=
+on_signal() {
+  if [ -n "$RUNNER" ] && running "$RUNNER"; then kill -INT "$RUNNER" 2>/dev/null || true; wait "$RUNNER" 2>/dev/null || true; fi
+  exit 130
+}
+trap 'stop_all' EXIT
+trap 'on_signal' INT TERM
+
+# measure LIMIT CMD...: runs CMD in the background under a time limit (so
+# that a signal to this script is handled at once) and waits for it.
+measure() {
+  local limit=$1
+  shift
+  timeout -k 10 "$limit" "$@" &
+  RUNNER=$!
+  local rc=0
+  wait "$RUNNER" || rc=$?
+  RUNNER=
+  return $rc
+}
+
+# failover SYSTEM VERSION: the failover trials: etcd's and ZooKeeper's on
+# their running cluster (killing and restarting members), lockd's on a
+# cluster of its own (`lockd bench failover`'s, internal/failbench).
+failover() {
+  local s=$1 version=$2 args
+  if [ "$s" = lockd ]; then
+    rm -rf "$DIR/lockd-failover"
+    args=(--lockd-bin "$BIN" --dir "$DIR/lockd-failover")
+  else
+    args=(--endpoints "$(endpoints "$s")" --pid-files "$(pid_files "$s")" --restart "scripts/bench-compare.sh restart $s {i}")
+  fi
+  log "$s: failover, $FAILOVER_TRIALS trials"
+  # A trial takes about 10 s; one that goes wrong gives up within 90 s.
+  measure $((120 + 90 * FAILOVER_TRIALS)) "$CMP" failover --system "$s" --trials "$FAILOVER_TRIALS" --version "$version" \
+    --out "$DIR/$s-failover.json" "${args[@]}"
+}
 
 for s in $SYSTEMS; do
   case $s in etcd | zookeeper | lockd) ;; *) log "unknown system $s in COMPARE_SYSTEMS"; exit 2 ;; esac
 done
+case $FAILOVER_TRIALS in
+  '' | *[!0-9]* | ???*) log "COMPARE_FAILOVER_TRIALS must be a number, 0 (no failover trials) to 99"; exit 2 ;;
+esac
+FAILOVER_TRIALS=$((10#$FAILOVER_TRIALS))
 stop_all
 rm -rf "$DIR"
 mkdir -p "$DIR" "$OUT"
@@ -251,18 +337,25 @@ for s in $SYSTEMS; do
   fi
   version="$("${s}_version"); $(client_version "$s"); 3 members, fsync on every commit"
   log "$s: running the rows"
-  # In the background, so that a signal to this script is handled at once.
-  timeout -k 10 "$RUN_LIMIT" "$CMP" run --system "$s" --endpoints "$(endpoints "$s")" \
-    --version "$version" --out "$DIR/$s.json" "$@" &
-  RUNNER=$!
-  if ! wait "$RUNNER"; then
+  if ! measure "$RUN_LIMIT" "$CMP" run --system "$s" --endpoints "$(endpoints "$s")" \
+    --version "$version" --out "$DIR/$s.json" "$@"; then
     log "$s: the run failed"
     failed+=" $s"
   fi
-  RUNNER=
   [ -f "$DIR/$s.json" ] && results+=("$DIR/$s.json")
+  # lockd's failover trials run on a cluster of their own, after this one
+  # has stopped.
+  if [ "$FAILOVER_TRIALS" -gt 0 ] && [ "$s" != lockd ] && ! failover "$s" "$version"; then
+    log "$s: the failover trials failed"
+    failed+=" $s-failover"
+  fi
   log "$s: stopping"
   "stop_$s"
+  if [ "$FAILOVER_TRIALS" -gt 0 ] && [ "$s" = lockd ] && ! failover "$s" "$version"; then
+    log "$s: the failover trials failed"
+    failed+=" $s-failover"
+  fi
+  [ -f "$DIR/$s-failover.json" ] && results+=("$DIR/$s-failover.json")
 done
 
 if [ ${#results[@]} -gt 0 ]; then
