@@ -44,10 +44,13 @@ bench-serving: build
 # etcd and ZooKeeper"): installs etcd-server and zookeeperd with apt-get
 # when absent, then for each system in turn starts a 3-member cluster on
 # 127.0.0.1 (etcd 7511-7523, ZooKeeper 7531-7553, lockd 7610-7631; data in
-# .compare/), runs the same rows against it and stops it; prints the table
-# with the ratios and targets and writes bench-out/compare.{json,md}. About
-# 5 minutes, plus the install on a fresh machine. ARGS passes row flags to
-# every system, e.g. ARGS="--duration 5s --workers 1,64".
+# .compare/), runs the same rows against it, times 5 failovers (kill -9
+# of the leader; lockd's on a cluster of its own) and stops it; prints the
+# table with the ratios and targets and writes bench-out/compare.{json,md}.
+# About 6 minutes, of which the failover trials take 1.5 (20-40 s a
+# system), plus the install on a fresh machine. ARGS passes row flags to
+# every system, e.g. ARGS="--duration 5s --workers 1,64";
+# COMPARE_FAILOVER_TRIALS=0 skips the failover trials.
 bench-compare: build
 	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare || \
 	  { echo "if go.sum is out of step with lockd's go.mod: cd bench/compare && go mod tidy" >&2; exit 1; }

@@ -667,13 +667,21 @@ func (rep Report) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "- **Rows:** each measured for %s; keepalive sessions with a %.0f s TTL renewed by %d callers\n", rowSeconds(rep), r.TTL, r.Callers)
 	}
 	if rep.hasFailover() {
-		var parts []string
+		var names, parts []string
 		for _, r := range rep.Results {
 			if f := r.Failover; f != nil {
-				parts = append(parts, fmt.Sprintf("%s %d trials, %d background workers, %g s settle", Title(r.System), f.Trials, f.Workers, f.Settle))
+				names = append(names, Title(r.System))
+				parts = append(parts, fmt.Sprintf("%d trials, %d background workers, %g s settle", f.Trials, f.Workers, f.Settle))
 			}
 		}
-		fmt.Fprintf(w, "- **Failover:** %s\n", strings.Join(parts, "; "))
+		if len(slices.Compact(slices.Clone(parts))) == 1 {
+			fmt.Fprintf(w, "- **Failover:** %s: %s each\n", strings.Join(names, ", "), parts[0])
+		} else {
+			for i := range parts {
+				parts[i] = names[i] + " " + parts[i]
+			}
+			fmt.Fprintf(w, "- **Failover:** %s\n", strings.Join(parts, "; "))
+		}
 	}
 	fmt.Fprintln(w)
 	for i, cells := range rep.table() {

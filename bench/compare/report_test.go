@@ -288,7 +288,7 @@ func TestReport_Failover(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, text.String())
 		}
 	}
-	for _, want := range []string{"- **Failover:** lockd 5 trials, 8 background workers, 2 s settle; etcd 5 trials", "\nFailover: each system at its default",
+	for _, want := range []string{"- **Failover:** lockd, etcd, ZooKeeper: 5 trials, 8 background workers, 2 s settle each\n", "\nFailover: each system at its default",
 		"| failover (kill -9 of the leader), 5 trials | min ms | 900.00 | 1100.00 | 1050.00 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
@@ -319,13 +319,27 @@ func TestReport_FailoverTarget(t *testing.T) {
 	if tg := target(t, NewReport(rs), "failover after"); tg.Status != Unmeasured {
 		t.Errorf("lockd not run: %+v", tg)
 	}
-	rep := NewReport(results())
+	// Systems that ran different trial counts get a block each, and the
+	// Markdown says which ran what.
+	rs = failoverResults()
+	rs[1].Failover.Trials = 3
+	rep := NewReport(rs)
+	line(t, rep, failoverBench, 3, "p50 ms")
+	if l := line(t, rep, failoverBench, 5, "p50 ms"); len(l.Values) != 2 || len(l.Ratios) != 1 {
+		t.Errorf("5-trial p50 line %+v", l)
+	}
+	var md bytes.Buffer
+	rep.Markdown(&md)
+	if want := "- **Failover:** lockd 5 trials, 8 background workers, 2 s settle; etcd 3 trials,"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+	rep = NewReport(results())
 	for _, l := range rep.Lines {
 		if l.Bench == failoverBench {
 			t.Fatalf("a failover line without failover trials: %+v", l)
 		}
 	}
-	var md bytes.Buffer
+	md.Reset()
 	rep.Markdown(&md)
 	if strings.Contains(md.String(), "Failover") {
 		t.Errorf("markdown speaks of failover without trials:\n%s", md.String())
