@@ -76,7 +76,7 @@ const FailoverHow = "each system at its default timing settings (etcd: heartbeat
 	"restarted on its data. Background workers take and release locks on every member all the while. " +
 	"etcd: Mutex.TryLock on a fresh key, one client per survivor sharing one concurrency.Session; " +
 	"ZooKeeper: the lock recipe's create (an ephemeral sequential node) of a fresh name, through one " +
-	"zk.Conn to the survivors; lockd: an acquire with wait 0. The load lines are context, not a " +
+	"zk.Conn to the survivors (one try every 10 ms: the connection talks to one survivor at a time); lockd: an acquire with wait 0. The load lines are context, not a " +
 	"comparison: how soon a request fails while there is no leader, and so how many fail, differs by client."
 
 // ZooKeeperFailoverColumns says what ZooKeeper's two failover columns
