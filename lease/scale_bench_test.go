@@ -58,9 +58,9 @@ func sweep(term *leaderTerm, clock *manualClock, timed func(bool)) int {
 	timed(true)
 	due := term.expired()
 	timed(false)
+	term.forget(due...)
 	for _, id := range due {
-		term.forget(id)
-		term.extend(id, benchTTL)
+		term.track(id, benchTTL)
 	}
 	return len(due)
 }

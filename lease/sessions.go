@@ -46,7 +46,7 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 	if res.Err != nil {
 		return wire.Session{}, n.apiErr(res.Err, id, "session")
 	}
-	t.extend(id, ttl)
+	t.track(id, ttl)
 	return n.wireSession(*res.Session), nil
 }
 
