@@ -72,9 +72,10 @@ func (t *leaderTerm) expiryLoop() {
 	}
 }
 
-// expire proposes the expiry of the sessions ids in one entry and forgets
-// their deadlines once it is committed; after a failed proposal they stay
-// handed to expire, and the next sweep lists them again.
+// expire proposes the expiry of the sessions in ids in one entry, forgets
+// their deadlines once it is committed and logs it; after a failed
+// proposal they stay handed to expire, and the next sweep lists them
+// again.
 func (t *leaderTerm) expire(ids []string) {
 	n := t.n
 	res, err := n.propose(t.ctx, fsm.Command{Op: fsm.OpExpireSessions, Sessions: ids})
