@@ -25,18 +25,35 @@ func (c *Client) Cluster(ctx context.Context) (wire.Cluster, error) {
 	return out, err
 }
 
-// Sessions lists every session.
+// Sessions lists every session, sorted by ID. It reads the list page by
+// page, each page on its own: a session created or ended meanwhile may be
+// missing, or shown as it was.
 func (c *Client) Sessions(ctx context.Context) ([]wire.Session, error) {
-	var out wire.SessionList
-	err := c.call(ctx, "GET", "/v1/sessions", nil, &out, idempotent, 0)
-	return out.Sessions, err
+	return listAll(ctx, c, "/v1/sessions", func(l *wire.SessionList) ([]wire.Session, string) { return l.Sessions, l.Next })
 }
 
-// Locks lists every lock that exists (held, queued for or in lock-delay).
+// Locks lists every lock that exists (held, queued for or in lock-delay),
+// sorted by name, page by page as Sessions does.
 func (c *Client) Locks(ctx context.Context) ([]wire.Lock, error) {
-	var out wire.LockList
-	err := c.call(ctx, "GET", "/v1/locks", nil, &out, idempotent, 0)
-	return out.Locks, err
+	return listAll(ctx, c, "/v1/locks", func(l *wire.LockList) ([]wire.Lock, string) { return l.Locks, l.Next })
+}
+
+// Elections lists every election that exists (led, campaigned for or in
+// lock-delay), sorted by name, page by page as Sessions does.
+func (c *Client) Elections(ctx context.Context) ([]wire.Election, error) {
+	return listAll(ctx, c, "/v1/elections", func(l *wire.ElectionList) ([]wire.Election, string) { return l.Elections, l.Next })
+}
+
+// listAll reads a list through to its last page.
+func listAll[L, T any](ctx context.Context, c *Client, path string, items func(*L) ([]T, string)) ([]T, error) {
+	return wire.AllPages(func(after string) ([]T, string, error) {
+		var page L
+		if err := c.call(ctx, "GET", path+wire.PageQuery(after, wire.MaxListLimit), nil, &page, idempotent, 0); err != nil {
+			return nil, "", err
+		}
+		got, next := items(&page)
+		return got, next, nil
+	})
 }
 
 // Lock reads one lock; a lock that does not exist reads as free.

@@ -26,6 +26,7 @@ const (
 	OpRemoveMember   Op = 13 // Member.ID
 	OpTimersDue      Op = 14 // Timers: end the lock-delays and waits whose leader-local timers ran out
 	OpLetGo          Op = 15 // Session, Name: release the lock if held, else leave its queue (OpRelease, older entries only, left a queued session queued)
+	OpExpireSessions Op = 16 // Sessions: expire each as OpExpireSession does, in the order given; ids already gone are skipped
 )
 
 // Version is the encoding version written as the first byte of every
@@ -39,6 +40,10 @@ const version1 byte = 1
 
 // MaxTimersPerEntry bounds Command.Timers.
 const MaxTimersPerEntry = 1000
+
+// MaxSessionsPerEntry bounds Command.Sessions: an entry that ends that
+// many sessions, each releasing what it held, is still short to apply.
+const MaxSessionsPerEntry = 1000
 
 // Mode is a lock mode.
 type Mode string
@@ -70,6 +75,8 @@ type Command struct {
 	Seq uint64 `json:"seq,omitempty"`
 	// Timers names the timers an OpTimersDue ends.
 	Timers []TimerRef `json:"timers,omitempty"`
+	// Sessions names the sessions an OpExpireSessions ends.
+	Sessions []string `json:"sessions,omitempty"`
 
 	// legacy marks a command decoded from a version-1 entry.
 	legacy bool
@@ -117,7 +124,7 @@ func Decode(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return c, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(b))
 	}
-	last := OpLetGo
+	last := OpExpireSessions
 	switch b[0] {
 	case Version:
 	case version1:
@@ -169,6 +176,8 @@ func (o Op) String() string {
 		return "timers-due"
 	case OpLetGo:
 		return "let-go"
+	case OpExpireSessions:
+		return "expire-sessions"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }

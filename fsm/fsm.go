@@ -158,6 +158,8 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 		return st.endSession(o, c.Session, false)
 	case OpExpireSession:
 		return st.endSession(o, c.Session, true)
+	case OpExpireSessions:
+		return st.expireSessions(o, c)
 	case OpAcquire:
 		return st.acquire(st.locks, o, c)
 	case OpRelease:

@@ -73,6 +73,11 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 			if len(c.Timers) == 0 {
 				c.Timers = []TimerRef{{Name: lock(), Armed: uint64(rng.IntN(len(log) + 1))}}
 			}
+		case r < 67 && !v1 && rng.IntN(2) == 0:
+			c.Op, c.Sessions = OpExpireSessions, []string{c.Session, session(), session()}
+			for _, id := range c.Sessions {
+				delete(live, id)
+			}
 		case r < 67:
 			c.Op = OpExpireSession
 			delete(live, c.Session)
@@ -118,7 +123,7 @@ func describe(r Result) string {
 	if r.Session != nil {
 		s = *r.Session
 	}
-	return fmt.Sprintf("%d %v %d %v %v %v %+v", r.Index, r.Granted, r.Token, r.Err, r.Released, r.Resigned, s)
+	return fmt.Sprintf("%d %v %d %v %v %v %+v %+v", r.Index, r.Granted, r.Token, r.Err, r.Released, r.Resigned, s, r.Expired)
 }
 
 // outcomes counts what a log did, to prove the random test exercised
@@ -198,9 +203,10 @@ func TestApply_UndecodableEntry(t *testing.T) {
 		{"unknown version", append([]byte{Version + 1, byte(OpTick)}, `{}`...)},
 		{"version zero", append([]byte{0, byte(OpAcquire)}, `{}`...)},
 		{"unknown op", append([]byte{Version, 99}, `{}`...)},
-		{"op after the last", append([]byte{Version, byte(OpLetGo + 1)}, `{}`...)},
+		{"op after the last", append([]byte{Version, byte(OpExpireSessions + 1)}, `{}`...)},
 		{"version-2 op in a version-1 entry", append([]byte{version1, byte(OpTimersDue)}, `{"timers":[{"name":"x","armed":1}]}`...)},
 		{"let-go in a version-1 entry", append([]byte{version1, byte(OpLetGo)}, `{"session":"a","name":"x"}`...)},
+		{"expire-sessions in a version-1 entry", append([]byte{version1, byte(OpExpireSessions)}, `{"sessions":["a"]}`...)},
 		{"op zero", append([]byte{Version, 0}, `{}`...)},
 		{"bad json", append([]byte{Version, byte(OpAcquire)}, `{"session":`...)},
 		{"bad time", append([]byte{Version, byte(OpTick)}, `{"now":"yesterday"}`...)},
@@ -224,7 +230,7 @@ func TestApply_UndecodableEntry(t *testing.T) {
 func FuzzApply(f *testing.F) {
 	for _, c := range []Command{
 		acquire("a", "x", "", 0), acquire("c", "x", Shared, time.Minute), release("a", "x"),
-		expire("a"), due(TimerRef{Name: "dl", Armed: 9}), campaign("b", "e", "v", time.Second), proclaim("c", "e", "v"),
+		expire("a"), expireAll("b", "a"), due(TimerRef{Name: "dl", Armed: 9}), campaign("b", "e", "v", time.Second), proclaim("c", "e", "v"),
 		{Op: OpSetMember, Member: &Member{ID: "n"}}, create("z", time.Second),
 	} {
 		c.Now = t0.Add(time.Minute)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"container/heap"
 	"maps"
 	"slices"
 )
@@ -18,6 +19,35 @@ func (f *FSM) Sessions() []Session {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return sortedValues(f.st.sessions)
+}
+
+// SessionCount returns how many sessions exist.
+func (f *FSM) SessionCount() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.st.sessions)
+}
+
+// AllSessions returns every session in no particular order: Sessions
+// without the cost of sorting.
+func (f *FSM) AllSessions() []Session {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return slices.Collect(maps.Values(f.st.sessions))
+}
+
+// SessionsAfter returns, sorted by ID, the first limit sessions whose IDs
+// sort after the given one ("" for the first page), and whether more
+// follow. It costs a pass over the sessions but no sort of them all.
+func (f *FSM) SessionsAfter(after string, limit int) (page []Session, more bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	ids, more := firstAfter(f.st.sessions, after, limit)
+	page = make([]Session, len(ids))
+	for i, id := range ids {
+		page[i] = f.st.sessions[id]
+	}
+	return page, more
 }
 
 // SessionHolds returns the names of the locks and of the elections the
@@ -42,6 +72,21 @@ func (f *FSM) Locks() []Lock {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.st.locks.list()
+}
+
+// LocksAfter returns, sorted by name, the first limit existing locks whose
+// names sort after the given one, and whether more follow.
+func (f *FSM) LocksAfter(after string, limit int) ([]Lock, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.locks.listAfter(after, limit)
+}
+
+// ElectionsAfter is LocksAfter for elections.
+func (f *FSM) ElectionsAfter(after string, limit int) ([]Lock, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.elections.listAfter(after, limit)
 }
 
 // Election returns the named election; a missing one reads as Lock does.
@@ -130,6 +175,15 @@ func (s *space) list() []Lock {
 	return out
 }
 
+func (s *space) listAfter(after string, limit int) ([]Lock, bool) {
+	names, more := firstAfter(s.objs, after, limit)
+	out := make([]Lock, len(names))
+	for i, name := range names {
+		out[i] = copyLock(s.objs[name])
+	}
+	return out, more
+}
+
 func (s *space) check(name string, token uint64) bool {
 	l, ok := s.objs[name]
 	return ok && slices.ContainsFunc(l.Holders, func(h Holder) bool { return h.Token == token })
@@ -151,4 +205,43 @@ func sortedValues[V any](m map[string]V) []V {
 		out = append(out, m[k])
 	}
 	return out
+}
+
+// firstAfter returns, sorted, the first limit keys of m that sort after
+// after, and whether m has more such keys. It makes one pass over m and
+// keeps the page in a max-heap, so it costs O(len(m) log limit) time and
+// O(limit) memory, whatever the size of m. A limit below 1 is taken as 1.
+func firstAfter[V any](m map[string]V, after string, limit int) ([]string, bool) {
+	limit = max(limit, 1)
+	h := make(maxHeap, 0, min(limit, len(m)))
+	more := false
+	for k := range m {
+		switch {
+		case k <= after:
+		case len(h) < limit:
+			heap.Push(&h, k)
+		case k < h[0]:
+			h[0] = k
+			heap.Fix(&h, 0)
+			more = true
+		default:
+			more = true
+		}
+	}
+	slices.Sort(h)
+	return h, more
+}
+
+// maxHeap is a heap of strings with the greatest on top.
+type maxHeap []string
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

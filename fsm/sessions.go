@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -41,6 +42,28 @@ func (st *state) endSession(o op, id string, expire bool) Result {
 	}
 	delete(st.sessions, id)
 	delete(st.seqs, id)
+	return res
+}
+
+// expireSessions runs OpExpireSessions: each named session that still
+// exists expires as under OpExpireSession, in the order given. An id that
+// names no session (one ended since the leader listed it, or a repeat in
+// the list) is skipped, so that the others still expire.
+func (st *state) expireSessions(o op, c Command) Result {
+	if len(c.Sessions) == 0 || len(c.Sessions) > MaxSessionsPerEntry {
+		return refuse("%v: %d sessions (want 1 to %d)", c.Op, len(c.Sessions), MaxSessionsPerEntry)
+	}
+	if slices.Contains(c.Sessions, "") {
+		return refuse("%v: empty session id", c.Op)
+	}
+	var res Result
+	for _, id := range c.Sessions {
+		if _, ok := st.sessions[id]; !ok {
+			continue
+		}
+		r := st.endSession(o, id, true)
+		res.Expired = append(res.Expired, Expiry{Session: id, Released: r.Released, Resigned: r.Resigned})
+	}
 	return res
 }
 

@@ -78,4 +78,15 @@ type Result struct {
 	// are visible in the locks' states.
 	Released []string
 	Resigned []string
+	// Expired lists, in the order applied, the sessions an expire-sessions
+	// ended and what each of them released and resigned.
+	Expired []Expiry
+}
+
+// Expiry is one session an expire-sessions ended: the locks it held, and
+// the elections it led, sorted.
+type Expiry struct {
+	Session  string
+	Released []string
+	Resigned []string
 }

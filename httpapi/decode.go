@@ -180,6 +180,28 @@ func readOptions(q url.Values) (ReadOptions, error) {
 	return opt, nil
 }
 
+// listOptions parses the query parameters of a list: those of a read,
+// limit (1..wire.MaxListLimit, wire.DefaultListLimit when absent) and
+// after (a cursor of at most wire.MaxNameLen bytes).
+func listOptions(q url.Values) (ListOptions, error) {
+	opt := ListOptions{Limit: wire.DefaultListLimit, After: q.Get("after")}
+	var err error
+	if opt.ReadOptions, err = readOptions(q); err != nil {
+		return opt, err
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > wire.MaxListLimit {
+			return opt, badRequest("bad limit %q: must be an integer from 1 to %d", v, wire.MaxListLimit)
+		}
+		opt.Limit = n
+	}
+	if len(opt.After) > wire.MaxNameLen {
+		return opt, badRequest("after is %d bytes long; the limit is %d", len(opt.After), wire.MaxNameLen)
+	}
+	return opt, nil
+}
+
 // queryFlag parses a flag parameter: absent is false, present with no value
 // is true, and a value must be a boolean.
 func queryFlag(q url.Values, name string) (bool, error) {

@@ -92,8 +92,14 @@ func (f *fakeService) Session(ctx context.Context, id string, opt ReadOptions) (
 	return fakeSession(id), f.record(ctx, "Session", id, opt)
 }
 
-func (f *fakeService) Sessions(ctx context.Context, opt ReadOptions) (wire.SessionList, error) {
-	return wire.SessionList{Sessions: []wire.Session{fakeSession("s1")}, Index: 7}, f.record(ctx, "Sessions", opt)
+// The lists answer one item and name a next page when the request asks
+// for one item only, so that tests can see the cursor pass through.
+func (f *fakeService) Sessions(ctx context.Context, opt ListOptions) (wire.SessionList, error) {
+	l := wire.SessionList{Sessions: []wire.Session{fakeSession("s1")}, Index: 7}
+	if opt.Limit == 1 {
+		l.Next = "s1"
+	}
+	return l, f.record(ctx, "Sessions", opt)
 }
 
 func (f *fakeService) Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
@@ -117,8 +123,20 @@ func (f *fakeService) Lock(ctx context.Context, name string, opt ReadOptions) (w
 	return fakeLock(name), f.record(ctx, "Lock", name, opt)
 }
 
-func (f *fakeService) Locks(ctx context.Context, opt ReadOptions) (wire.LockList, error) {
-	return wire.LockList{Locks: []wire.Lock{fakeLock("a")}, Index: 42}, f.record(ctx, "Locks", opt)
+func (f *fakeService) Locks(ctx context.Context, opt ListOptions) (wire.LockList, error) {
+	l := wire.LockList{Locks: []wire.Lock{fakeLock("a")}, Index: 42}
+	if opt.Limit == 1 {
+		l.Next = "a"
+	}
+	return l, f.record(ctx, "Locks", opt)
+}
+
+func (f *fakeService) Elections(ctx context.Context, opt ListOptions) (wire.ElectionList, error) {
+	l := wire.ElectionList{Elections: []wire.Election{{Name: "e", Session: "s1", Value: "v", Token: 43, ModifyIndex: 43}}, Index: 43}
+	if opt.Limit == 1 {
+		l.Next = "e"
+	}
+	return l, f.record(ctx, "Elections", opt)
 }
 
 func (f *fakeService) Check(ctx context.Context, name string, token uint64) (bool, error) {

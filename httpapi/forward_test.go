@@ -97,7 +97,7 @@ func TestForward_ToLeader(t *testing.T) {
 			&call{"Lock", []any{"a", ReadOptions{Index: 5, Wait: time.Second}}}},
 		{"consistent read", "GET", "/v1/elections/e?consistent", "", 200,
 			&call{"Election", []any{"e", ReadOptions{Consistent: true}}}},
-		{"list sessions", "GET", "/v1/sessions", "", 200, &call{"Sessions", []any{ReadOptions{}}}},
+		{"list sessions", "GET", "/v1/sessions", "", 200, &call{"Sessions", []any{list(ReadOptions{}, wire.DefaultListLimit, "")}}},
 		{"add member", "POST", "/v1/cluster/members", `{"id":"n3","peer":"h:1","http":"h:2"}`, 200,
 			&call{"AddMember", []any{wire.Member{ID: "n3", Peer: "h:1", HTTP: "http://h:2"}}}},
 		{"stale read", "GET", "/v1/locks/a?stale", "", 200, nil},

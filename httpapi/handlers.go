@@ -51,7 +51,7 @@ func (s *Server) getSession(r *http.Request) (any, error) {
 
 // listSessions serves GET /v1/sessions.
 func (s *Server) listSessions(r *http.Request) (any, error) {
-	opt, err := readOptions(r.URL.Query())
+	opt, err := listOptions(r.URL.Query())
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (s *Server) getLock(r *http.Request) (any, error) {
 
 // listLocks serves GET /v1/locks.
 func (s *Server) listLocks(r *http.Request) (any, error) {
-	opt, err := readOptions(r.URL.Query())
+	opt, err := listOptions(r.URL.Query())
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +169,15 @@ func (s *Server) getElection(r *http.Request) (any, error) {
 		return nil, err
 	}
 	return s.svc.Election(r.Context(), name, opt)
+}
+
+// listElections serves GET /v1/elections.
+func (s *Server) listElections(r *http.Request) (any, error) {
+	opt, err := listOptions(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	return s.svc.Elections(r.Context(), opt)
 }
 
 // sessionCall parses the name and the {"session"} body of release and

@@ -89,6 +89,13 @@ func TestInput_Rejected(t *testing.T) {
 		{"bad stale", "GET", "/v1/locks/a?stale=maybe", "", 0, `bad stale "maybe"`},
 		{"bad consistent", "GET", "/v1/locks/a?consistent=2", "", 0, `bad consistent "2"`},
 		{"stale and consistent", "GET", "/v1/locks/a?stale&consistent", "", 0, "stale and consistent cannot be used together"},
+		{"limit zero", "GET", "/v1/sessions?limit=0", "", 0, `bad limit "0": must be an integer from 1 to 10000`},
+		{"negative limit", "GET", "/v1/locks?limit=-5", "", 0, `bad limit "-5"`},
+		{"limit too large", "GET", "/v1/elections?limit=10001", "", 0, `bad limit "10001"`},
+		{"limit not a number", "GET", "/v1/sessions?limit=ten", "", 0, `bad limit "ten"`},
+		{"limit not an integer", "GET", "/v1/locks?limit=1.5", "", 0, `bad limit "1.5"`},
+		{"cursor too long", "GET", "/v1/locks?after=" + long, "", 0, "after is 257 bytes long; the limit is 256"},
+		{"list with a bad wait", "GET", "/v1/elections?wait=forever", "", 0, `bad wait "forever"`},
 
 		// Members.
 		{"member without id", "POST", "/v1/cluster/members", `{"peer":"h:1","http":"h:2"}`, 0, "id is required"},

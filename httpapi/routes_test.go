@@ -13,6 +13,10 @@ func dur(d time.Duration) wire.Duration { return wire.Duration(d) }
 
 func durPtr(d time.Duration) *wire.Duration { v := wire.Duration(d); return &v }
 
+func list(r ReadOptions, limit int, after string) ListOptions {
+	return ListOptions{ReadOptions: r, Limit: limit, After: after}
+}
+
 // TestRoutes_Success checks every route's status, body and the call that
 // reached the Service, including the defaults filled in before it.
 func TestRoutes_Success(t *testing.T) {
@@ -38,7 +42,11 @@ func TestRoutes_Success(t *testing.T) {
 		{"destroy session", "DELETE", "/v1/sessions/s1", "", 200, `{}`, call{"DestroySession", []any{"s1"}}},
 		{"get session", "GET", "/v1/sessions/s1", "", 200, sessionJSON, call{"Session", []any{"s1", ReadOptions{}}}},
 		{"list sessions", "GET", "/v1/sessions?consistent", "", 200,
-			`{"sessions":[` + sessionJSON + `],"index":7}`, call{"Sessions", []any{ReadOptions{Consistent: true}}}},
+			`{"sessions":[` + sessionJSON + `],"index":7}`, call{"Sessions", []any{list(ReadOptions{Consistent: true}, wire.DefaultListLimit, "")}}},
+		{"list sessions, one page", "GET", "/v1/sessions?limit=1&after=s0", "", 200,
+			`{"sessions":[` + sessionJSON + `],"index":7,"next":"s1"}`, call{"Sessions", []any{list(ReadOptions{}, 1, "s0")}}},
+		{"list sessions, largest page, blocking", "GET", "/v1/sessions?limit=10000&index=6&wait=1s", "", 200,
+			`{"sessions":[` + sessionJSON + `],"index":7}`, call{"Sessions", []any{list(ReadOptions{Index: 6, Wait: time.Second}, wire.MaxListLimit, "")}}},
 		{"acquire, default mode", "POST", "/v1/locks/a/b/acquire", `{"session":"s1"}`, 200,
 			`{"name":"a/b","mode":"exclusive","token":42,"session":"s1"}`,
 			call{"Acquire", []any{"a/b", wire.AcquireRequest{Session: "s1", Mode: wire.ModeExclusive}}}},
@@ -56,7 +64,10 @@ func TestRoutes_Success(t *testing.T) {
 			call{"Lock", []any{"a/acquire", ReadOptions{}}}},
 		{"list locks", "GET", "/v1/locks?stale=false", "", 200,
 			`{"locks":[{"name":"a","mode":"exclusive","holders":[{"session":"s1","token":42,"acquired_at":"2025-01-02T03:04:05Z"}],"waiters":[],"modify_index":42}],"index":42}`,
-			call{"Locks", []any{ReadOptions{}}}},
+			call{"Locks", []any{list(ReadOptions{}, wire.DefaultListLimit, "")}}},
+		{"list locks, one page", "GET", "/v1/locks?after=a/b&limit=1", "", 200,
+			`{"locks":[{"name":"a","mode":"exclusive","holders":[{"session":"s1","token":42,"acquired_at":"2025-01-02T03:04:05Z"}],"waiters":[],"modify_index":42}],"index":42,"next":"a"}`,
+			call{"Locks", []any{list(ReadOptions{}, 1, "a/b")}}},
 		{"check, valid", "POST", "/v1/locks/a/b/check", `{"token":42}`, 200, `{"valid":true}`, call{"Check", []any{"a/b", uint64(42)}}},
 		{"check, invalid", "POST", "/v1/locks/a/b/check", `{"token":7}`, 200, `{"valid":false}`, call{"Check", []any{"a/b", uint64(7)}}},
 		{"campaign", "POST", "/v1/elections/svc/db/campaign", `{"session":"s1","value":"10.0.0.1:5432","wait":"1m"}`, 200,
@@ -68,6 +79,12 @@ func TestRoutes_Success(t *testing.T) {
 		{"get election", "GET", "/v1/elections/svc/db?index=3", "", 200,
 			`{"name":"svc/db","session":"s1","value":"v","token":43,"modify_index":43}`,
 			call{"Election", []any{"svc/db", ReadOptions{Index: 3}}}},
+		{"list elections", "GET", "/v1/elections?stale", "", 200,
+			`{"elections":[{"name":"e","session":"s1","value":"v","token":43,"modify_index":43}],"index":43}`,
+			call{"Elections", []any{list(ReadOptions{Stale: true}, wire.DefaultListLimit, "")}}},
+		{"list elections, one page", "GET", "/v1/elections?limit=1", "", 200,
+			`{"elections":[{"name":"e","session":"s1","value":"v","token":43,"modify_index":43}],"index":43,"next":"e"}`,
+			call{"Elections", []any{list(ReadOptions{}, 1, "")}}},
 		{"cluster", "GET", "/v1/cluster", "", 200,
 			`{"mode":"raft","node_id":"n1","state":"leader","leader":{"id":"n1","http":"http://127.0.0.1:7400"},"term":2,"commit_index":10,"applied_index":10,"members":[{"id":"n1","peer":"127.0.0.1:7401","http":"http://127.0.0.1:7400","voter":true,"leader":true}]}`,
 			call{"Cluster", nil}},

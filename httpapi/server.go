@@ -196,6 +196,7 @@ func (s *Server) routes() []route {
 		{post, "/v1/locks/{name:.*}/release", leaderOnly, ok, s.release},
 		{post, "/v1/locks/{name:.*}/check", leaderOnly, ok, s.check},
 
+		{get, "/v1/elections", leaderUnlessStale, ok, s.listElections},
 		{get, "/v1/elections/{name:.*}", leaderUnlessStale, ok, s.getElection},
 		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, ok, s.campaign},
 		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, ok, s.proclaim},

@@ -11,6 +11,10 @@ import (
 // httpapi.
 type ReadOptions = wire.ReadOptions
 
+// ListOptions are the query parameters of a list: the read options, limit
+// and after.
+type ListOptions = wire.ListOptions
+
 // Service is what the HTTP layer needs from a node. lease.Node implements it
 // for Raft mode. Errors that should reach the client with a specific status
 // are *wire.Error values (see wire.Code*); anything else is answered 500.
@@ -29,18 +33,21 @@ type Service interface {
 	KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse, error)
 	DestroySession(ctx context.Context, id string) error
 	Session(ctx context.Context, id string, opt ReadOptions) (wire.Session, error)
-	Sessions(ctx context.Context, opt ReadOptions) (wire.SessionList, error)
+	// Sessions, Locks and Elections read one page of a list; opt.Limit is
+	// within 1..wire.MaxListLimit.
+	Sessions(ctx context.Context, opt ListOptions) (wire.SessionList, error)
 
 	Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error)
 	Release(ctx context.Context, name string, req wire.SessionRequest) error
 	Lock(ctx context.Context, name string, opt ReadOptions) (wire.Lock, error)
-	Locks(ctx context.Context, opt ReadOptions) (wire.LockList, error)
+	Locks(ctx context.Context, opt ListOptions) (wire.LockList, error)
 	Check(ctx context.Context, name string, token uint64) (bool, error)
 
 	Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error)
 	Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error
 	Resign(ctx context.Context, name string, req wire.SessionRequest) error
 	Election(ctx context.Context, name string, opt ReadOptions) (wire.Election, error)
+	Elections(ctx context.Context, opt ListOptions) (wire.ElectionList, error)
 
 	Cluster(ctx context.Context) (wire.Cluster, error)
 	AddMember(ctx context.Context, m wire.Member) error

@@ -55,9 +55,7 @@ func TestLeaderTerm_KeepaliveRacingTheSweepIsNotAcceptedForAnExpiringSession(t *
 	if res := f.ApplyCommand(1, fsm.Command{Op: fsm.OpCreateSession, Now: base, Session: "s", TTL: 10 * time.Second}); res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	if !term.extend("s", 10*time.Second) {
-		t.Fatal("first extend refused")
-	}
+	term.track("s", 10*time.Second)
 	deadline := base.Add(10 * time.Second)
 	clock.set(deadline.Add(-time.Millisecond))
 	clock.hold()
@@ -109,7 +107,7 @@ func TestLeaderTerm_SessionBeingExpiredStaysRefused(t *testing.T) {
 	clock := &manualClock{now: time.Unix(1000, 0)}
 	term, f := newTestTerm(clock)
 	f.ApplyCommand(1, fsm.Command{Op: fsm.OpCreateSession, Now: clock.Now(), Session: "s", TTL: 5 * time.Second})
-	term.extend("s", 5*time.Second)
+	term.track("s", 5*time.Second)
 	clock.advance(5 * time.Second)
 	if got := term.expired(); len(got) != 1 {
 		t.Fatalf("expired() = %v, want [s]", got)
@@ -122,7 +120,7 @@ func TestLeaderTerm_SessionBeingExpiredStaysRefused(t *testing.T) {
 		t.Fatalf("second sweep = %v, want [s] again for the retry", got)
 	}
 	term.forget("s")
-	if !term.extend("s", 5*time.Second) {
-		t.Fatal("after forget the id is unknown and extend starts it afresh")
+	if term.extend("s", 5*time.Second) {
+		t.Fatal("after forget the id is unknown, and extend must not start it afresh")
 	}
 }

@@ -30,8 +30,9 @@ type leaderTerm struct {
 	unlogged   bool      // the log says the node stopped serving in this term, for good
 	given      bool      // lease given up for a leadership transfer
 	waiting    []chan error
-	sessions   map[string]time.Time // session id -> leader-local deadline; zero: handed to expire
-	timers     *timerTable          // ends of pending lock-delays and waits
+	deadlines  deadlines   // the sessions' leader-local deadlines
+	reconciled time.Time   // when the deadlines were last reconciled with the state
+	timers     *timerTable // ends of pending lock-delays and waits
 }
 
 func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
@@ -39,7 +40,7 @@ func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
 	return &leaderTerm{
 		n: n, raftTerm: raftTerm, ctx: ctx, cancel: cancel,
 		confirmCh: make(chan struct{}, 1),
-		sessions:  make(map[string]time.Time),
+		deadlines: newDeadlines(),
 		timers:    newTimerTable(),
 	}
 }
@@ -90,16 +91,19 @@ func (t *leaderTerm) establish() {
 		t.cancel()
 		return
 	}
+	// The table is built before the term serves, so nothing else can
+	// change it meanwhile; only the swap takes the lock.
 	now := n.clock.Now()
-	t.mu.Lock()
-	for _, s := range n.fsm.Sessions() {
-		t.sessions[s.ID] = now.Add(s.TTL)
+	table := fill(n.fsm.AllSessions(), func(s fsm.Session) time.Time {
 		if n.cfg.Unsafe.NoSessionGrace {
-			t.sessions[s.ID] = now // expire at the next sweep
+			return now // expire at the next sweep
 		}
-	}
+		return now.Add(s.TTL)
+	})
+	inherited := table.len()
+	t.mu.Lock()
+	t.deadlines = table
 	t.ready = true
-	inherited := len(t.sessions)
 	t.mu.Unlock()
 	n.log.Info("serving as leader", "term", t.raftTerm, "sessions", inherited,
 		"lease", n.cfg.leaseDuration())

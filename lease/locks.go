@@ -208,16 +208,19 @@ func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wir
 	return l, err
 }
 
-// Locks reads every existing lock.
-func (n *Node) Locks(ctx context.Context, opt wire.ReadOptions) (wire.LockList, error) {
-	return read(ctx, n, opt, func() (wire.LockList, uint64) {
-		out := wire.LockList{Locks: []wire.Lock{}, Index: n.fsm.LocksIndex()}
-		for _, l := range n.fsm.Locks() {
-			out.Locks = append(out.Locks, wireLock(l))
-		}
-		return out, out.Index
-	})
+// Locks reads one page of the existing locks.
+func (n *Node) Locks(ctx context.Context, opt wire.ListOptions) (wire.LockList, error) {
+	p, err := readPage(ctx, n, opt, n.fsm.LocksIndex, n.fsm.LocksAfter, wireLock, lockName)
+	return wire.LockList{Locks: p.items, Index: p.index, Next: p.next}, err
 }
+
+// Elections reads one page of the existing elections.
+func (n *Node) Elections(ctx context.Context, opt wire.ListOptions) (wire.ElectionList, error) {
+	p, err := readPage(ctx, n, opt, n.fsm.ElectionsIndex, n.fsm.ElectionsAfter, wireElection, lockName)
+	return wire.ElectionList{Elections: p.items, Index: p.index, Next: p.next}, err
+}
+
+func lockName(l fsm.Lock) string { return l.Name }
 
 // Check tells whether token belongs to a current holder of the lock
 // (Chubby's CheckSequencer), as a default read.

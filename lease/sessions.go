@@ -46,7 +46,7 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 	if res.Err != nil {
 		return wire.Session{}, n.apiErr(res.Err, id, "session")
 	}
-	t.extend(id, ttl)
+	t.track(id, ttl)
 	return n.wireSession(*res.Session), nil
 }
 
@@ -108,16 +108,49 @@ func (n *Node) Session(ctx context.Context, id string, opt wire.ReadOptions) (wi
 	return s, err
 }
 
-// Sessions reads every session.
-func (n *Node) Sessions(ctx context.Context, opt wire.ReadOptions) (wire.SessionList, error) {
-	return read(ctx, n, opt, func() (wire.SessionList, uint64) {
-		idx := n.fsm.AppliedIndex()
-		out := wire.SessionList{Sessions: []wire.Session{}, Index: idx}
-		for _, s := range n.fsm.Sessions() {
-			out.Sessions = append(out.Sessions, n.wireSession(s))
+// Sessions reads one page of the sessions. Its index is the applied
+// index: the list shows what each session holds, which any entry may
+// change.
+func (n *Node) Sessions(ctx context.Context, opt wire.ListOptions) (wire.SessionList, error) {
+	p, err := readPage(ctx, n, opt, n.fsm.AppliedIndex, n.fsm.SessionsAfter, n.wireSession, func(s fsm.Session) string { return s.ID })
+	return wire.SessionList{Sessions: p.items, Index: p.index, Next: p.next}, err
+}
+
+// page is one page of a list: its items, the list's index, and the cursor
+// of the next page ("" for the last).
+type page[W any] struct {
+	items []W
+	index uint64
+	next  string
+}
+
+// readPage reads one page of a list as opt asks: the first opt.Limit
+// items (in key order) after opt.After, read from the state by after and
+// converted by conv. A blocking query waits on index alone, so that each
+// wake-up costs no more than reading the index.
+func readPage[S, W any](ctx context.Context, n *Node, opt wire.ListOptions, index func() uint64,
+	after func(string, int) ([]S, bool), conv func(S) W, key func(S) string) (page[W], error) {
+	return readWith(ctx, n, opt.ReadOptions, index, func() page[W] {
+		p := page[W]{index: index()}
+		items, more := after(opt.After, listLimit(opt.Limit))
+		p.items = make([]W, 0, len(items))
+		for _, it := range items {
+			p.items = append(p.items, conv(it))
 		}
-		return out, idx
+		if more && len(items) > 0 {
+			p.next = key(items[len(items)-1])
+		}
+		return p
 	})
+}
+
+// listLimit is the page size of a list: limit, or the default for 0,
+// within the API's bound.
+func listLimit(limit int) int {
+	if limit <= 0 {
+		return wire.DefaultListLimit
+	}
+	return min(limit, wire.MaxListLimit)
 }
 
 func (n *Node) wireSession(s fsm.Session) wire.Session {
@@ -145,6 +178,13 @@ func newSessionID() string {
 // With Wait it is a blocking query: it returns when the index get reports
 // exceeds opt.Index, or when Wait runs out.
 func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() (T, uint64)) (T, error) {
+	return readWith(ctx, n, opt, func() uint64 { _, idx := get(); return idx }, func() T { v, _ := get(); return v })
+}
+
+// readWith is read with the index apart from the value: a blocking query
+// waits on index alone, and value, which may cost much more (a page of a
+// list), is read once, when the query returns.
+func readWith[T any](ctx context.Context, n *Node, opt wire.ReadOptions, index func() uint64, value func() T) (T, error) {
 	var zero T
 	var t *leaderTerm
 	if !opt.Stale {
@@ -154,7 +194,7 @@ func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() 
 		}
 	}
 	if opt.Wait > 0 {
-		if err := waitIndex(ctx, n, t, opt, get); err != nil {
+		if err := waitIndex(ctx, n, t, opt, index); err != nil {
 			return zero, err
 		}
 	}
@@ -163,15 +203,15 @@ func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() 
 			return zero, err
 		}
 	}
-	v, _ := get()
+	v := value()
 	if t != nil && !opt.Consistent && !t.leaseValid() {
 		return zero, errNoLeader("the leader's master lease has run out")
 	}
 	return v, nil
 }
 
-// waitIndex blocks until get's index exceeds opt.Index or opt.Wait passes.
-func waitIndex[T any](ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, get func() (T, uint64)) error {
+// waitIndex blocks until index exceeds opt.Index or opt.Wait passes.
+func waitIndex(ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, index func() uint64) error {
 	ctx, cancel := n.waitCtx(ctx)
 	defer cancel()
 	timer := time.NewTimer(opt.Wait)
@@ -182,7 +222,7 @@ func waitIndex[T any](ctx context.Context, n *Node, t *leaderTerm, opt wire.Read
 	}
 	for {
 		changed := n.fsm.Changed()
-		if _, idx := get(); idx > opt.Index {
+		if index() > opt.Index {
 			return nil
 		}
 		select {

@@ -44,9 +44,10 @@ func newTestTerm(clock Clock) (*leaderTerm, *fsm.FSM) {
 func TestLeaderTerm_ExtendRefusesAfterDeadline(t *testing.T) {
 	clock := &manualClock{now: time.Unix(1000, 0)}
 	term, _ := newTestTerm(clock)
-	if !term.extend("s", 10*time.Second) {
-		t.Fatal("first extend refused")
+	if term.extend("s", 10*time.Second) {
+		t.Fatal("extend accepted for a session the leader does not track")
 	}
+	term.track("s", 10*time.Second)
 	clock.advance(9 * time.Second)
 	if !term.extend("s", 10*time.Second) {
 		t.Fatal("extend before the deadline refused")
@@ -79,9 +80,16 @@ func TestLeaderTerm_ExpiredAdoptsUnknownSessionsWithFullTTL(t *testing.T) {
 	// Sessions gone from the state leave the table.
 	f.ApplyCommand(2, fsm.Command{Op: fsm.OpDestroySession, Now: now, Session: "a"})
 	term.expired()
-	if _, ok := term.sessions["a"]; ok {
+	if tracks(term, "a") {
 		t.Fatal("destroyed session still has a deadline")
 	}
+}
+
+// tracks reports whether the term's deadline table holds session id.
+func tracks(term *leaderTerm, id string) bool {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.deadlines.has(id)
 }
 
 func TestLeaderTerm_LeaseRunsToTheEndARoundGave(t *testing.T) {

@@ -27,9 +27,7 @@ func TestUnsafe_EarlyExpiry(t *testing.T) {
 		term, f := newTestTerm(clock)
 		term.n.cfg.Unsafe.EarlyExpiry = on
 		mustApply(t, f, 1, fsm.Command{Op: fsm.OpCreateSession, Now: clock.Now(), Session: "s", TTL: 10 * time.Second})
-		if !term.extend("s", 10*time.Second) {
-			t.Fatal("extend refused")
-		}
+		term.track("s", 10*time.Second)
 		clock.advance(9500 * time.Millisecond)
 		got := term.expired()
 		if on && len(got) != 1 {
@@ -200,6 +198,7 @@ func TestUnsafe_KeepaliveWrites(t *testing.T) {
 		term.ready, term.leaseUntil = true, clock.Now().Add(time.Hour)
 		n.term = term
 		mustApply(t, n.fsm, 1, fsm.Command{Op: fsm.OpCreateSession, Now: clock.Now(), Session: "s", TTL: 10 * time.Second})
+		term.track("s", 10*time.Second)
 		for range 3 {
 			if _, err := n.KeepAlive(context.Background(), "s"); err != nil {
 				t.Fatal(err)

@@ -3,7 +3,7 @@
 //	lockd serve [flags]                  run a node (no flags: a single-node cluster on 127.0.0.1:7400)
 //	lockd lock [flags] NAME -- CMD...    run CMD holding a lock
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
-//	lockd status | locks | sessions      the cluster, locks, sessions at a glance (--json for scripts)
+//	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
 //	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
 //	lockd version                        print the version
@@ -47,7 +47,7 @@ func run(args []string) int {
 		return lockCmd(args[1:])
 	case "elect":
 		return electCmd(args[1:])
-	case "status", "locks", "sessions", "leader":
+	case "status", "locks", "sessions", "elections", "leader":
 		return infoCmd(args[0], args[1:])
 	case "bench":
 		return benchCmd(args[1:])
@@ -71,7 +71,8 @@ Usage:
                                         (HTTP 127.0.0.1:7400, peers 127.0.0.1:7401, data ./lockd-data)
   lockd lock [flags] NAME -- CMD...     run CMD holding the lock NAME (LOCKD_TOKEN in its environment)
   lockd elect [flags] NAME [-- CMD...]  run CMD while leader of NAME; without CMD, print leader changes
-  lockd status | locks | sessions       the cluster, its locks, its sessions (--json for scripts)
+  lockd status | locks | sessions | elections
+                                        the cluster, its locks, sessions, elections (--json for scripts)
   lockd leader NAME                     who leads the election NAME
   lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
                                         invitation and raft for N=3..16 (table, CSV, SVG)

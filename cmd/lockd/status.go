@@ -15,7 +15,8 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-// infoCmd runs one of the read-only commands: status, locks, sessions, leader.
+// infoCmd runs one of the read-only commands: status, locks, sessions,
+// elections, leader. The lists are read page by page through to the end.
 func infoCmd(name string, args []string) int {
 	usage := "lockd " + name + " [--addr ADDRS] [--json]"
 	if name == "leader" {
@@ -49,6 +50,9 @@ func infoCmd(name string, args []string) int {
 	case "sessions":
 		ss, e := c.Sessions(ctx)
 		v, err, print = ss, e, func(w io.Writer) { printSessions(w, ss) }
+	case "elections":
+		es, e := c.Elections(ctx)
+		v, err, print = es, e, func(w io.Writer) { printElections(w, es) }
 	case "leader":
 		l, e := c.Election(ctx, pos[0])
 		if errors.Is(e, client.ErrNoElectionLeader) {
@@ -113,6 +117,13 @@ func printSessions(w io.Writer, ss []wire.Session) {
 	for _, s := range ss {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, dash(s.Name), s.TTL, s.LockDelay,
 			dash(strings.Join(s.Locks, ",")), dash(strings.Join(s.Elections, ",")))
+	}
+}
+
+func printElections(w io.Writer, es []wire.Election) {
+	fmt.Fprintln(w, "NAME\tSESSION\tVALUE\tTOKEN")
+	for _, e := range es {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", e.Name, dash(e.Session), dash(e.Value), e.Token)
 	}
 }
 

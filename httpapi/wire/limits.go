@@ -31,4 +31,11 @@ const (
 	// MaxSessionNameLen is the longest session name, in bytes. The name is a
 	// free-form label for operators and is not interpreted.
 	MaxSessionNameLen = 256
+	// DefaultListLimit is the page size of a list whose query names none:
+	// every list of a cluster with up to that many sessions, locks or
+	// elections fits one page, as it did before lists had pages.
+	DefaultListLimit = 1000
+	// MaxListLimit is the largest page. A page is read and encoded in one
+	// go on the node that answers, so it is bounded to keep that short.
+	MaxListLimit = 10000
 )

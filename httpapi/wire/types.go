@@ -172,17 +172,47 @@ type ElectionStats struct {
 	Group            []string          `json:"group,omitempty"`
 }
 
-// Sessions, Locks list wrappers keep the top level an object, so that fields
-// can be added later without breaking clients.
+// SessionList answers GET /v1/sessions: one page of the sessions, sorted
+// by ID. The list types keep the top level an object, so that fields can
+// be added later without breaking clients.
+//
+// Next is set when more follow: the cursor to pass as ?after= for the next
+// page (the last ID of this one). Index is the index the page was read at;
+// each page is read on its own, so a session created or ended while a
+// client walks the pages may appear in none or in its old state.
 type SessionList struct {
 	Sessions []Session `json:"sessions"`
 	Index    uint64    `json:"index"`
+	Next     string    `json:"next,omitempty"`
 }
 
-// LockList answers GET /v1/locks.
+// LockList answers GET /v1/locks: one page of the existing locks, sorted by
+// name; Next as in SessionList.
 type LockList struct {
 	Locks []Lock `json:"locks"`
 	Index uint64 `json:"index"`
+	Next  string `json:"next,omitempty"`
+}
+
+// ElectionList answers GET /v1/elections: one page of the elections that
+// exist (led, campaigned for or in a lock-delay), sorted by name; Next as
+// in SessionList.
+type ElectionList struct {
+	Elections []Election `json:"elections"`
+	Index     uint64     `json:"index"`
+	Next      string     `json:"next,omitempty"`
+}
+
+// ListOptions are the query parameters of a list (GET /v1/sessions,
+// /v1/locks, /v1/elections): the read options, and which page.
+type ListOptions struct {
+	ReadOptions
+	// Limit is the most items a page holds: 1..MaxListLimit. The server
+	// takes DefaultListLimit when the query names none.
+	Limit int
+	// After is the cursor: the page starts after this ID or name ("" for
+	// the first page). It need not name an item that exists.
+	After string
 }
 
 // ReadOptions are the query parameters every GET of state understands

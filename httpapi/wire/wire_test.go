@@ -64,3 +64,49 @@ func TestError_IsByCode(t *testing.T) {
 		t.Fatal("CodeOf")
 	}
 }
+
+func TestPageQuery(t *testing.T) {
+	for _, tt := range []struct {
+		after string
+		limit int
+		want  string
+	}{
+		{"", 10, "?limit=10"},
+		{"jobs/a b", 1, "?after=jobs%2Fa+b&limit=1"},
+	} {
+		if got := PageQuery(tt.after, tt.limit); got != tt.want {
+			t.Errorf("PageQuery(%q, %d) = %q, want %q", tt.after, tt.limit, got, tt.want)
+		}
+	}
+}
+
+func TestAllPages(t *testing.T) {
+	pages := map[string][]string{"": {"a", "b"}, "b": {"c"}, "c": {}}
+	next := map[string]string{"": "b", "b": "c", "c": ""}
+	var asked []string
+	got, err := AllPages(func(after string) ([]string, string, error) {
+		asked = append(asked, after)
+		return pages[after], next[after], nil
+	})
+	if err != nil || strings.Join(got, ",") != "a,b,c" || strings.Join(asked, ",") != ",b,c" {
+		t.Fatalf("AllPages = %v %v after asking %q", got, err, asked)
+	}
+	// An empty list is empty, not nil (it encodes as []).
+	if got, err := AllPages(func(string) ([]int, string, error) { return nil, "", nil }); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("empty list: %#v %v", got, err)
+	}
+	// A cursor that does not move forward ends the walk with an error.
+	calls := 0
+	_, err = AllPages(func(after string) ([]int, string, error) {
+		calls++
+		return []int{1}, "x", nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "does not follow") || calls != 2 {
+		t.Fatalf("stuck cursor: %v after %d pages", err, calls)
+	}
+	// An error from a page is returned as is.
+	boom := errors.New("boom")
+	if _, err := AllPages(func(string) ([]int, string, error) { return nil, "", boom }); err != boom {
+		t.Fatalf("page error: %v", err)
+	}
+}

@@ -302,12 +302,12 @@ func seeSurvivors(ctx context.Context, c *proccluster.Cluster, survivors []survi
 	if err != nil {
 		return nil, err
 	}
-	var list wire.SessionList
-	if err := l.Do(ctx, "GET", "/v1/sessions", nil, &list); err != nil {
+	sessions, err := allSessions(ctx, l)
+	if err != nil {
 		return nil, err
 	}
 	live := map[string]bool{}
-	for _, s := range list.Sessions {
+	for _, s := range sessions {
 		live[s.ID] = true
 	}
 	out := make([]survivorSeen, len(survivors))

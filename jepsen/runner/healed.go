@@ -155,13 +155,13 @@ func quietWindow(ctx context.Context, c *proccluster.Cluster, rec *history.Recor
 			return w
 		}
 		keepalive()
-		var ss wire.SessionList
-		var ll wire.LockList
-		quiet = l.Do(ctx, "GET", "/v1/sessions", nil, &ss) == nil && l.Do(ctx, "GET", "/v1/locks", nil, &ll) == nil
-		for _, s := range ss.Sessions {
+		ss, errS := allSessions(ctx, l)
+		ll, errL := allLocks(ctx, l)
+		quiet = errS == nil && errL == nil
+		for _, s := range ss {
 			quiet = quiet && ours[s.ID]
 		}
-		for _, lk := range ll.Locks {
+		for _, lk := range ll {
 			quiet = quiet && lk.DelayUntil == nil && len(lk.Waiters) == 0
 		}
 		if !quiet && !sleepCtx(ctx, 200*time.Millisecond) {

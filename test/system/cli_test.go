@@ -152,4 +152,17 @@ func TestCLI_ElectRunsCommandWhileLeader(t *testing.T) {
 	if code := exitCodeOf(lockdCmd(t, c, "leader", "boss").Run()); code != 3 {
 		t.Fatalf("leader after the command ended exited %d, want 3 (nobody leads)", code)
 	}
+	if out, err := lockdCmd(t, c, "elections", "--json").Output(); err != nil || strings.TrimSpace(string(out)) != "[]" {
+		t.Fatalf("elections after the resign: %q %v, want []", out, err)
+	}
+	// The list shows a running leader with its value.
+	leader := lockdCmd(t, c, "elect", "boss", "--value", "me", "--", "sleep", "30")
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { leader.Process.Kill(); leader.Wait() }()
+	waitFor(t, 10*time.Second, "the election in the list", func() bool {
+		out, _ := lockdCmd(t, c, "elections").Output()
+		return strings.Contains(string(out), "boss") && strings.Contains(string(out), "me")
+	})
 }
