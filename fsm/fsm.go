@@ -21,9 +21,9 @@ var maxNow = time.Date(9700, 1, 1, 0, 0, 0, 0, time.UTC)
 // doc): time only acts through OpTimersDue, which the leader proposes when
 // its own timers run out.
 type FSM struct {
-	mu      sync.RWMutex
-	st      *state
-	changed chan struct{}
+	mu    sync.RWMutex
+	st    *state
+	watch watchers
 	// grantHeld is the test-only switch of SetUnsafeGrantHeld; unsafe
 	// holds those of SetUnsafe.
 	grantHeld bool
@@ -41,6 +41,9 @@ type state struct {
 	locks     *space
 	elections *space
 	members   map[string]Member
+	// touched lists the topics the entry being applied changed; it is
+	// emptied after every entry.
+	touched []Topic
 }
 
 // op is the context of the entry being applied: its index (the token of
@@ -57,17 +60,20 @@ type op struct {
 
 // New returns an empty FSM with applied index 0.
 func New() *FSM {
-	return &FSM{st: newState(), changed: make(chan struct{})}
+	return &FSM{st: newState()}
 }
 
 func newState() *state {
-	return &state{
+	st := &state{
 		sessions:  make(map[string]Session),
 		seqs:      make(map[string]map[string]uint64),
 		locks:     newSpace(false),
 		elections: newSpace(true),
 		members:   make(map[string]Member),
 	}
+	st.locks.touched = &st.touched
+	st.elections.touched = &st.touched
+	return st
 }
 
 // Apply decodes one log entry and applies it at index. An entry that does
@@ -105,19 +111,12 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 	return res
 }
 
-// notify wakes everyone waiting on Changed. The caller holds f.mu for writing.
+// notify wakes the watchers of what the entry just applied changed. The
+// caller holds f.mu for writing.
 func (f *FSM) notify() {
-	close(f.changed)
-	f.changed = make(chan struct{})
-}
-
-// Changed returns a channel that is closed by the next Apply, ApplyCommand
-// or Restore, refused commands included. Blocking queries grab it, check
-// the state, then wait on it, so that no change can slip in between.
-func (f *FSM) Changed() <-chan struct{} {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.changed
+	f.watch.notify(f.st.touched)
+	clear(f.st.touched)
+	f.st.touched = f.st.touched[:0]
 }
 
 // SetUnsafeGrantHeld makes the FSM grant an exclusive acquire even when

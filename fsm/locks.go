@@ -54,7 +54,7 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 		}
 		return Result{Granted: true, Token: l.Holders[i].Token}
 	}
-	if i := l.waiter(c.Session); i >= 0 {
+	if i := s.queued(l, c.Session); i >= 0 {
 		return s.requeue(l, i, mode, o, c)
 	}
 	// Queueing behind waiters even when the mode is compatible keeps an
@@ -131,7 +131,7 @@ func (st *state) cancelWait(s *space, o op, c Command) Result {
 	if i := l.holder(c.Session); i >= 0 {
 		return Result{Granted: true, Token: l.Holders[i].Token}
 	}
-	if i := l.waiter(c.Session); i >= 0 {
+	if i := s.queued(l, c.Session); i >= 0 {
 		// Removing the head can unblock the waiters behind it.
 		s.dropWaiter(l, i)
 		s.handoff(l, o)
@@ -194,7 +194,7 @@ func (st *state) letGo(s *space, o op, c Command) Result {
 	if l.holder(c.Session) >= 0 {
 		return st.release(s, o, c)
 	}
-	if l.waiter(c.Session) >= 0 {
+	if s.queued(l, c.Session) >= 0 {
 		return st.cancelWait(s, o, c)
 	}
 	return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
@@ -208,7 +208,7 @@ func (st *state) repeatedAcquire(s *space, l *Lock, mode Mode, o op, c Command) 
 	if i := l.holder(c.Session); i >= 0 && l.Mode == mode {
 		return Result{Granted: true, Token: l.Holders[i].Token}
 	}
-	if i := l.waiter(c.Session); i >= 0 {
+	if i := s.queued(l, c.Session); i >= 0 {
 		return s.requeue(l, i, mode, o, c)
 	}
 	// Refused, and told as the current state says, in the order a new

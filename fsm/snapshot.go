@@ -74,7 +74,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st = st
-	f.notify()
+	f.watch.notifyAll()
 	return nil
 }
 
@@ -152,6 +152,7 @@ func (file *snapshotFile) state() (*state, error) {
 	if err := st.elections.load(file.Elections, file.ElectionsIndex, st.sessions); err != nil {
 		return nil, fmt.Errorf("elections: %w", err)
 	}
+	st.touched = nil // a restore wakes every watcher anyway
 	return st, nil
 }
 

@@ -26,6 +26,8 @@ type space struct {
 	// so that ending a session does not scan every object.
 	held    map[string]map[string]struct{}
 	waiting map[string]map[string]struct{}
+	// touched is the state's list of topics the current entry changed.
+	touched *[]Topic
 }
 
 func newSpace(election bool) *space {
@@ -52,6 +54,8 @@ func (s *space) lookup(name string) *Lock {
 func (s *space) settle(l *Lock, o op) {
 	l.ModifyIndex = o.index
 	s.index = o.index
+	s.touch(ObjectTopic(s.election, l.Name))
+	s.touch(SpaceTopic(s.election))
 	if len(l.Holders) == 0 && len(l.Waiters) == 0 && !l.delayed(o) {
 		delete(s.objs, l.Name)
 		delete(s.timed, l.Name)
@@ -74,13 +78,13 @@ func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
 		l.Value = value
 	}
 	l.endDelay()
-	addRef(s.held, session, l.Name)
+	s.link(s.held, session, l.Name)
 }
 
 // dropHolder removes the i-th holder. A lock nobody holds has no mode, and
 // an election without a leader has no value.
 func (s *space) dropHolder(l *Lock, i int) {
-	delRef(s.held, l.Holders[i].Session, l.Name)
+	s.unlink(s.held, l.Holders[i].Session, l.Name)
 	l.Holders = without(l.Holders, i)
 	if len(l.Holders) == 0 {
 		l.Mode = ""
@@ -90,11 +94,11 @@ func (s *space) dropHolder(l *Lock, i int) {
 
 func (s *space) enqueue(l *Lock, w Waiter) {
 	l.Waiters = append(l.Waiters, w)
-	addRef(s.waiting, w.Session, l.Name)
+	s.link(s.waiting, w.Session, l.Name)
 }
 
 func (s *space) dropWaiter(l *Lock, i int) {
-	delRef(s.waiting, l.Waiters[i].Session, l.Name)
+	s.unlink(s.waiting, l.Waiters[i].Session, l.Name)
 	l.Waiters = without(l.Waiters, i)
 }
 
@@ -173,7 +177,7 @@ func (s *space) evict(session string, delay time.Duration, o op) []string {
 				s.startDelay(l, delay, o)
 			}
 		}
-		if i := l.waiter(session); i >= 0 {
+		if i := s.queued(l, session); i >= 0 {
 			s.dropWaiter(l, i)
 		}
 		s.handoff(l, o)
@@ -190,6 +194,16 @@ func (l *Lock) holder(session string) int {
 // waiter returns the index of session in the queue, or -1.
 func (l *Lock) waiter(session string) int {
 	return slices.IndexFunc(l.Waiters, func(w Waiter) bool { return w.Session == session })
+}
+
+// queued returns the index of session in l's queue, or -1, looking in the
+// reverse index first: a session that is not queued (the common case when
+// it asks) costs nothing however long the queue.
+func (s *space) queued(l *Lock, session string) int {
+	if !has(s.waiting, session, l.Name) {
+		return -1
+	}
+	return l.waiter(session)
 }
 
 // startDelay puts l in a lock-delay of length delay from entry o, or, if
@@ -258,7 +272,7 @@ func (s *space) timeUp(r TimerRef, o op) {
 		}
 		l.endDelay()
 	} else {
-		i := l.waiter(r.Session)
+		i := s.queued(l, r.Session)
 		if i < 0 || l.Waiters[i].Since != r.Armed {
 			return
 		}
@@ -275,13 +289,33 @@ func (l *Lock) admits(mode Mode) bool {
 }
 
 // without removes element i, keeping empty slices nil so that equal states
-// compare and encode equal.
+// compare and encode equal. Removing the head, as every hand-off does,
+// moves nothing.
 func without[T any](s []T, i int) []T {
-	s = slices.Delete(s, i, i+1)
-	if len(s) == 0 {
+	switch {
+	case len(s) == 1:
 		return nil
+	case i == 0:
+		var zero T
+		s[0] = zero
+		return s[1:]
 	}
-	return s
+	return slices.Delete(s, i, i+1)
+}
+
+// link and unlink keep a reverse index (held or waiting) and record the
+// change of the session's standing on the object.
+func (s *space) link(m map[string]map[string]struct{}, session, name string) {
+	addRef(m, session, name)
+	s.touch(StandingTopic(s.election, name, session))
+}
+
+func (s *space) unlink(m map[string]map[string]struct{}, session, name string) {
+	delete(m[session], name)
+	if len(m[session]) == 0 {
+		delete(m, session)
+	}
+	s.touch(StandingTopic(s.election, name, session))
 }
 
 func addRef(m map[string]map[string]struct{}, session, name string) {
@@ -291,11 +325,9 @@ func addRef(m map[string]map[string]struct{}, session, name string) {
 	m[session][name] = struct{}{}
 }
 
-func delRef(m map[string]map[string]struct{}, session, name string) {
-	delete(m[session], name)
-	if len(m[session]) == 0 {
-		delete(m, session)
-	}
+func has(m map[string]map[string]struct{}, session, name string) bool {
+	_, ok := m[session][name]
+	return ok
 }
 
 // refs returns the names session has in m, sorted.

@@ -92,29 +92,40 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 	defer cancel()
 	timer := time.NewTimer(cmd.Wait)
 	defer timer.Stop()
+	// Only a change of this session's own standing on the lock wakes the
+	// loop: a hand-off to another waiter, or another joining the queue,
+	// does not, so a hand-off costs the same however long the queue.
+	topic := fsm.StandingTopic(ns.election, cmd.Name, cmd.Session)
 	for {
-		changed := n.fsm.Changed()
-		l := ns.get(n.fsm, cmd.Name)
-		if tok, ok := holds(l, cmd.Session); ok {
-			return tok, nil
+		tok, done, err := func() (uint64, bool, error) {
+			changed, stop := n.fsm.Watch(topic)
+			defer stop()
+			tok, held, queued := n.fsm.Standing(ns.election, cmd.Name, cmd.Session)
+			switch {
+			case held:
+				return tok, true, nil
+			case !queued:
+				return 0, true, n.notGranted(ns, cmd)
+			}
+			select {
+			case <-changed:
+				return 0, false, nil
+			case <-t.ctx.Done():
+				// The queued place is committed and the next leader keeps
+				// it, so the lock may yet be granted: the outcome is
+				// unknown. A client that re-issues the acquire there (same
+				// seq) finds its place or its grant.
+				return 0, true, errTimeout("leadership lost while waiting in the queue; the waiter stays queued and may still be granted, so the outcome is unknown")
+			case <-wctx.Done():
+				return 0, true, errTimeout("the caller went away while waiting in the queue; the waiter stays queued until its wait runs out and may still be granted, so the outcome is unknown")
+			case <-timer.C:
+			}
+			tok, err := n.leaveQueue(ns, cmd)
+			return tok, true, err
+		}()
+		if done {
+			return tok, err
 		}
-		if !waits(l, cmd.Session) {
-			return 0, n.notGranted(ns, cmd)
-		}
-		select {
-		case <-changed:
-			continue
-		case <-t.ctx.Done():
-			// The queued place is committed and the next leader keeps it,
-			// so the lock may yet be granted: the outcome is unknown. A
-			// client that re-issues the acquire there (same seq) finds its
-			// place or its grant.
-			return 0, errTimeout("leadership lost while waiting in the queue; the waiter stays queued and may still be granted, so the outcome is unknown")
-		case <-wctx.Done():
-			return 0, errTimeout("the caller went away while waiting in the queue; the waiter stays queued until its wait runs out and may still be granted, so the outcome is unknown")
-		case <-timer.C:
-		}
-		return n.leaveQueue(ns, cmd)
 	}
 }
 
@@ -146,24 +157,6 @@ func (n *Node) notGranted(ns namespace, cmd fsm.Command) error {
 	}
 	e := wire.Errorf(wire.CodeLockHeld, "%s is still held after waiting %v", ns.what(cmd.Name), cmd.Wait)
 	return e
-}
-
-func holds(l fsm.Lock, session string) (uint64, bool) {
-	for _, h := range l.Holders {
-		if h.Session == session {
-			return h.Token, true
-		}
-	}
-	return 0, false
-}
-
-func waits(l fsm.Lock, session string) bool {
-	for _, w := range l.Waiters {
-		if w.Session == session {
-			return true
-		}
-	}
-	return false
 }
 
 // Release commits the release of a lock by its holder, or takes a queued
@@ -198,7 +191,7 @@ func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error 
 
 // Lock reads one lock; a lock that does not exist reads as free.
 func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wire.Lock, error) {
-	l, err := read(ctx, n, opt, func() (wire.Lock, uint64) {
+	l, err := readOn(ctx, n, opt, fsm.ObjectTopic(false, name), func() (wire.Lock, uint64) {
 		l := n.fsm.Lock(name)
 		return wireLock(l), l.ModifyIndex
 	})
@@ -210,7 +203,7 @@ func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wir
 
 // Locks reads every existing lock.
 func (n *Node) Locks(ctx context.Context, opt wire.ReadOptions) (wire.LockList, error) {
-	return read(ctx, n, opt, func() (wire.LockList, uint64) {
+	return readOn(ctx, n, opt, fsm.SpaceTopic(false), func() (wire.LockList, uint64) {
 		out := wire.LockList{Locks: []wire.Lock{}, Index: n.fsm.LocksIndex()}
 		for _, l := range n.fsm.Locks() {
 			out.Locks = append(out.Locks, wireLock(l))
@@ -229,7 +222,7 @@ func (n *Node) Check(ctx context.Context, name string, token uint64) (bool, erro
 
 // Election reads the leader of an election; Session is empty when nobody leads.
 func (n *Node) Election(ctx context.Context, name string, opt wire.ReadOptions) (wire.Election, error) {
-	e, err := read(ctx, n, opt, func() (wire.Election, uint64) {
+	e, err := readOn(ctx, n, opt, fsm.ObjectTopic(true, name), func() (wire.Election, uint64) {
 		e := n.fsm.Election(name)
 		return wireElection(e), e.ModifyIndex
 	})

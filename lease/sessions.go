@@ -143,8 +143,14 @@ func newSessionID() string {
 // against the master lease after the state was read; consistent reads on
 // the leader after a quorum confirmation that started after the request.
 // With Wait it is a blocking query: it returns when the index get reports
-// exceeds opt.Index, or when Wait runs out.
+// exceeds opt.Index, or when Wait runs out. read's index is the applied
+// index, which every entry changes; readOn waits for entries that change
+// topic, the part of the state whose index get reports.
 func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() (T, uint64)) (T, error) {
+	return readOn(ctx, n, opt, fsm.AppliedTopic(), get)
+}
+
+func readOn[T any](ctx context.Context, n *Node, opt wire.ReadOptions, topic fsm.Topic, get func() (T, uint64)) (T, error) {
 	var zero T
 	var t *leaderTerm
 	if !opt.Stale {
@@ -154,7 +160,7 @@ func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() 
 		}
 	}
 	if opt.Wait > 0 {
-		if err := waitIndex(ctx, n, t, opt, get); err != nil {
+		if err := waitIndex(ctx, n, t, opt, topic, get); err != nil {
 			return zero, err
 		}
 	}
@@ -170,8 +176,9 @@ func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() 
 	return v, nil
 }
 
-// waitIndex blocks until get's index exceeds opt.Index or opt.Wait passes.
-func waitIndex[T any](ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, get func() (T, uint64)) error {
+// waitIndex blocks until get's index exceeds opt.Index or opt.Wait passes,
+// looking again whenever an entry changes topic.
+func waitIndex[T any](ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, topic fsm.Topic, get func() (T, uint64)) error {
 	ctx, cancel := n.waitCtx(ctx)
 	defer cancel()
 	timer := time.NewTimer(opt.Wait)
@@ -181,18 +188,25 @@ func waitIndex[T any](ctx context.Context, n *Node, t *leaderTerm, opt wire.Read
 		lost = t.ctx.Done()
 	}
 	for {
-		changed := n.fsm.Changed()
-		if _, idx := get(); idx > opt.Index {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return nil
-		case <-lost:
-			return errNoLeader("leadership lost")
-		case <-ctx.Done():
-			return ctxErr(ctx)
+		done, err := func() (bool, error) {
+			changed, stop := n.fsm.Watch(topic)
+			defer stop()
+			if _, idx := get(); idx > opt.Index {
+				return true, nil
+			}
+			select {
+			case <-changed:
+				return false, nil
+			case <-timer.C:
+				return true, nil
+			case <-lost:
+				return true, errNoLeader("leadership lost")
+			case <-ctx.Done():
+				return true, ctxErr(ctx)
+			}
+		}()
+		if done {
+			return err
 		}
 	}
 }
