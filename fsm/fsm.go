@@ -16,7 +16,9 @@ var maxNow = time.Date(9700, 1, 1, 0, 0, 0, 0, time.UTC)
 //
 // One goroutine at a time may change it (Apply, ApplyCommand, Restore); any
 // number may read it concurrently. Reads return copies that the caller may
-// keep and modify. The FSM never reads a clock, and decides nothing on the
+// keep and modify. A snapshot is a View, frozen between two entries at a
+// cost that does not grow with the state and encoded later on any
+// goroutine. The FSM never reads a clock, and decides nothing on the
 // wall time a command carries (version-1 entries aside, see the package
 // doc): time only acts through OpTimersDue, which the leader proposes when
 // its own timers run out.
@@ -32,12 +34,16 @@ type FSM struct {
 
 // state is everything a snapshot holds. Restore swaps it as a whole, so
 // nothing of an old state can survive a restore.
+//
+// The sessions, the request numbers and the objects are in cowMaps, so
+// that a snapshot (View) can be taken between two entries at a cost that
+// does not grow with the state, and written out while entries apply.
 type state struct {
 	applied  uint64
-	sessions map[string]Session
+	sessions *cowMap[Session]
 	// seqs holds, per session, the highest request number applied for each
 	// lock ("l/NAME") and election ("e/NAME"); see seq.go.
-	seqs      map[string]map[string]uint64
+	seqs      *cowMap[map[string]uint64]
 	locks     *space
 	elections *space
 	members   map[string]Member
@@ -65,8 +71,8 @@ func New() *FSM {
 
 func newState() *state {
 	st := &state{
-		sessions:  make(map[string]Session),
-		seqs:      make(map[string]map[string]uint64),
+		sessions:  newCowMap[Session](nil),
+		seqs:      newCowMap(cloneSeqs),
 		locks:     newSpace(false),
 		elections: newSpace(true),
 		members:   make(map[string]Member),

@@ -199,7 +199,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 		held := make(map[string]map[string]struct{})
 		waiting := make(map[string]map[string]struct{})
 		timed := make(map[string]struct{})
-		for name, l := range s.objs {
+		for name, l := range s.objs.all() {
 			checkObject(t, s, f.st, name, l)
 			for _, h := range l.Holders {
 				addRef(held, h.Session, name)

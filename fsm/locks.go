@@ -5,7 +5,7 @@ import "fmt"
 // checkObject validates what every lock and election command shares: the
 // session exists and a name is given.
 func (st *state) checkObject(c Command) error {
-	if _, ok := st.sessions[c.Session]; !ok {
+	if !st.sessions.has(c.Session) {
 		return fmt.Errorf("%w: %q", ErrSessionNotFound, c.Session)
 	}
 	if c.Name == "" {

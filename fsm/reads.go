@@ -9,7 +9,7 @@ import (
 func (f *FSM) Session(id string) (Session, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s, ok := f.st.sessions[id]
+	s, ok := f.st.sessions.get(id)
 	return s, ok
 }
 
@@ -17,7 +17,7 @@ func (f *FSM) Session(id string) (Session, bool) {
 func (f *FSM) Sessions() []Session {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return sortedValues(f.st.sessions)
+	return f.st.sessions.sortedValues()
 }
 
 // SessionHolds returns the names of the locks and of the elections the
@@ -116,22 +116,22 @@ func (f *FSM) Timers() []Timer {
 }
 
 func (s *space) read(name string) Lock {
-	if l, ok := s.objs[name]; ok {
+	if l, ok := s.objs.get(name); ok {
 		return copyLock(l)
 	}
 	return Lock{Name: name, ModifyIndex: s.index}
 }
 
 func (s *space) list() []Lock {
-	out := make([]Lock, 0, len(s.objs))
-	for _, name := range slices.Sorted(maps.Keys(s.objs)) {
-		out = append(out, copyLock(s.objs[name]))
+	out := make([]Lock, 0, s.objs.len())
+	for _, l := range s.objs.sortedValues() {
+		out = append(out, copyLock(l))
 	}
 	return out
 }
 
 func (s *space) check(name string, token uint64) bool {
-	l, ok := s.objs[name]
+	l, ok := s.objs.get(name)
 	return ok && slices.ContainsFunc(l.Holders, func(h Holder) bool { return h.Token == token })
 }
 

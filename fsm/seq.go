@@ -30,7 +30,8 @@ func (st *state) repeated(s *space, c Command) bool {
 	if c.Seq == 0 {
 		return false
 	}
-	return c.Seq <= st.seqs[c.Session][seqKey(s, c.Name)]
+	seqs, _ := st.seqs.get(c.Session)
+	return c.Seq <= seqs[seqKey(s, c.Name)]
 }
 
 // noteSeq records c's number as the last applied for its session and
@@ -39,10 +40,12 @@ func (st *state) noteSeq(s *space, c Command) {
 	if c.Seq == 0 {
 		return
 	}
-	if st.seqs[c.Session] == nil {
-		st.seqs[c.Session] = make(map[string]uint64, 1)
+	seqs, ok := st.seqs.mut(c.Session)
+	if !ok {
+		seqs = make(map[string]uint64, 1)
+		st.seqs.set(c.Session, seqs)
 	}
-	st.seqs[c.Session][seqKey(s, c.Name)] = c.Seq
+	seqs[seqKey(s, c.Name)] = c.Seq
 }
 
 // once runs f for a command that changes a holding (release, proclaim,

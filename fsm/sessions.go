@@ -15,11 +15,11 @@ func (st *state) createSession(o op, c Command) Result {
 	case c.LockDelay < 0:
 		return refuse("%v: negative lock-delay %v", c.Op, c.LockDelay)
 	}
-	if _, ok := st.sessions[c.Session]; ok {
+	if st.sessions.has(c.Session) {
 		return Result{Err: fmt.Errorf("%w: %q", ErrSessionExists, c.Session)}
 	}
 	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index}
-	st.sessions[s.ID] = s
+	st.sessions.set(s.ID, s)
 	return Result{Session: &s}
 }
 
@@ -27,7 +27,7 @@ func (st *state) createSession(o op, c Command) Result {
 // the session loses everything at once; on expiry what it held stays
 // ungrantable for its lock-delay.
 func (st *state) endSession(o op, id string, expire bool) Result {
-	sess, ok := st.sessions[id]
+	sess, ok := st.sessions.get(id)
 	if !ok {
 		return Result{Err: fmt.Errorf("%w: %q", ErrSessionNotFound, id)}
 	}
@@ -39,8 +39,8 @@ func (st *state) endSession(o op, id string, expire bool) Result {
 		Released: st.locks.evict(id, delay, o),
 		Resigned: st.elections.evict(id, delay, o),
 	}
-	delete(st.sessions, id)
-	delete(st.seqs, id)
+	st.sessions.del(id)
+	st.seqs.del(id)
 	return res
 }
 

@@ -40,27 +40,78 @@ type snapshotFile struct {
 }
 
 // Snapshot returns the whole state, encoded. Two FSMs that applied the same
-// entries return the same bytes.
+// entries return the same bytes. It is View().Marshal().
 func (f *FSM) Snapshot() ([]byte, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	return f.View().Marshal()
+}
+
+// View is the state as it was after one entry, frozen. Taking it costs the
+// same whatever the size of the state, so that Raft's FSM goroutine, which
+// takes it between two entries, stops applying only for that long;
+// encoding it (Marshal), which takes time in proportion to the state, can
+// then run on any goroutine while entries go on applying. A View never
+// changes, and the FSM's later entries copy what they change rather than
+// change what a View shares (see cowMap).
+type View struct {
+	applied                    uint64
+	locksIndex, electionsIndex uint64
+	sessions                   *cowMap[Session]
+	seqs                       *cowMap[map[string]uint64]
+	locks, elections           *cowMap[*Lock]
+	members                    []Member
+}
+
+// View returns the current state, frozen.
+func (f *FSM) View() *View {
+	f.mu.Lock() // freezing marks the live maps' parts as shared
+	defer f.mu.Unlock()
 	st := f.st
+	return &View{
+		applied:        st.applied,
+		locksIndex:     st.locks.index,
+		electionsIndex: st.elections.index,
+		sessions:       st.sessions.freeze(),
+		seqs:           st.seqs.freeze(),
+		locks:          st.locks.objs.freeze(),
+		elections:      st.elections.objs.freeze(),
+		members:        sortedValues(st.members),
+	}
+}
+
+// AppliedIndex returns the index of the last entry the view holds.
+func (v *View) AppliedIndex() uint64 { return v.applied }
+
+// Marshal encodes the view in the snapshot format Restore reads.
+func (v *View) Marshal() ([]byte, error) {
 	file := snapshotFile{
 		Version:        snapshotVersion,
-		AppliedIndex:   st.applied,
-		LocksIndex:     st.locks.index,
-		ElectionsIndex: st.elections.index,
-		Sessions:       sortedValues(st.sessions),
-		Locks:          st.locks.list(),
-		Elections:      st.elections.list(),
-		Members:        sortedValues(st.members),
-		Seqs:           st.seqs,
+		AppliedIndex:   v.applied,
+		LocksIndex:     v.locksIndex,
+		ElectionsIndex: v.electionsIndex,
+		Sessions:       v.sessions.sortedValues(),
+		Locks:          lockValues(v.locks),
+		Elections:      lockValues(v.elections),
+		Members:        v.members,
+	}
+	if v.seqs.len() > 0 {
+		file.Seqs = make(map[string]map[string]uint64, v.seqs.len())
+		for id, seqs := range v.seqs.all() {
+			file.Seqs[id] = seqs
+		}
 	}
 	b, err := json.Marshal(file)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot: %w", err)
 	}
 	return b, nil
+}
+
+func lockValues(objs *cowMap[*Lock]) []Lock {
+	out := make([]Lock, 0, objs.len())
+	for _, l := range objs.sortedValues() {
+		out = append(out, *l)
+	}
+	return out
 }
 
 // Restore replaces the whole state with the snapshot read from r. On any
@@ -129,16 +180,16 @@ func (file *snapshotFile) state() (*state, error) {
 	st := newState()
 	st.applied = file.AppliedIndex
 	for _, s := range file.Sessions {
-		if _, dup := st.sessions[s.ID]; dup || s.ID == "" || s.TTL <= 0 || s.LockDelay < 0 {
+		if st.sessions.has(s.ID) || s.ID == "" || s.TTL <= 0 || s.LockDelay < 0 {
 			return nil, fmt.Errorf("invalid or duplicate session %q", s.ID)
 		}
-		st.sessions[s.ID] = s
+		st.sessions.set(s.ID, s)
 	}
 	for id, seqs := range file.Seqs {
-		if _, ok := st.sessions[id]; !ok || len(seqs) == 0 {
+		if !st.sessions.has(id) || len(seqs) == 0 {
 			return nil, fmt.Errorf("request numbers for unknown session %q", id)
 		}
-		st.seqs[id] = seqs
+		st.seqs.set(id, seqs)
 	}
 	for _, m := range file.Members {
 		if _, dup := st.members[m.ID]; dup || m.ID == "" {
@@ -158,9 +209,9 @@ func (file *snapshotFile) state() (*state, error) {
 
 // load fills an empty space with locks through the same methods commands
 // use, so the reverse indexes and the timed set come out as they would.
-func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) error {
+func (s *space) load(locks []Lock, index uint64, sessions *cowMap[Session]) error {
 	for _, in := range locks {
-		if _, dup := s.objs[in.Name]; dup || in.Name == "" {
+		if s.objs.has(in.Name) || in.Name == "" {
 			return fmt.Errorf("empty or duplicate name %q", in.Name)
 		}
 		if err := s.validate(in, sessions); err != nil {
@@ -184,7 +235,7 @@ func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) er
 			w.Deadline = w.Deadline.UTC()
 			s.enqueue(l, w)
 		}
-		s.objs[l.Name] = l
+		s.objs.set(l.Name, l)
 		if len(l.Waiters) > 0 || l.DelayIndex != 0 {
 			s.timed[l.Name] = struct{}{}
 		}
@@ -195,7 +246,7 @@ func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) er
 
 // validate checks one object of a snapshot against the invariants the
 // commands keep.
-func (s *space) validate(l Lock, sessions map[string]Session) error {
+func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 	switch {
 	case len(l.Holders) == 0 && len(l.Waiters) == 0 && l.DelayIndex == 0:
 		return errors.New("empty object")
@@ -212,13 +263,13 @@ func (s *space) validate(l Lock, sessions map[string]Session) error {
 	}
 	seen := make(map[string]bool)
 	for _, h := range l.Holders {
-		if _, ok := sessions[h.Session]; !ok || seen[h.Session] || h.Token == 0 {
+		if !sessions.has(h.Session) || seen[h.Session] || h.Token == 0 {
 			return fmt.Errorf("holder %q: unknown, repeated or without token", h.Session)
 		}
 		seen[h.Session] = true
 	}
 	for _, w := range l.Waiters {
-		if _, ok := sessions[w.Session]; !ok || seen[w.Session] || !validMode(s, w.Mode) {
+		if !sessions.has(w.Session) || seen[w.Session] || !validMode(s, w.Mode) {
 			return fmt.Errorf("waiter %q: unknown, repeated or of mode %q", w.Session, w.Mode)
 		}
 		if !s.election && w.Value != "" {

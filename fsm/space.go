@@ -14,7 +14,7 @@ import (
 // reverse indexes and the timed set in step with the objects themselves.
 type space struct {
 	election bool
-	objs     map[string]*Lock
+	objs     *cowMap[*Lock]
 	// index is the index of the last change to any object, deletions
 	// included, so a missing object reads with a ModifyIndex that never
 	// goes backwards and no tombstones are needed.
@@ -33,17 +33,18 @@ type space struct {
 func newSpace(election bool) *space {
 	return &space{
 		election: election,
-		objs:     make(map[string]*Lock),
+		objs:     newCowMap(cloneLock),
 		timed:    make(map[string]struct{}),
 		held:     make(map[string]map[string]struct{}),
 		waiting:  make(map[string]map[string]struct{}),
 	}
 }
 
-// lookup returns the named object, or a new free one that is not stored
-// until settle decides it must exist.
+// lookup returns the named object, to change in place (a copy of its own
+// if a snapshot shares it), or a new free one that is not stored until
+// settle decides it must exist.
 func (s *space) lookup(name string) *Lock {
-	if l, ok := s.objs[name]; ok {
+	if l, ok := s.objs.mut(name); ok {
 		return l
 	}
 	return &Lock{Name: name}
@@ -57,11 +58,11 @@ func (s *space) settle(l *Lock, o op) {
 	s.touch(ObjectTopic(s.election, l.Name))
 	s.touch(SpaceTopic(s.election))
 	if len(l.Holders) == 0 && len(l.Waiters) == 0 && !l.delayed(o) {
-		delete(s.objs, l.Name)
+		s.objs.del(l.Name)
 		delete(s.timed, l.Name)
 		return
 	}
-	s.objs[l.Name] = l
+	s.objs.set(l.Name, l)
 	if len(l.Waiters) > 0 || l.DelayIndex != 0 {
 		s.timed[l.Name] = struct{}{}
 	} else {
@@ -153,7 +154,7 @@ func (s *space) handoff(l *Lock, o op) bool {
 // then hands off what that freed, object by object in name order.
 func (s *space) tick(o op) {
 	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
-		l := s.objs[name]
+		l, _ := s.objs.mut(name)
 		dropped := s.dropExpired(l, o.now)
 		if s.handoff(l, o) || dropped {
 			s.settle(l, o)
@@ -170,7 +171,7 @@ func (s *space) evict(session string, delay time.Duration, o op) []string {
 	names := slices.Concat(held, refs(s.waiting, session))
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
-		l := s.objs[name]
+		l, _ := s.objs.mut(name)
 		if i := l.holder(session); i >= 0 {
 			s.dropHolder(l, i)
 			if delay > 0 {
@@ -246,7 +247,7 @@ func (s *space) delayError(l *Lock) *DelayError {
 // lock-delay before its waiters in queue order.
 func (s *space) timers(out []Timer) []Timer {
 	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
-		l := s.objs[name]
+		l, _ := s.objs.get(name)
 		if l.DelayIndex != 0 {
 			out = append(out, Timer{TimerRef{Election: s.election, Name: name, Armed: l.DelayIndex}, l.Delay})
 		}
@@ -262,7 +263,7 @@ func (s *space) timers(out []Timer) []Timer {
 // the queue, which may unblock those behind it). A ref to a timer that was
 // restarted or has ended already changes nothing.
 func (s *space) timeUp(r TimerRef, o op) {
-	l, ok := s.objs[r.Name]
+	l, ok := s.objs.mut(r.Name)
 	if !ok {
 		return
 	}

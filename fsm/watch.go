@@ -138,7 +138,7 @@ func (f *FSM) Standing(election bool, name, session string) (token uint64, held,
 	defer f.mu.RUnlock()
 	s := f.st.space(election)
 	if has(s.held, session, name) {
-		l := s.objs[name]
+		l, _ := s.objs.get(name)
 		return l.Holders[l.holder(session)].Token, true, false
 	}
 	return 0, false, has(s.waiting, session, name)
