@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/lockd/lockd/fsm"
@@ -160,7 +161,12 @@ func readOn[T any](ctx context.Context, n *Node, opt wire.ReadOptions, topic fsm
 		}
 	}
 	if opt.Wait > 0 {
-		if err := waitIndex(ctx, n, t, opt, topic, get); err != nil {
+		if !n.startBlocking() {
+			return zero, errTooMany(n.cfg.MaxBlockingQueries)
+		}
+		err := waitIndex(ctx, n, t, opt, topic, get)
+		n.blocking.Add(-1)
+		if err != nil {
 			return zero, err
 		}
 	}
@@ -174,6 +180,21 @@ func readOn[T any](ctx context.Context, n *Node, opt wire.ReadOptions, topic fsm
 		return zero, errNoLeader("the leader's master lease has run out")
 	}
 	return v, nil
+}
+
+// startBlocking takes one of the node's Config.MaxBlockingQueries places
+// for a blocking query, if one is free; the caller gives it back.
+func (n *Node) startBlocking() bool {
+	if n.blocking.Add(1) > int64(n.cfg.MaxBlockingQueries) {
+		n.blocking.Add(-1)
+		return false
+	}
+	return true
+}
+
+func errTooMany(limit int) error {
+	return &wire.Error{Code: wire.CodeTooMany, RetryAfter: time.Second,
+		Message: fmt.Sprintf("this node already serves %d blocking queries, its limit; nothing was done: retry later", limit)}
 }
 
 // waitIndex blocks until get's index exceeds opt.Index or opt.Wait passes,
