@@ -148,13 +148,8 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 	// UTC strips the monotonic reading and the location: times compare and
 	// encode the same on every replica, however the command reached it.
 	o := op{index: index, now: c.Now.UTC(), legacy: c.legacy, grantHeld: grantHeld, unsafe: u}
-	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
-		return refuse("%v: now %s out of range", c.Op, c.Now)
-	}
-	if !validUTF8(c) {
-		// A snapshot would store such a string altered (encoding/json
-		// replaces invalid bytes), so the restored state would differ.
-		return refuse("%v: invalid UTF-8", c.Op)
+	if err := precheck(o, c); err != nil {
+		return Result{Err: err}
 	}
 	switch c.Op {
 	case OpCreateSession:
@@ -195,6 +190,52 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 	}
 	return refuse("unknown op %d", uint8(c.Op))
 }
+
+// precheck refuses what no command may carry.
+func precheck(o op, c Command) error {
+	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
+		return refuse("%v: now %s out of range", c.Op, c.Now).Err
+	}
+	if !validUTF8(c) {
+		// A snapshot would store such a string altered (encoding/json
+		// replaces invalid bytes), so the restored state would differ.
+		return refuse("%v: invalid UTF-8", c.Op).Err
+	}
+	return nil
+}
+
+// Refusal returns the refusal applying c now would answer with, when
+// applying it would change nothing but the applied index; and nil when c
+// must be applied to learn its answer (it would change the state, or be
+// granted, or Refusal does not know). It only reads the state, so a leader
+// that may answer reads from its state can answer these refusals without
+// a log entry. It knows acquires and campaigns (planAcquire: a refusal
+// that records nothing, which excludes one carrying a request number not
+// seen before) and any command naming a session that does not exist,
+// which can never exist again; it returns nil for anything else.
+func (f *FSM) Refusal(c Command) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	st := f.st
+	o := op{now: c.Now.UTC(), grantHeld: f.grantHeld, unsafe: f.unsafe}
+	if err := precheck(o, c); err != nil {
+		return err
+	}
+	switch c.Op {
+	case OpAcquire, OpCampaign:
+		if p := st.planAcquire(st.space(c.Op == OpCampaign), o, c); p.pure() {
+			return p.res.Err
+		}
+	case OpDestroySession, OpExpireSession, OpRelease, OpLetGo, OpCancelWait, OpProclaim, OpResign, OpCancelCampaign:
+		// Each of these checks its session before anything else.
+		if !st.sessions.has(c.Session) {
+			return sessionNotFound(c.Session)
+		}
+	}
+	return nil
+}
+
+func sessionNotFound(id string) error { return fmt.Errorf("%w: %q", ErrSessionNotFound, id) }
 
 func validUTF8(c Command) bool {
 	strs := []string{c.Session, c.Name, string(c.Mode), c.Value}

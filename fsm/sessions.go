@@ -29,7 +29,7 @@ func (st *state) createSession(o op, c Command) Result {
 func (st *state) endSession(o op, id string, expire bool) Result {
 	sess, ok := st.sessions.get(id)
 	if !ok {
-		return Result{Err: fmt.Errorf("%w: %q", ErrSessionNotFound, id)}
+		return Result{Err: sessionNotFound(id)}
 	}
 	var delay time.Duration
 	if expire {

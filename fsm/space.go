@@ -40,6 +40,14 @@ func newSpace(election bool) *space {
 	}
 }
 
+// peek returns the named object, or a new free one, to read only.
+func (s *space) peek(name string) *Lock {
+	if l, ok := s.objs.get(name); ok {
+		return l
+	}
+	return &Lock{Name: name}
+}
+
 // lookup returns the named object, to change in place (a copy of its own
 // if a snapshot shares it), or a new free one that is not stored until
 // settle decides it must exist.

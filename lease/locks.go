@@ -58,6 +58,9 @@ func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint
 	if err != nil {
 		return 0, err
 	}
+	if refused, err := n.refusedAtOnce(ctx, cmd, ns.what(cmd.Name)); refused {
+		return 0, err
+	}
 	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return 0, err
@@ -69,6 +72,40 @@ func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint
 		return res.Token, nil
 	}
 	return n.waitGrant(ctx, t, ns, cmd)
+}
+
+// refusedAtOnce answers cmd without a log entry when the state machine
+// would refuse it and change nothing but its applied index
+// (fsm.FSM.Refusal): a try-acquire or try-campaign of an object others
+// hold or queue for, or inside a lock-delay, that carries no request
+// number or one already applied; or any request naming a session that
+// does not exist (a session never comes back). Such an answer is a read of
+// the state, and is served exactly as a default read is (read): on the
+// leader under its master lease, from everything it has applied, which
+// holds every entry whose answer was sent (an answer is sent after the
+// entry applies here) and, since the leader serves only after establish's
+// barrier, every entry of earlier terms; the lease is checked after the
+// state was read. The read is the request's linearization point.
+//
+// A try-acquire refused with a request number not applied before still
+// costs an entry: the state machine records the number, so that a late
+// copy of the same request (an attempt that hung on a paused node while
+// its retry was refused) is not applied when the lock is free later, to a
+// client that was told it did not get it. Only the log can record that
+// number before the answer leaves. refused false: cmd must be committed.
+func (n *Node) refusedAtOnce(ctx context.Context, cmd fsm.Command, what string) (refused bool, err error) {
+	cmd.Now = wallNow(n.clock).UTC()
+	var refusal error
+	if _, err := read(ctx, n, wire.ReadOptions{}, func() (struct{}, uint64) {
+		refusal = n.fsm.Refusal(cmd)
+		return struct{}{}, 0
+	}); err != nil {
+		return true, err
+	}
+	if refusal == nil {
+		return false, nil
+	}
+	return true, n.apiErr(refusal, cmd.Session, what)
 }
 
 // waitGrant waits for a queued session to be granted the lock. When the
@@ -180,6 +217,9 @@ func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error 
 		return wire.Errorf(wire.CodeBadRequest, "%v", err)
 	}
 	if _, err := n.leading(); err != nil {
+		return err
+	}
+	if refused, err := n.refusedAtOnce(ctx, cmd, ns.what(cmd.Name)); refused {
 		return err
 	}
 	res, err := n.propose(ctx, cmd)

@@ -84,7 +84,12 @@ func (n *Node) DestroySession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpDestroySession, Session: id})
+	cmd := fsm.Command{Op: fsm.OpDestroySession, Session: id}
+	if refused, err := n.refusedAtOnce(ctx, cmd, ""); refused {
+		t.forget(id)
+		return err
+	}
+	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return err
 	}
