@@ -3,7 +3,6 @@ package fsm
 import (
 	"hash/maphash"
 	"iter"
-	"maps"
 	"slices"
 )
 
@@ -155,5 +154,3 @@ func cloneLock(l *Lock) *Lock {
 	c := copyLock(l)
 	return &c
 }
-
-func cloneSeqs(m map[string]uint64) map[string]uint64 { return maps.Clone(m) }

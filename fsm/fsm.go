@@ -42,14 +42,16 @@ type state struct {
 	applied  uint64
 	sessions *cowMap[Session]
 	// seqs holds, per session, the highest request number applied for each
-	// lock ("l/NAME") and election ("e/NAME"); see seq.go.
-	seqs      *cowMap[map[string]uint64]
+	// lock ("l/NAME") and election ("e/NAME") it still keeps; see seq.go.
+	seqs      *cowMap[*seqTable]
 	locks     *space
 	elections *space
 	members   map[string]Member
-	// touched lists the topics the entry being applied changed; it is
-	// emptied after every entry.
+	// touched lists the topics the entry being applied changed, and noted
+	// the objects whose request number it recorded (as StandingTopics);
+	// both are emptied after every entry.
 	touched []Topic
+	noted   []Topic
 }
 
 // op is the context of the entry being applied: its index (the token of
@@ -72,7 +74,7 @@ func New() *FSM {
 func newState() *state {
 	st := &state{
 		sessions:  newCowMap[Session](nil),
-		seqs:      newCowMap(cloneSeqs),
+		seqs:      newCowMap(cloneSeqTable),
 		locks:     newSpace(false),
 		elections: newSpace(true),
 		members:   make(map[string]Member),
@@ -112,6 +114,7 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 		res = Result{Err: decodeErr}
 	} else {
 		res = f.st.apply(c, index, f.grantHeld, f.unsafe)
+		f.st.boundSeqs()
 	}
 	res.Index = index
 	return res

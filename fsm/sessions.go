@@ -14,11 +14,13 @@ func (st *state) createSession(o op, c Command) Result {
 		return refuse("%v: ttl %v is not positive", c.Op, c.TTL)
 	case c.LockDelay < 0:
 		return refuse("%v: negative lock-delay %v", c.Op, c.LockDelay)
+	case c.SeqWindow < 0 || c.SeqWindow > MaxSeqWindow:
+		return refuse("%v: request-number window %d (want 0 to %d)", c.Op, c.SeqWindow, MaxSeqWindow)
 	}
 	if st.sessions.has(c.Session) {
 		return Result{Err: fmt.Errorf("%w: %q", ErrSessionExists, c.Session)}
 	}
-	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index}
+	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index, SeqWindow: c.SeqWindow}
 	st.sessions.set(s.ID, s)
 	return Result{Session: &s}
 }

@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
 // snapshotVersion is the format version Snapshot writes. Bump it for any
-// change an older build would misread. Restore also reads snapshotVersion1,
-// written before lock-delays and waits were leader-local timers.
-const snapshotVersion = 2
+// change an older build would misread. Restore also reads
+// snapshotVersion1, written before lock-delays and waits were leader-local
+// timers, and snapshotVersion2, written before request numbers were
+// bounded (its sessions keep every number: seq.go).
+const snapshotVersion = 3
 
-const snapshotVersion1 = 1
+const (
+	snapshotVersion1 = 1
+	snapshotVersion2 = 2
+)
 
 // Lengths given on restore of a version-1 snapshot to timers it could not
 // record: the longest lock-delay and the longest wait the API accepts, so
@@ -35,8 +41,10 @@ type snapshotFile struct {
 	Locks          []Lock    `json:"locks"`
 	Elections      []Lock    `json:"elections"`
 	Members        []Member  `json:"members"`
-	// Seqs: per session, the last request number per object (seq.go).
-	Seqs map[string]map[string]uint64 `json:"seqs,omitempty"`
+	// Seqs: per session, the last request number per object it keeps, and
+	// SeqFloors the floor of each session that has one (seq.go).
+	Seqs      map[string]map[string]uint64 `json:"seqs,omitempty"`
+	SeqFloors map[string]uint64            `json:"seq_floors,omitempty"`
 }
 
 // Snapshot returns the whole state, encoded. Two FSMs that applied the same
@@ -56,7 +64,7 @@ type View struct {
 	applied                    uint64
 	locksIndex, electionsIndex uint64
 	sessions                   *cowMap[Session]
-	seqs                       *cowMap[map[string]uint64]
+	seqs                       *cowMap[*seqTable]
 	locks, elections           *cowMap[*Lock]
 	members                    []Member
 }
@@ -93,10 +101,12 @@ func (v *View) Marshal() ([]byte, error) {
 		Elections:      lockValues(v.elections),
 		Members:        v.members,
 	}
-	if v.seqs.len() > 0 {
-		file.Seqs = make(map[string]map[string]uint64, v.seqs.len())
-		for id, seqs := range v.seqs.all() {
-			file.Seqs[id] = seqs
+	for id, t := range v.seqs.all() {
+		if len(t.last) > 0 {
+			file.Seqs = setKey(file.Seqs, id, t.last)
+		}
+		if t.floor > 0 {
+			file.SeqFloors = setKey(file.SeqFloors, id, t.floor)
 		}
 	}
 	b, err := json.Marshal(file)
@@ -104,6 +114,15 @@ func (v *View) Marshal() ([]byte, error) {
 		return nil, fmt.Errorf("fsm: snapshot: %w", err)
 	}
 	return b, nil
+}
+
+// setKey sets m[k] = v, making m first if it is nil.
+func setKey[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = make(map[string]V)
+	}
+	m[k] = v
+	return m
 }
 
 func lockValues(objs *cowMap[*Lock]) []Lock {
@@ -138,8 +157,14 @@ func readSnapshot(r io.Reader) (*state, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badSnapshot(errors.New("data after the snapshot"))
 	}
-	if file.Version != snapshotVersion && file.Version != snapshotVersion1 {
-		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d and %d)", file.Version, snapshotVersion1, snapshotVersion))
+	switch file.Version {
+	case snapshotVersion1, snapshotVersion2:
+		if file.SeqFloors != nil || slices.ContainsFunc(file.Sessions, func(s Session) bool { return s.SeqWindow != 0 }) {
+			return nil, badSnapshot(fmt.Errorf("version %d with bounded request numbers", file.Version))
+		}
+	case snapshotVersion:
+	default:
+		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d to %d)", file.Version, snapshotVersion1, snapshotVersion))
 	}
 	if file.Version == snapshotVersion1 {
 		file.upgradeV1()
@@ -180,7 +205,7 @@ func (file *snapshotFile) state() (*state, error) {
 	st := newState()
 	st.applied = file.AppliedIndex
 	for _, s := range file.Sessions {
-		if st.sessions.has(s.ID) || s.ID == "" || s.TTL <= 0 || s.LockDelay < 0 {
+		if st.sessions.has(s.ID) || s.ID == "" || s.TTL <= 0 || s.LockDelay < 0 || s.SeqWindow < 0 || s.SeqWindow > MaxSeqWindow {
 			return nil, fmt.Errorf("invalid or duplicate session %q", s.ID)
 		}
 		st.sessions.set(s.ID, s)
@@ -189,7 +214,19 @@ func (file *snapshotFile) state() (*state, error) {
 		if !st.sessions.has(id) || len(seqs) == 0 {
 			return nil, fmt.Errorf("request numbers for unknown session %q", id)
 		}
-		st.seqs.set(id, seqs)
+		st.seqs.set(id, &seqTable{last: seqs})
+	}
+	for id, floor := range file.SeqFloors {
+		s, ok := st.sessions.get(id)
+		if !ok || s.SeqWindow == 0 || floor == 0 {
+			return nil, fmt.Errorf("request-number floor of unknown or unbounded session %q", id)
+		}
+		t, ok := st.seqs.get(id)
+		if !ok {
+			t = &seqTable{last: map[string]uint64{}}
+			st.seqs.set(id, t)
+		}
+		t.floor = floor
 	}
 	for _, m := range file.Members {
 		if _, dup := st.members[m.ID]; dup || m.ID == "" {
@@ -204,6 +241,15 @@ func (file *snapshotFile) state() (*state, error) {
 		return nil, fmt.Errorf("elections: %w", err)
 	}
 	st.touched = nil // a restore wakes every watcher anyway
+	// The idle numbers of bounded tables follow from what the sessions
+	// hold and queue for; more than the window, the FSM never leaves.
+	for id, t := range st.seqs.all() {
+		if s, _ := st.sessions.get(id); s.SeqWindow > 0 {
+			if t.idle = st.idleKeys(id, t); len(t.idle) > s.SeqWindow {
+				return nil, fmt.Errorf("session %q keeps %d request numbers of objects it let go of, over its window %d", id, len(t.idle), s.SeqWindow)
+			}
+		}
+	}
 	return st, nil
 }
 

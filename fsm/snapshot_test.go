@@ -130,7 +130,7 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"garbage", "\x00\x01garbage"},
 		{"null", "null"},
 		{"no version", "{}"},
-		{"unknown version", strings.Replace(string(good), `"version":2`, `"version":3`, 1)},
+		{"unknown version", strings.Replace(string(good), `"version":3`, `"version":4`, 1)},
 		{"truncated", string(good[:len(good)/2])},
 		{"trailing data", string(good) + "{}"},
 		{"duplicate session", mutate(func(f *snapshotFile, x *Lock) { f.Sessions = append(f.Sessions, f.Sessions[0]) })},
@@ -150,6 +150,20 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"lock-delay without a starting entry", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayUntil = time.Second, t0 })},
 		{"lock-delay without a shown end", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayIndex = time.Second, 7 })},
 		{"duplicate member", mutate(func(f *snapshotFile, x *Lock) { f.Members = append(f.Members, f.Members[0]) })},
+		{"window out of range", mutate(func(f *snapshotFile, x *Lock) { f.Sessions[0].SeqWindow = MaxSeqWindow + 1 })},
+		{"floor of an unbounded session", mutate(func(f *snapshotFile, x *Lock) { f.SeqFloors = map[string]uint64{"a": 3} })},
+		{"floor of an unknown session", mutate(func(f *snapshotFile, x *Lock) {
+			f.Sessions[0].SeqWindow = 1
+			f.SeqFloors = map[string]uint64{"ghost": 3}
+		})},
+		{"more let-go numbers than the window", mutate(func(f *snapshotFile, x *Lock) {
+			f.Sessions[0].SeqWindow = 1
+			f.Seqs = map[string]map[string]uint64{f.Sessions[0].ID: {"l/p": 1, "l/q": 2}}
+		})},
+		{"version 2 with a window", mutate(func(f *snapshotFile, x *Lock) {
+			f.Version = 2
+			f.Sessions[0].SeqWindow = 4
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -307,8 +321,9 @@ func TestView_ManyObjectsChangedAfter(t *testing.T) {
 }
 
 // testdata/version2-snapshot.json was written by a build whose snapshots
-// are version 2. It restores to the state it describes, and that state
-// encodes to the same bytes.
+// are version 2. It restores to the state it describes, whose sessions
+// keep every request number as that build's did, and encodes as version 3
+// with nothing else changed.
 func TestRestore_Version2File(t *testing.T) {
 	old, err := os.ReadFile("testdata/version2-snapshot.json")
 	if err != nil {
@@ -329,7 +344,8 @@ func TestRestore_Version2File(t *testing.T) {
 		t.Fatalf("late acquire after restore = %+v, want it refused as a repeat", res)
 	}
 	g = mustRestore(t, old)
-	if again := mustSnapshot(t, g); !bytes.Equal(again, old) {
+	want := strings.Replace(string(old), `"version":2`, `"version":3`, 1)
+	if again := mustSnapshot(t, g); string(again) != want {
 		t.Fatalf("restored version-2 snapshot encodes as\n%s", again)
 	}
 }

@@ -40,7 +40,8 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 		delay = req.LockDelay.D()
 	}
 	id := newSessionID()
-	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay})
+	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay,
+		SeqWindow: fsm.DefaultSeqWindow})
 	if err != nil {
 		return wire.Session{}, err
 	}
