@@ -132,6 +132,14 @@ func TestSeq_RepeatOfARefusalTellsTheCurrentState(t *testing.T) {
 	}
 }
 
+// cycle takes name for session under number seq and lets go of it under
+// seq+1.
+func (h *harness) cycle(session, name string, seq uint64) {
+	h.t.Helper()
+	h.mustApply(seqd(acquire(session, name, "", 0), seq))
+	h.mustApply(seqd(release(session, name), seq+1))
+}
+
 func createW(id string, window int) Command {
 	c := create(id, 0)
 	c.SeqWindow = window
@@ -166,10 +174,9 @@ func TestSeq_BoundedTableKeepsWhatTheSessionHoldsAndQueuesFor(t *testing.T) {
 	h.mustApply(seqd(acquire("a", "q", "", time.Hour), next()))
 	h.mustApply(seqd(campaign("a", "e", "v", 0), next()))
 	for i := range 100 {
-		name := fmt.Sprintf("n%03d", i)
 		for _, s := range []string{"a", "old"} {
-			h.mustApply(seqd(acquire(s, name, "", 0), next()))
-			h.mustApply(seqd(release(s, name), next()))
+			h.cycle(s, fmt.Sprintf("n%03d", i), next())
+			next()
 		}
 	}
 	last, floor := seqTableOf(h.f, "a")
@@ -210,10 +217,8 @@ func TestSeq_DroppedNumberStillRefusesItsRetry(t *testing.T) {
 	h.mustApply(res)
 	seq := uint64(10)
 	for i := range 5 { // five other locks let go of: x's and e's numbers go
-		seq++
-		h.mustApply(seqd(acquire("a", fmt.Sprint("y", i), "", 0), seq))
-		seq++
-		h.mustApply(seqd(release("a", fmt.Sprint("y", i)), seq))
+		h.cycle("a", fmt.Sprint("y", i), seq+1)
+		seq += 2
 	}
 	if last, floor := seqTableOf(h.f, "a"); last["l/x"] != 0 || last["e/e"] != 0 || floor < 4 {
 		t.Fatalf("numbers of x and e still kept: %v (floor %d)", last, floor)
@@ -305,10 +310,8 @@ func pick(rng *rand.Rand, xs ...string) string { return xs[rng.IntN(len(xs))] }
 func TestSeq_LateFirstRequestUnderTheFloorIsTakenForARepeat(t *testing.T) {
 	h := newHarness(t)
 	h.mustApply(createW("a", 1))
-	for i, name := range []string{"p", "q"} { // numbers 2 to 5, while number 1 is on its way
-		h.mustApply(seqd(acquire("a", name, "", 0), uint64(2+2*i)))
-		h.mustApply(seqd(release("a", name), uint64(3+2*i)))
-	}
+	h.cycle("a", "p", 2) // numbers 2 to 5, while number 1 is on its way
+	h.cycle("a", "q", 4)
 	if r := h.apply(seqd(acquire("a", "x", "", 0), 1)); !errors.Is(r.Err, ErrRepeated) {
 		t.Fatalf("late first acquire under the floor = %+v, want it taken for a repeat", r)
 	}
@@ -322,10 +325,8 @@ func TestSeq_LateFirstRequestUnderTheFloorIsTakenForARepeat(t *testing.T) {
 func TestSeq_BoundedTableSurvivesSnapshot(t *testing.T) {
 	h := newHarness(t)
 	h.mustApply(createW("a", 1))
-	h.mustApply(seqd(acquire("a", "x", "", 0), 1))
-	h.mustApply(seqd(release("a", "x"), 2))
-	h.mustApply(seqd(acquire("a", "y", "", 0), 3))
-	h.mustApply(seqd(release("a", "y"), 4))
+	h.cycle("a", "x", 1)
+	h.cycle("a", "y", 3)
 	h.mustApply(seqd(acquire("a", "z", "", 0), 5)) // held: x's number is in the floor
 	snap := mustSnapshot(t, h.f)
 	g := mustRestore(t, snap)
