@@ -3,6 +3,7 @@ package fsm
 import (
 	"hash/maphash"
 	"iter"
+	"maps"
 	"slices"
 )
 
@@ -15,15 +16,17 @@ var cowSeed = maphash.MakeSeed()
 
 // cowMap is a map from string that can be frozen in time at a cost that
 // does not grow with its size: freeze hands out the current parts to a
-// read-only copy and marks them shared, and a write to a shared part first
-// copies the part (and, with clone set, each value in it, for values that
-// are pointers or hold maps or slices the writer would change in place).
+// read-only copy and marks them, and every value in them, shared. A write
+// to a shared part first copies the part (its table only: the values stay
+// shared), and a value that is to change in place (mut), when it is shared,
+// is replaced first by its copy (clone, for values that are pointers or
+// hold maps or slices the writer changes in place).
 //
-// Only the goroutine that changes the FSM writes a cowMap; frozen copies
-// are only read, by any goroutine. The order of keys is never seen: every
-// listing sorts.
+// Only the goroutine that changes the FSM writes a cowMap, and only values
+// it got from mut; frozen copies are only read, by any goroutine. The
+// order of keys is never seen: every listing sorts.
 type cowMap[V any] struct {
-	gen    uint64 // parts of an older generation are shared with a frozen copy
+	gen    uint64 // parts and values of an older generation are shared with a frozen copy
 	n      int
 	clone  func(V) V
 	shards [cowShards]*cowShard[V]
@@ -31,7 +34,12 @@ type cowMap[V any] struct {
 
 type cowShard[V any] struct {
 	gen uint64
-	m   map[string]V
+	m   map[string]cowEntry[V]
+}
+
+type cowEntry[V any] struct {
+	v   V
+	gen uint64
 }
 
 func newCowMap[V any](clone func(V) V) *cowMap[V] {
@@ -42,8 +50,8 @@ func shardOf(k string) int { return int(maphash.String(cowSeed, k) % cowShards) 
 
 func (c *cowMap[V]) get(k string) (V, bool) {
 	if sh := c.shards[shardOf(k)]; sh != nil {
-		v, ok := sh.m[k]
-		return v, ok
+		e, ok := sh.m[k]
+		return e.v, ok
 	}
 	var zero V
 	return zero, false
@@ -54,14 +62,20 @@ func (c *cowMap[V]) has(k string) bool {
 	return ok
 }
 
-// mut returns the value of k for changing in place: a value of this
-// generation's own part, copied first if the part was shared.
+// mut returns the value of k for changing in place: copied first if a
+// frozen copy shares it.
 func (c *cowMap[V]) mut(k string) (V, bool) {
 	if !c.has(k) {
 		var zero V
 		return zero, false
 	}
-	return c.own(shardOf(k)).m[k], true
+	sh := c.own(shardOf(k))
+	e := sh.m[k]
+	if e.gen != c.gen && c.clone != nil {
+		e = cowEntry[V]{c.clone(e.v), c.gen}
+		sh.m[k] = e
+	}
+	return e.v, true
 }
 
 func (c *cowMap[V]) set(k string, v V) {
@@ -69,7 +83,7 @@ func (c *cowMap[V]) set(k string, v V) {
 	if _, ok := sh.m[k]; !ok {
 		c.n++
 	}
-	sh.m[k] = v
+	sh.m[k] = cowEntry[V]{v, c.gen}
 }
 
 func (c *cowMap[V]) del(k string) {
@@ -82,21 +96,14 @@ func (c *cowMap[V]) del(k string) {
 
 func (c *cowMap[V]) len() int { return c.n }
 
-// own returns part i, copied first if a frozen copy shares it.
+// own returns part i, its table copied first if a frozen copy shares it.
 func (c *cowMap[V]) own(i int) *cowShard[V] {
 	sh := c.shards[i]
 	switch {
 	case sh == nil:
-		sh = &cowShard[V]{gen: c.gen, m: make(map[string]V)}
+		sh = &cowShard[V]{gen: c.gen, m: make(map[string]cowEntry[V])}
 	case sh.gen != c.gen:
-		m := make(map[string]V, len(sh.m))
-		for k, v := range sh.m {
-			if c.clone != nil {
-				v = c.clone(v)
-			}
-			m[k] = v
-		}
-		sh = &cowShard[V]{gen: c.gen, m: m}
+		sh = &cowShard[V]{gen: c.gen, m: maps.Clone(sh.m)}
 	default:
 		return sh
 	}
@@ -119,8 +126,8 @@ func (c *cowMap[V]) all() iter.Seq2[string, V] {
 			if sh == nil {
 				continue
 			}
-			for k, v := range sh.m {
-				if !yield(k, v) {
+			for k, e := range sh.m {
+				if !yield(k, e.v) {
 					return
 				}
 			}

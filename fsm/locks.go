@@ -236,7 +236,7 @@ func (st *state) timersDue(o op, c Command) Result {
 // proclaimed reports whether the session of c leads its election with c's
 // value: then a repeat of that proclaim gets the success the first got.
 func (st *state) proclaimed(c Command) bool {
-	l := st.elections.lookup(c.Name)
+	l := st.elections.peek(c.Name)
 	return l.holder(c.Session) >= 0 && l.Value == c.Value
 }
 

@@ -221,7 +221,7 @@ func (file *snapshotFile) state() (*state, error) {
 		if !ok || s.SeqWindow == 0 || floor == 0 {
 			return nil, fmt.Errorf("request-number floor of unknown or unbounded session %q", id)
 		}
-		t, ok := st.seqs.get(id)
+		t, ok := st.seqs.mut(id)
 		if !ok {
 			t = &seqTable{last: map[string]uint64{}}
 			st.seqs.set(id, t)
@@ -243,8 +243,9 @@ func (file *snapshotFile) state() (*state, error) {
 	st.touched = nil // a restore wakes every watcher anyway
 	// The idle numbers of bounded tables follow from what the sessions
 	// hold and queue for; more than the window, the FSM never leaves.
-	for id, t := range st.seqs.all() {
+	for _, id := range st.seqs.sortedKeys() {
 		if s, _ := st.sessions.get(id); s.SeqWindow > 0 {
+			t, _ := st.seqs.mut(id)
 			if t.idle = st.idleKeys(id, t); len(t.idle) > s.SeqWindow {
 				return nil, fmt.Errorf("session %q keeps %d request numbers of objects it let go of, over its window %d", id, len(t.idle), s.SeqWindow)
 			}
