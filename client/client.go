@@ -162,6 +162,9 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints)))
 		pause := time.Duration(rand.Int64N(int64(backoff) + 1))
 		backoff = min(2*backoff, c.cfg.MaxBackoff)
+		if wire.CodeOf(err) == wire.CodeTooMany {
+			pause = max(pause, retryAfter(err)) // the node is full: not sooner than it asks
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
@@ -177,7 +180,7 @@ func isAPIError(err error) bool {
 
 func retryable(err error, sent bool, policy retry) bool {
 	switch wire.CodeOf(err) {
-	case wire.CodeNoLeader:
+	case wire.CodeNoLeader, wire.CodeTooMany:
 		return true
 	case wire.CodeTimeout:
 		return policy == idempotent

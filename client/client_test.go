@@ -295,3 +295,25 @@ func TestMutex_CancelledLockLeavesTheQueue(t *testing.T) {
 		t.Fatalf("after the holder let go the lock went to %+v, want free", l.Holders)
 	}
 }
+
+// A node that serves as many blocking queries as it may answers 429
+// too_many_requests: nothing was done, so the client asks again, not
+// sooner than the Retry-After says.
+func TestClient_RetriesTooManyRequests(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":"full","code":"too_many_requests"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"name":"e","session":"s","value":"v","token":7,"modify_index":7}`))
+	}))
+	defer ts.Close()
+	l, err := mustClient(t, ts.URL).Election(ctxT(t, 10*time.Second), "e")
+	if err != nil || l.Token != 7 || calls.Load() != 2 {
+		t.Fatalf("Election after a 429 = %+v, %v after %d calls; want the answer of the second call", l, err, calls.Load())
+	}
+}

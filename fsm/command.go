@@ -11,7 +11,7 @@ type Op uint8
 
 // Commands. Values are part of the log format: never renumber, only append.
 const (
-	OpCreateSession  Op = 1  // Session, Name, TTL, LockDelay
+	OpCreateSession  Op = 1  // Session, Name, TTL, LockDelay, SeqWindow
 	OpDestroySession Op = 2  // Session: release its locks at once, drop its waiters
 	OpExpireSession  Op = 3  // Session: like destroy, but locks get the session's lock-delay
 	OpAcquire        Op = 4  // Session, Name, Mode, Wait
@@ -73,6 +73,9 @@ type Command struct {
 	// Seq is the client's request number for lock and election operations
 	// (see seq.go); 0 means none.
 	Seq uint64 `json:"seq,omitempty"`
+	// SeqWindow is the window of the session a create-session makes (see
+	// seq.go); 0, as older builds wrote, keeps every request number.
+	SeqWindow int `json:"seq_window,omitempty"`
 	// Timers names the timers an OpTimersDue ends.
 	Timers []TimerRef `json:"timers,omitempty"`
 	// Sessions names the sessions an OpExpireSessions ends.

@@ -48,12 +48,22 @@
 // refused, and OpTimersDue (op 14) and OpLetGo (op 15) do not exist in
 // version 1.
 //
-// Snapshots are written as version 2. A version-1 snapshot is read with
+// Request numbers (seq.go) are kept in a bounded table for sessions whose
+// create-session entry names a window, as this build's leaders write; a
+// session created by an entry without one keeps every number, as the
+// builds that wrote such entries did, so their logs replay to the same
+// decisions.
+//
+// Snapshots are written as version 3, which adds the windows and floors of
+// bounded request numbers; a version-2 snapshot is read as written (every
+// session in it keeps every number). A version-1 snapshot is read with
 // each pending lock-delay given the longest length the API accepts (60s)
 // and each waiter the longest wait (5m), named by the object's modify
 // index: they end no earlier than they would have. Older builds refuse
-// version-2 entries and snapshots, so every node must run this build (or a
-// later one) before any of them leads: a cluster must not mix the two.
+// version-2 entries and snapshots of a version above their own, and would
+// ignore the window of a create-session, so every node must run this build
+// (or a later one) before any of them leads: a cluster must not mix the
+// two.
 //
 // What fsm does not do: keep session deadlines or any other timer (the
 // leader does that, in lease), decide when a session expires, or validate

@@ -16,14 +16,16 @@ var maxNow = time.Date(9700, 1, 1, 0, 0, 0, 0, time.UTC)
 //
 // One goroutine at a time may change it (Apply, ApplyCommand, Restore); any
 // number may read it concurrently. Reads return copies that the caller may
-// keep and modify. The FSM never reads a clock, and decides nothing on the
+// keep and modify. A snapshot is a View, frozen between two entries at a
+// cost that does not grow with the state and encoded later on any
+// goroutine. The FSM never reads a clock, and decides nothing on the
 // wall time a command carries (version-1 entries aside, see the package
 // doc): time only acts through OpTimersDue, which the leader proposes when
 // its own timers run out.
 type FSM struct {
-	mu      sync.RWMutex
-	st      *state
-	changed chan struct{}
+	mu    sync.RWMutex
+	st    *state
+	watch watchers
 	// grantHeld is the test-only switch of SetUnsafeGrantHeld; unsafe
 	// holds those of SetUnsafe.
 	grantHeld bool
@@ -32,15 +34,24 @@ type FSM struct {
 
 // state is everything a snapshot holds. Restore swaps it as a whole, so
 // nothing of an old state can survive a restore.
+//
+// The sessions, the request numbers and the objects are in cowMaps, so
+// that a snapshot (View) can be taken between two entries at a cost that
+// does not grow with the state, and written out while entries apply.
 type state struct {
 	applied  uint64
-	sessions map[string]Session
+	sessions *cowMap[Session]
 	// seqs holds, per session, the highest request number applied for each
-	// lock ("l/NAME") and election ("e/NAME"); see seq.go.
-	seqs      map[string]map[string]uint64
+	// lock ("l/NAME") and election ("e/NAME") it still keeps; see seq.go.
+	seqs      *cowMap[*seqTable]
 	locks     *space
 	elections *space
 	members   map[string]Member
+	// touched lists the topics the entry being applied changed, and noted
+	// the objects whose request number it recorded (as StandingTopics);
+	// both are emptied after every entry.
+	touched []Topic
+	noted   []Topic
 }
 
 // op is the context of the entry being applied: its index (the token of
@@ -57,17 +68,20 @@ type op struct {
 
 // New returns an empty FSM with applied index 0.
 func New() *FSM {
-	return &FSM{st: newState(), changed: make(chan struct{})}
+	return &FSM{st: newState()}
 }
 
 func newState() *state {
-	return &state{
-		sessions:  make(map[string]Session),
-		seqs:      make(map[string]map[string]uint64),
+	st := &state{
+		sessions:  newCowMap[Session](nil),
+		seqs:      newCowMap(cloneSeqTable),
 		locks:     newSpace(false),
 		elections: newSpace(true),
 		members:   make(map[string]Member),
 	}
+	st.locks.touched = &st.touched
+	st.elections.touched = &st.touched
+	return st
 }
 
 // Apply decodes one log entry and applies it at index. An entry that does
@@ -100,24 +114,18 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 		res = Result{Err: decodeErr}
 	} else {
 		res = f.st.apply(c, index, f.grantHeld, f.unsafe)
+		f.st.boundSeqs()
 	}
 	res.Index = index
 	return res
 }
 
-// notify wakes everyone waiting on Changed. The caller holds f.mu for writing.
+// notify wakes the watchers of what the entry just applied changed. The
+// caller holds f.mu for writing.
 func (f *FSM) notify() {
-	close(f.changed)
-	f.changed = make(chan struct{})
-}
-
-// Changed returns a channel that is closed by the next Apply, ApplyCommand
-// or Restore, refused commands included. Blocking queries grab it, check
-// the state, then wait on it, so that no change can slip in between.
-func (f *FSM) Changed() <-chan struct{} {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.changed
+	f.watch.notify(f.st.touched)
+	clear(f.st.touched)
+	f.st.touched = f.st.touched[:0]
 }
 
 // SetUnsafeGrantHeld makes the FSM grant an exclusive acquire even when
@@ -143,13 +151,8 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 	// UTC strips the monotonic reading and the location: times compare and
 	// encode the same on every replica, however the command reached it.
 	o := op{index: index, now: c.Now.UTC(), legacy: c.legacy, grantHeld: grantHeld, unsafe: u}
-	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
-		return refuse("%v: now %s out of range", c.Op, c.Now)
-	}
-	if !validUTF8(c) {
-		// A snapshot would store such a string altered (encoding/json
-		// replaces invalid bytes), so the restored state would differ.
-		return refuse("%v: invalid UTF-8", c.Op)
+	if err := precheck(o, c); err != nil {
+		return Result{Err: err}
 	}
 	switch c.Op {
 	case OpCreateSession:
@@ -192,6 +195,52 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 	}
 	return refuse("unknown op %d", uint8(c.Op))
 }
+
+// precheck refuses what no command may carry.
+func precheck(o op, c Command) error {
+	if o.now.Before(time.Time{}) || !o.now.Before(maxNow) {
+		return refuse("%v: now %s out of range", c.Op, c.Now).Err
+	}
+	if !validUTF8(c) {
+		// A snapshot would store such a string altered (encoding/json
+		// replaces invalid bytes), so the restored state would differ.
+		return refuse("%v: invalid UTF-8", c.Op).Err
+	}
+	return nil
+}
+
+// Refusal returns the refusal applying c now would answer with, when
+// applying it would change nothing but the applied index; and nil when c
+// must be applied to learn its answer (it would change the state, or be
+// granted, or Refusal does not know). It only reads the state, so a leader
+// that may answer reads from its state can answer these refusals without
+// a log entry. It knows acquires and campaigns (planAcquire: a refusal
+// that records nothing, which excludes one carrying a request number not
+// seen before) and any command naming a session that does not exist,
+// which can never exist again; it returns nil for anything else.
+func (f *FSM) Refusal(c Command) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	st := f.st
+	o := op{now: c.Now.UTC(), grantHeld: f.grantHeld, unsafe: f.unsafe}
+	if err := precheck(o, c); err != nil {
+		return err
+	}
+	switch c.Op {
+	case OpAcquire, OpCampaign:
+		if p := st.planAcquire(st.space(c.Op == OpCampaign), o, c); p.pure() {
+			return p.res.Err
+		}
+	case OpDestroySession, OpExpireSession, OpRelease, OpLetGo, OpCancelWait, OpProclaim, OpResign, OpCancelCampaign:
+		// Each of these checks its session before anything else.
+		if !st.sessions.has(c.Session) {
+			return sessionNotFound(c.Session)
+		}
+	}
+	return nil
+}
+
+func sessionNotFound(id string) error { return fmt.Errorf("%w: %q", ErrSessionNotFound, id) }
 
 func validUTF8(c Command) bool {
 	strs := []string{c.Session, c.Name, string(c.Mode), c.Value}

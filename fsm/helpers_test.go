@@ -199,7 +199,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 		held := make(map[string]map[string]struct{})
 		waiting := make(map[string]map[string]struct{})
 		timed := make(map[string]struct{})
-		for name, l := range s.objs {
+		for name, l := range s.objs.all() {
 			checkObject(t, s, f.st, name, l)
 			for _, h := range l.Holders {
 				addRef(held, h.Session, name)
@@ -219,6 +219,24 @@ func checkInvariants(t testing.TB, f *FSM) {
 		}
 		if s.index > f.st.applied {
 			t.Fatalf("namespace index %d after applied index %d", s.index, f.st.applied)
+		}
+	}
+	// A bounded table's idle numbers are those of objects the session
+	// neither holds nor queues for, at most its window of them; an
+	// unbounded table has no floor.
+	for id, tb := range f.st.seqs.all() {
+		sess, ok := f.st.sessions.get(id)
+		if !ok {
+			t.Fatalf("request numbers of unknown session %q", id)
+		}
+		if sess.SeqWindow == 0 {
+			if tb.floor != 0 || len(tb.idle) != 0 {
+				t.Fatalf("unbounded session %q has a floor %d or idle numbers %v", id, tb.floor, tb.idle)
+			}
+			continue
+		}
+		if want := f.st.idleKeys(id, tb); !maps.Equal(tb.idle, want) || len(want) > sess.SeqWindow {
+			t.Fatalf("session %q (window %d): idle %v, want %v", id, sess.SeqWindow, tb.idle, want)
 		}
 	}
 }

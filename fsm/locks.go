@@ -5,8 +5,8 @@ import "fmt"
 // checkObject validates what every lock and election command shares: the
 // session exists and a name is given.
 func (st *state) checkObject(c Command) error {
-	if _, ok := st.sessions[c.Session]; !ok {
-		return fmt.Errorf("%w: %q", ErrSessionNotFound, c.Session)
+	if !st.sessions.has(c.Session) {
+		return sessionNotFound(c.Session)
 	}
 	if c.Name == "" {
 		return fmt.Errorf("%w: %v: empty name", ErrBadCommand, c.Op)
@@ -26,70 +26,129 @@ func requestMode(s *space, c Command) (Mode, error) {
 	return "", fmt.Errorf("%w: %v: mode %q", ErrBadCommand, c.Op, c.Mode)
 }
 
+// acquireAct is what an acquire does to the state.
+type acquireAct uint8
+
+const (
+	answer  acquireAct = iota // nothing: the plan's res is the answer
+	requeue                   // the session keeps its place; its wait restarts
+	grant
+	enqueue
+)
+
+// acquirePlan is what an acquire does, decided from the state before it
+// changes anything.
+type acquirePlan struct {
+	note bool // record the request number first (a new one)
+	act  acquireAct
+	res  Result // the answer, when act is answer
+	mode Mode
+}
+
+// pure reports whether the plan changes nothing.
+func (p acquirePlan) pure() bool { return !p.note && p.act == answer }
+
 // acquire runs OpAcquire on locks and OpCampaign on elections.
 func (st *state) acquire(s *space, o op, c Command) Result {
-	if err := st.checkObject(c); err != nil {
-		return Result{Err: err}
+	p := st.planAcquire(s, o, c)
+	if p.note {
+		st.noteSeq(s, c)
 	}
-	mode, err := requestMode(s, c)
-	if err != nil {
-		return Result{Err: err}
+	if p.act == answer {
+		return p.res
 	}
-	if c.Wait < 0 {
-		return refuse("%v: negative wait %v", c.Op, c.Wait)
-	}
+	l := s.lookup(c.Name)
 	value := ""
 	if s.election {
 		value = c.Value
 	}
-	l := s.lookup(c.Name)
-	if st.repeated(s, c) && !o.unsafe.ForgetSeq {
-		return st.repeatedAcquire(s, l, mode, o, c)
-	}
-	st.noteSeq(s, c)
-	if i := l.holder(c.Session); i >= 0 {
-		// A retry of an acquire that already succeeded: same token, no change.
-		if l.Mode != mode {
-			return Result{Err: fmt.Errorf("%w: %s is held as %s", ErrModeConflict, c.Name, l.Mode)}
-		}
-		return Result{Granted: true, Token: l.Holders[i].Token}
-	}
-	if i := l.waiter(c.Session); i >= 0 {
-		return s.requeue(l, i, mode, o, c)
-	}
-	// Queueing behind waiters even when the mode is compatible keeps an
-	// exclusive waiter from being starved by a stream of shared requests.
-	free := len(l.Waiters) == 0 && !l.delayed(o) && l.admits(mode)
-	if free || o.grantHeld && mode == Exclusive && !s.election {
-		s.grant(l, c.Session, mode, value, o)
+	switch p.act {
+	case requeue:
+		s.requeue(l, s.queued(l, c.Session), o, c)
+		return Result{}
+	case grant:
+		s.grant(l, c.Session, p.mode, value, o)
 		s.settle(l, o)
 		return Result{Granted: true, Token: l.Holders[len(l.Holders)-1].Token}
 	}
-	if c.Wait == 0 {
-		if len(l.Holders) == 0 && l.delayed(o) {
-			return Result{Err: s.delayError(l)}
-		}
-		return Result{Err: fmt.Errorf("%w: %s", ErrLockHeld, c.Name)}
-	}
-	s.enqueue(l, Waiter{Session: c.Session, Mode: mode, Deadline: o.now.Add(c.Wait), Wait: c.Wait, Since: o.index, Value: value})
+	s.enqueue(l, Waiter{Session: c.Session, Mode: p.mode, Deadline: o.now.Add(c.Wait), Wait: c.Wait, Since: o.index, Value: value})
 	s.settle(l, o)
 	return Result{}
 }
 
-// requeue handles an acquire by a session already queued for l, which is
-// a client retrying after a lost answer: it keeps its place, and its wait
-// restarts at the longest length asked for, so it ends no earlier than
-// either request's would have. A campaign's value stays as first queued,
-// as a leader's does on a repeated campaign. (A version-1 entry moved only
-// the shown deadline, and only later; it still does.)
-func (s *space) requeue(l *Lock, i int, mode Mode, o op, c Command) Result {
+// planAcquire decides what an acquire does, reading the state only (so
+// that Refusal can use it under a read lock). An acquire whose request
+// number was applied already (a retry, or an abandoned request arriving
+// late) is answered from the current state, as planRepeated says, and
+// never grants anew.
+func (st *state) planAcquire(s *space, o op, c Command) acquirePlan {
+	if err := st.checkObject(c); err != nil {
+		return acquirePlan{res: Result{Err: err}}
+	}
+	mode, err := requestMode(s, c)
+	if err != nil {
+		return acquirePlan{res: Result{Err: err}}
+	}
+	if c.Wait < 0 {
+		return acquirePlan{res: refuse("%v: negative wait %v", c.Op, c.Wait)}
+	}
+	p := acquirePlan{mode: mode}
+	l := s.peek(c.Name)
+	if st.repeated(s, c) && !o.unsafe.ForgetSeq {
+		return st.planRepeated(s, l, p, o, c)
+	}
+	p.note = c.Seq != 0
+	if i := l.holder(c.Session); i >= 0 {
+		// A retry of an acquire that already succeeded: same token, no change.
+		if l.Mode != mode {
+			p.res = Result{Err: fmt.Errorf("%w: %s is held as %s", ErrModeConflict, c.Name, l.Mode)}
+		} else {
+			p.res = Result{Granted: true, Token: l.Holders[i].Token}
+		}
+		return p
+	}
+	if i := s.queued(l, c.Session); i >= 0 {
+		return planRequeue(l, i, p, c)
+	}
+	// Queueing behind waiters even when the mode is compatible keeps an
+	// exclusive waiter from being starved by a stream of shared requests.
+	free := len(l.Waiters) == 0 && !l.delayed(o) && l.admits(mode)
+	switch {
+	case free || o.grantHeld && mode == Exclusive && !s.election:
+		p.act = grant
+	case c.Wait > 0:
+		p.act = enqueue
+	case len(l.Holders) == 0 && l.delayed(o):
+		p.res = Result{Err: s.delayError(l)}
+	default:
+		p.res = Result{Err: fmt.Errorf("%w: %s", ErrLockHeld, c.Name)}
+	}
+	return p
+}
+
+// planRequeue decides what an acquire by a session already queued for l
+// does: it is a client retrying after a lost answer, and keeps its place
+// (requeue), unless it asks for the other mode or does not want to wait.
+func planRequeue(l *Lock, i int, p acquirePlan, c Command) acquirePlan {
+	switch w := l.Waiters[i]; {
+	case w.Mode != p.mode:
+		p.res = Result{Err: fmt.Errorf("%w: %s is queued for as %s", ErrModeConflict, c.Name, w.Mode)}
+	case c.Wait == 0:
+		p.res = Result{Err: fmt.Errorf("%w: %s (still queued)", ErrLockHeld, c.Name)}
+	default:
+		p.act = requeue
+	}
+	return p
+}
+
+// requeue restarts the wait of the i-th waiter of l, which asked again: it
+// keeps its place, and its wait restarts at the longest length asked for,
+// so it ends no earlier than either request's would have. A campaign's
+// value stays as first queued, as a leader's does on a repeated campaign.
+// (A version-1 entry moved only the shown deadline, and only later; it
+// still does.)
+func (s *space) requeue(l *Lock, i int, o op, c Command) {
 	w := &l.Waiters[i]
-	if w.Mode != mode {
-		return Result{Err: fmt.Errorf("%w: %s is queued for as %s", ErrModeConflict, c.Name, w.Mode)}
-	}
-	if c.Wait == 0 {
-		return Result{Err: fmt.Errorf("%w: %s (still queued)", ErrLockHeld, c.Name)}
-	}
 	later := o.now.Add(c.Wait).After(w.Deadline)
 	if later {
 		w.Deadline = o.now.Add(c.Wait)
@@ -99,7 +158,6 @@ func (s *space) requeue(l *Lock, i int, mode Mode, o op, c Command) Result {
 		w.Since = o.index
 		s.settle(l, o)
 	}
-	return Result{}
 }
 
 // release runs OpRelease, which older entries carry (new ones carry
@@ -131,7 +189,7 @@ func (st *state) cancelWait(s *space, o op, c Command) Result {
 	if i := l.holder(c.Session); i >= 0 {
 		return Result{Granted: true, Token: l.Holders[i].Token}
 	}
-	if i := l.waiter(c.Session); i >= 0 {
+	if i := s.queued(l, c.Session); i >= 0 {
 		// Removing the head can unblock the waiters behind it.
 		s.dropWaiter(l, i)
 		s.handoff(l, o)
@@ -178,7 +236,7 @@ func (st *state) timersDue(o op, c Command) Result {
 // proclaimed reports whether the session of c leads its election with c's
 // value: then a repeat of that proclaim gets the success the first got.
 func (st *state) proclaimed(c Command) bool {
-	l := st.elections.lookup(c.Name)
+	l := st.elections.peek(c.Name)
 	return l.holder(c.Session) >= 0 && l.Value == c.Value
 }
 
@@ -194,22 +252,22 @@ func (st *state) letGo(s *space, o op, c Command) Result {
 	if l.holder(c.Session) >= 0 {
 		return st.release(s, o, c)
 	}
-	if l.waiter(c.Session) >= 0 {
+	if s.queued(l, c.Session) >= 0 {
 		return st.cancelWait(s, o, c)
 	}
 	return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
 }
 
-// repeatedAcquire answers an acquire whose request number was applied
-// already (a retry, or an abandoned request arriving late) from the current
-// state: the session's holding or its place in the queue if it still has
-// them, and otherwise a refusal. It never grants anew.
-func (st *state) repeatedAcquire(s *space, l *Lock, mode Mode, o op, c Command) Result {
-	if i := l.holder(c.Session); i >= 0 && l.Mode == mode {
-		return Result{Granted: true, Token: l.Holders[i].Token}
+// planRepeated answers an acquire whose request number was applied already
+// from the current state: the session's holding or its place in the queue
+// if it still has them, and otherwise a refusal. It never grants anew.
+func (st *state) planRepeated(s *space, l *Lock, p acquirePlan, o op, c Command) acquirePlan {
+	if i := l.holder(c.Session); i >= 0 && l.Mode == p.mode {
+		p.res = Result{Granted: true, Token: l.Holders[i].Token}
+		return p
 	}
-	if i := l.waiter(c.Session); i >= 0 {
-		return s.requeue(l, i, mode, o, c)
+	if i := s.queued(l, c.Session); i >= 0 {
+		return planRequeue(l, i, p, c)
 	}
 	// Refused, and told as the current state says, in the order a new
 	// try's refusal is: in a lock-delay, held or queued for by others, or
@@ -217,9 +275,11 @@ func (st *state) repeatedAcquire(s *space, l *Lock, mode Mode, o op, c Command) 
 	// is not applied again).
 	switch {
 	case len(l.Holders) == 0 && l.delayed(o):
-		return Result{Err: s.delayError(l)}
+		p.res = Result{Err: s.delayError(l)}
 	case len(l.Holders) > 0 || len(l.Waiters) > 0:
-		return Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
+		p.res = Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
+	default:
+		p.res = Result{Err: fmt.Errorf("%w: %s: request %d", ErrRepeated, c.Name, c.Seq)}
 	}
-	return Result{Err: fmt.Errorf("%w: %s: request %d", ErrRepeated, c.Name, c.Seq)}
+	return p
 }

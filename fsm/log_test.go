@@ -106,6 +106,10 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 		version := Version
 		if v1 {
 			version = version1
+		} else if rng.IntN(2) == 0 {
+			// Request numbers, new and repeated, and sessions with small
+			// windows, so that numbers are dropped into floors.
+			c.Seq, c.SeqWindow = uint64(rng.IntN(len(log)+1)), rng.IntN(3)
 		}
 		b, err := encodeVersion(c, version)
 		if err != nil {

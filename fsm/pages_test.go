@@ -9,9 +9,9 @@ import (
 )
 
 func TestFirstAfter_Pages(t *testing.T) {
-	m := map[string]int{}
+	m := newCowMap(func(v int) int { return v })
 	for _, k := range []string{"d", "a", "f", "b", "e", "c"} {
-		m[k] = 0
+		m.set(k, 0)
 	}
 	tests := []struct {
 		after string

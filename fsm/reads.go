@@ -10,7 +10,7 @@ import (
 func (f *FSM) Session(id string) (Session, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s, ok := f.st.sessions[id]
+	s, ok := f.st.sessions.get(id)
 	return s, ok
 }
 
@@ -18,14 +18,14 @@ func (f *FSM) Session(id string) (Session, bool) {
 func (f *FSM) Sessions() []Session {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return sortedValues(f.st.sessions)
+	return f.st.sessions.sortedValues()
 }
 
 // SessionCount returns how many sessions exist.
 func (f *FSM) SessionCount() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return len(f.st.sessions)
+	return f.st.sessions.len()
 }
 
 // AllSessions returns every session in no particular order: Sessions
@@ -33,7 +33,11 @@ func (f *FSM) SessionCount() int {
 func (f *FSM) AllSessions() []Session {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return slices.Collect(maps.Values(f.st.sessions))
+	out := make([]Session, 0, f.st.sessions.len())
+	for _, s := range f.st.sessions.all() {
+		out = append(out, s)
+	}
+	return out
 }
 
 // SessionsAfter returns, sorted by ID, the first limit sessions whose IDs
@@ -45,7 +49,7 @@ func (f *FSM) SessionsAfter(after string, limit int) (page []Session, more bool)
 	ids, more := firstAfter(f.st.sessions, after, limit)
 	page = make([]Session, len(ids))
 	for i, id := range ids {
-		page[i] = f.st.sessions[id]
+		page[i], _ = f.st.sessions.get(id)
 	}
 	return page, more
 }
@@ -161,16 +165,16 @@ func (f *FSM) Timers() []Timer {
 }
 
 func (s *space) read(name string) Lock {
-	if l, ok := s.objs[name]; ok {
+	if l, ok := s.objs.get(name); ok {
 		return copyLock(l)
 	}
 	return Lock{Name: name, ModifyIndex: s.index}
 }
 
 func (s *space) list() []Lock {
-	out := make([]Lock, 0, len(s.objs))
-	for _, name := range slices.Sorted(maps.Keys(s.objs)) {
-		out = append(out, copyLock(s.objs[name]))
+	out := make([]Lock, 0, s.objs.len())
+	for _, l := range s.objs.sortedValues() {
+		out = append(out, copyLock(l))
 	}
 	return out
 }
@@ -179,13 +183,14 @@ func (s *space) listAfter(after string, limit int) ([]Lock, bool) {
 	names, more := firstAfter(s.objs, after, limit)
 	out := make([]Lock, len(names))
 	for i, name := range names {
-		out[i] = copyLock(s.objs[name])
+		l, _ := s.objs.get(name)
+		out[i] = copyLock(l)
 	}
 	return out, more
 }
 
 func (s *space) check(name string, token uint64) bool {
-	l, ok := s.objs[name]
+	l, ok := s.objs.get(name)
 	return ok && slices.ContainsFunc(l.Holders, func(h Holder) bool { return h.Token == token })
 }
 
@@ -211,11 +216,11 @@ func sortedValues[V any](m map[string]V) []V {
 // after, and whether m has more such keys. It makes one pass over m and
 // keeps the page in a max-heap, so it costs O(len(m) log limit) time and
 // O(limit) memory, whatever the size of m. A limit below 1 is taken as 1.
-func firstAfter[V any](m map[string]V, after string, limit int) ([]string, bool) {
+func firstAfter[V any](m *cowMap[V], after string, limit int) ([]string, bool) {
 	limit = max(limit, 1)
-	h := make(maxHeap, 0, min(limit, len(m)))
+	h := make(maxHeap, 0, min(limit, m.len()))
 	more := false
-	for k := range m {
+	for k := range m.all() {
 		switch {
 		case k <= after:
 		case len(h) < limit:

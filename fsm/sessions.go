@@ -15,12 +15,14 @@ func (st *state) createSession(o op, c Command) Result {
 		return refuse("%v: ttl %v is not positive", c.Op, c.TTL)
 	case c.LockDelay < 0:
 		return refuse("%v: negative lock-delay %v", c.Op, c.LockDelay)
+	case c.SeqWindow < 0 || c.SeqWindow > MaxSeqWindow:
+		return refuse("%v: request-number window %d (want 0 to %d)", c.Op, c.SeqWindow, MaxSeqWindow)
 	}
-	if _, ok := st.sessions[c.Session]; ok {
+	if st.sessions.has(c.Session) {
 		return Result{Err: fmt.Errorf("%w: %q", ErrSessionExists, c.Session)}
 	}
-	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index}
-	st.sessions[s.ID] = s
+	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index, SeqWindow: c.SeqWindow}
+	st.sessions.set(s.ID, s)
 	return Result{Session: &s}
 }
 
@@ -28,9 +30,9 @@ func (st *state) createSession(o op, c Command) Result {
 // the session loses everything at once; on expiry what it held stays
 // ungrantable for its lock-delay.
 func (st *state) endSession(o op, id string, expire bool) Result {
-	sess, ok := st.sessions[id]
+	sess, ok := st.sessions.get(id)
 	if !ok {
-		return Result{Err: fmt.Errorf("%w: %q", ErrSessionNotFound, id)}
+		return Result{Err: sessionNotFound(id)}
 	}
 	var delay time.Duration
 	if expire {
@@ -40,8 +42,8 @@ func (st *state) endSession(o op, id string, expire bool) Result {
 		Released: st.locks.evict(id, delay, o),
 		Resigned: st.elections.evict(id, delay, o),
 	}
-	delete(st.sessions, id)
-	delete(st.seqs, id)
+	st.sessions.del(id)
+	st.seqs.del(id)
 	return res
 }
 
@@ -58,7 +60,7 @@ func (st *state) expireSessions(o op, c Command) Result {
 	}
 	var res Result
 	for _, id := range c.Sessions {
-		if _, ok := st.sessions[id]; !ok {
+		if !st.sessions.has(id) {
 			continue
 		}
 		r := st.endSession(o, id, true)

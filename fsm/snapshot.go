@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
 // snapshotVersion is the format version Snapshot writes. Bump it for any
-// change an older build would misread. Restore also reads snapshotVersion1,
-// written before lock-delays and waits were leader-local timers.
-const snapshotVersion = 2
+// change an older build would misread. Restore also reads
+// snapshotVersion1, written before lock-delays and waits were leader-local
+// timers, and snapshotVersion2, written before request numbers were
+// bounded (its sessions keep every number: seq.go).
+const snapshotVersion = 3
 
-const snapshotVersion1 = 1
+const (
+	snapshotVersion1 = 1
+	snapshotVersion2 = 2
+)
 
 // Lengths given on restore of a version-1 snapshot to timers it could not
 // record: the longest lock-delay and the longest wait the API accepts, so
@@ -35,32 +41,96 @@ type snapshotFile struct {
 	Locks          []Lock    `json:"locks"`
 	Elections      []Lock    `json:"elections"`
 	Members        []Member  `json:"members"`
-	// Seqs: per session, the last request number per object (seq.go).
-	Seqs map[string]map[string]uint64 `json:"seqs,omitempty"`
+	// Seqs: per session, the last request number per object it keeps, and
+	// SeqFloors the floor of each session that has one (seq.go).
+	Seqs      map[string]map[string]uint64 `json:"seqs,omitempty"`
+	SeqFloors map[string]uint64            `json:"seq_floors,omitempty"`
 }
 
 // Snapshot returns the whole state, encoded. Two FSMs that applied the same
-// entries return the same bytes.
+// entries return the same bytes. It is View().Marshal().
 func (f *FSM) Snapshot() ([]byte, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+	return f.View().Marshal()
+}
+
+// View is the state as it was after one entry, frozen. Taking it costs the
+// same whatever the size of the state, so that Raft's FSM goroutine, which
+// takes it between two entries, stops applying only for that long;
+// encoding it (Marshal), which takes time in proportion to the state, can
+// then run on any goroutine while entries go on applying. A View never
+// changes, and the FSM's later entries copy what they change rather than
+// change what a View shares (see cowMap).
+type View struct {
+	applied                    uint64
+	locksIndex, electionsIndex uint64
+	sessions                   *cowMap[Session]
+	seqs                       *cowMap[*seqTable]
+	locks, elections           *cowMap[*Lock]
+	members                    []Member
+}
+
+// View returns the current state, frozen.
+func (f *FSM) View() *View {
+	f.mu.Lock() // freezing marks the live maps' parts as shared
+	defer f.mu.Unlock()
 	st := f.st
+	return &View{
+		applied:        st.applied,
+		locksIndex:     st.locks.index,
+		electionsIndex: st.elections.index,
+		sessions:       st.sessions.freeze(),
+		seqs:           st.seqs.freeze(),
+		locks:          st.locks.objs.freeze(),
+		elections:      st.elections.objs.freeze(),
+		members:        sortedValues(st.members),
+	}
+}
+
+// AppliedIndex returns the index of the last entry the view holds.
+func (v *View) AppliedIndex() uint64 { return v.applied }
+
+// Marshal encodes the view in the snapshot format Restore reads.
+func (v *View) Marshal() ([]byte, error) {
 	file := snapshotFile{
 		Version:        snapshotVersion,
-		AppliedIndex:   st.applied,
-		LocksIndex:     st.locks.index,
-		ElectionsIndex: st.elections.index,
-		Sessions:       sortedValues(st.sessions),
-		Locks:          st.locks.list(),
-		Elections:      st.elections.list(),
-		Members:        sortedValues(st.members),
-		Seqs:           st.seqs,
+		AppliedIndex:   v.applied,
+		LocksIndex:     v.locksIndex,
+		ElectionsIndex: v.electionsIndex,
+		Sessions:       v.sessions.sortedValues(),
+		Locks:          lockValues(v.locks),
+		Elections:      lockValues(v.elections),
+		Members:        v.members,
+	}
+	for id, t := range v.seqs.all() {
+		if len(t.last) > 0 {
+			file.Seqs = setKey(file.Seqs, id, t.last)
+		}
+		if t.floor > 0 {
+			file.SeqFloors = setKey(file.SeqFloors, id, t.floor)
+		}
 	}
 	b, err := json.Marshal(file)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot: %w", err)
 	}
 	return b, nil
+}
+
+// setKey sets m[k] = v, making m first if it is nil.
+func setKey[V any](m map[string]V, k string, v V) map[string]V {
+	if m == nil {
+		m = make(map[string]V)
+	}
+	m[k] = v
+	return m
+}
+
+func lockValues(objs *cowMap[*Lock]) []Lock {
+	out := make([]Lock, 0, objs.len())
+	for _, l := range objs.sortedValues() {
+		out = append(out, *l)
+	}
+	return out
 }
 
 // Restore replaces the whole state with the snapshot read from r. On any
@@ -74,7 +144,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.st = st
-	f.notify()
+	f.watch.notifyAll()
 	return nil
 }
 
@@ -87,8 +157,14 @@ func readSnapshot(r io.Reader) (*state, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badSnapshot(errors.New("data after the snapshot"))
 	}
-	if file.Version != snapshotVersion && file.Version != snapshotVersion1 {
-		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d and %d)", file.Version, snapshotVersion1, snapshotVersion))
+	switch file.Version {
+	case snapshotVersion1, snapshotVersion2:
+		if file.SeqFloors != nil || slices.ContainsFunc(file.Sessions, func(s Session) bool { return s.SeqWindow != 0 }) {
+			return nil, badSnapshot(fmt.Errorf("version %d with bounded request numbers", file.Version))
+		}
+	case snapshotVersion:
+	default:
+		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d to %d)", file.Version, snapshotVersion1, snapshotVersion))
 	}
 	if file.Version == snapshotVersion1 {
 		file.upgradeV1()
@@ -129,16 +205,28 @@ func (file *snapshotFile) state() (*state, error) {
 	st := newState()
 	st.applied = file.AppliedIndex
 	for _, s := range file.Sessions {
-		if _, dup := st.sessions[s.ID]; dup || s.ID == "" || s.TTL <= 0 || s.LockDelay < 0 {
+		if st.sessions.has(s.ID) || s.ID == "" || s.TTL <= 0 || s.LockDelay < 0 || s.SeqWindow < 0 || s.SeqWindow > MaxSeqWindow {
 			return nil, fmt.Errorf("invalid or duplicate session %q", s.ID)
 		}
-		st.sessions[s.ID] = s
+		st.sessions.set(s.ID, s)
 	}
 	for id, seqs := range file.Seqs {
-		if _, ok := st.sessions[id]; !ok || len(seqs) == 0 {
+		if !st.sessions.has(id) || len(seqs) == 0 {
 			return nil, fmt.Errorf("request numbers for unknown session %q", id)
 		}
-		st.seqs[id] = seqs
+		st.seqs.set(id, &seqTable{last: seqs})
+	}
+	for id, floor := range file.SeqFloors {
+		s, ok := st.sessions.get(id)
+		if !ok || s.SeqWindow == 0 || floor == 0 {
+			return nil, fmt.Errorf("request-number floor of unknown or unbounded session %q", id)
+		}
+		t, ok := st.seqs.mut(id)
+		if !ok {
+			t = &seqTable{last: map[string]uint64{}}
+			st.seqs.set(id, t)
+		}
+		t.floor = floor
 	}
 	for _, m := range file.Members {
 		if _, dup := st.members[m.ID]; dup || m.ID == "" {
@@ -152,14 +240,25 @@ func (file *snapshotFile) state() (*state, error) {
 	if err := st.elections.load(file.Elections, file.ElectionsIndex, st.sessions); err != nil {
 		return nil, fmt.Errorf("elections: %w", err)
 	}
+	st.touched = nil // a restore wakes every watcher anyway
+	// The idle numbers of bounded tables follow from what the sessions
+	// hold and queue for; more than the window, the FSM never leaves.
+	for _, id := range st.seqs.sortedKeys() {
+		if s, _ := st.sessions.get(id); s.SeqWindow > 0 {
+			t, _ := st.seqs.mut(id)
+			if t.idle = st.idleKeys(id, t); len(t.idle) > s.SeqWindow {
+				return nil, fmt.Errorf("session %q keeps %d request numbers of objects it let go of, over its window %d", id, len(t.idle), s.SeqWindow)
+			}
+		}
+	}
 	return st, nil
 }
 
 // load fills an empty space with locks through the same methods commands
 // use, so the reverse indexes and the timed set come out as they would.
-func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) error {
+func (s *space) load(locks []Lock, index uint64, sessions *cowMap[Session]) error {
 	for _, in := range locks {
-		if _, dup := s.objs[in.Name]; dup || in.Name == "" {
+		if s.objs.has(in.Name) || in.Name == "" {
 			return fmt.Errorf("empty or duplicate name %q", in.Name)
 		}
 		if err := s.validate(in, sessions); err != nil {
@@ -183,7 +282,7 @@ func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) er
 			w.Deadline = w.Deadline.UTC()
 			s.enqueue(l, w)
 		}
-		s.objs[l.Name] = l
+		s.objs.set(l.Name, l)
 		if len(l.Waiters) > 0 || l.DelayIndex != 0 {
 			s.timed[l.Name] = struct{}{}
 		}
@@ -194,7 +293,7 @@ func (s *space) load(locks []Lock, index uint64, sessions map[string]Session) er
 
 // validate checks one object of a snapshot against the invariants the
 // commands keep.
-func (s *space) validate(l Lock, sessions map[string]Session) error {
+func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 	switch {
 	case len(l.Holders) == 0 && len(l.Waiters) == 0 && l.DelayIndex == 0:
 		return errors.New("empty object")
@@ -211,13 +310,13 @@ func (s *space) validate(l Lock, sessions map[string]Session) error {
 	}
 	seen := make(map[string]bool)
 	for _, h := range l.Holders {
-		if _, ok := sessions[h.Session]; !ok || seen[h.Session] || h.Token == 0 {
+		if !sessions.has(h.Session) || seen[h.Session] || h.Token == 0 {
 			return fmt.Errorf("holder %q: unknown, repeated or without token", h.Session)
 		}
 		seen[h.Session] = true
 	}
 	for _, w := range l.Waiters {
-		if _, ok := sessions[w.Session]; !ok || seen[w.Session] || !validMode(s, w.Mode) {
+		if !sessions.has(w.Session) || seen[w.Session] || !validMode(s, w.Mode) {
 			return fmt.Errorf("waiter %q: unknown, repeated or of mode %q", w.Session, w.Mode)
 		}
 		if !s.election && w.Value != "" {

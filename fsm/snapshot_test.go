@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -127,7 +130,7 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"garbage", "\x00\x01garbage"},
 		{"null", "null"},
 		{"no version", "{}"},
-		{"unknown version", strings.Replace(string(good), `"version":2`, `"version":3`, 1)},
+		{"unknown version", strings.Replace(string(good), `"version":3`, `"version":4`, 1)},
 		{"truncated", string(good[:len(good)/2])},
 		{"trailing data", string(good) + "{}"},
 		{"duplicate session", mutate(func(f *snapshotFile, x *Lock) { f.Sessions = append(f.Sessions, f.Sessions[0]) })},
@@ -147,6 +150,20 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"lock-delay without a starting entry", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayUntil = time.Second, t0 })},
 		{"lock-delay without a shown end", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayIndex = time.Second, 7 })},
 		{"duplicate member", mutate(func(f *snapshotFile, x *Lock) { f.Members = append(f.Members, f.Members[0]) })},
+		{"window out of range", mutate(func(f *snapshotFile, x *Lock) { f.Sessions[0].SeqWindow = MaxSeqWindow + 1 })},
+		{"floor of an unbounded session", mutate(func(f *snapshotFile, x *Lock) { f.SeqFloors = map[string]uint64{"a": 3} })},
+		{"floor of an unknown session", mutate(func(f *snapshotFile, x *Lock) {
+			f.Sessions[0].SeqWindow = 1
+			f.SeqFloors = map[string]uint64{"ghost": 3}
+		})},
+		{"more let-go numbers than the window", mutate(func(f *snapshotFile, x *Lock) {
+			f.Sessions[0].SeqWindow = 1
+			f.Seqs = map[string]map[string]uint64{f.Sessions[0].ID: {"l/p": 1, "l/q": 2}}
+		})},
+		{"version 2 with a window", mutate(func(f *snapshotFile, x *Lock) {
+			f.Version = 2
+			f.Sessions[0].SeqWindow = 4
+		})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,5 +227,125 @@ func TestRestore_Version1Snapshot(t *testing.T) {
 	h.mustApply(tick()) // 7
 	if x := g.Lock("x"); !slices.Equal(holders(x), []string{"b:7"}) {
 		t.Fatalf("x after a version-1 tick: %+v", x)
+	}
+}
+
+// A View taken between two entries encodes the state as it was then,
+// however the entries after it change the state, and whether it is
+// encoded at once, while they apply, or after: each encodes to the bytes
+// of a replica that applied the log up to that point.
+func TestView_FrozenWhileEntriesApply(t *testing.T) {
+	log := randomLog(t, 11, 3000)
+	f := New()
+	type taken struct {
+		v    *View
+		upTo int
+	}
+	var views []taken
+	var wg sync.WaitGroup
+	for i, e := range log {
+		f.Apply(uint64(i+1), e)
+		if i%97 != 0 {
+			continue
+		}
+		v := f.View()
+		views = append(views, taken{v, i + 1})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := v.Marshal(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, tk := range views {
+		g := New()
+		for i, e := range log[:tk.upTo] {
+			g.Apply(uint64(i+1), e)
+		}
+		got, err := tk.v.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := mustSnapshot(t, g); !bytes.Equal(got, want) {
+			t.Fatalf("view after entry %d encodes\n%s\nwant\n%s", tk.upTo, got, want)
+		}
+	}
+}
+
+// The same with a state spread over many parts of the maps: every session,
+// lock, election and request number changed after the view leaves the
+// view as it was.
+func TestView_ManyObjectsChangedAfter(t *testing.T) {
+	h := newHarness(t)
+	const n = 3000
+	for i := range n {
+		id := fmt.Sprintf("s%04d", i)
+		h.mustApply(create(id, time.Second))
+		h.mustApply(seqd(acquire(id, "l/"+id, "", 0), 1))
+		h.mustApply(seqd(campaign(id, "e/"+id, "v", 0), 1))
+		if i > 0 {
+			h.mustApply(seqd(acquire(id, fmt.Sprintf("l/s%04d", i-1), "", time.Minute), 2))
+		}
+	}
+	v := h.f.View()
+	want, err := v.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		id := fmt.Sprintf("s%04d", i)
+		switch i % 3 {
+		case 0:
+			h.mustApply(expire(id))
+		case 1:
+			h.mustApply(seqd(release(id, "l/"+id), 3))
+			h.mustApply(seqd(proclaim(id, "e/"+id, "w"), 4))
+		case 2:
+			h.mustApply(create(id+"-new", 0))
+		}
+	}
+	checkInvariants(t, h.f)
+	if got, err := v.Marshal(); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the view changed with the state after it (err %v)", err)
+	}
+	if now := mustSnapshot(t, h.f); bytes.Equal(now, want) {
+		t.Fatal("the state did not change")
+	}
+	g := mustRestore(t, want)
+	checkInvariants(t, g)
+	if g.AppliedIndex() != v.AppliedIndex() || len(g.Sessions()) != n {
+		t.Fatalf("restored view: applied %d (want %d), %d sessions", g.AppliedIndex(), v.AppliedIndex(), len(g.Sessions()))
+	}
+}
+
+// testdata/version2-snapshot.json was written by a build whose snapshots
+// are version 2. It restores to the state it describes, whose sessions
+// keep every request number as that build's did, and encodes as version 3
+// with nothing else changed.
+func TestRestore_Version2File(t *testing.T) {
+	old, err := os.ReadFile("testdata/version2-snapshot.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustRestore(t, old)
+	checkInvariants(t, g)
+	if q := g.Lock("q"); !slices.Equal(holders(q), []string{"c:14"}) || !slices.Equal(waiters(q), []string{"a"}) {
+		t.Fatalf("q: %+v", q)
+	}
+	if e := g.Election("e"); e.Value != "v3" || !slices.Equal(holders(e), []string{"c:10"}) {
+		t.Fatalf("e: %+v", e)
+	}
+	// The request numbers came back: a late acquire of "gone" by c (number
+	// 6, which was applied and then released with 7) is not applied again.
+	b, _ := Encode(seqd(acquire("c", "gone", "", 0), 6))
+	if res := g.Apply(g.AppliedIndex()+1, b); !errors.Is(res.Err, ErrRepeated) {
+		t.Fatalf("late acquire after restore = %+v, want it refused as a repeat", res)
+	}
+	g = mustRestore(t, old)
+	want := strings.Replace(string(old), `"version":2`, `"version":3`, 1)
+	if again := mustSnapshot(t, g); string(again) != want {
+		t.Fatalf("restored version-2 snapshot encodes as\n%s", again)
 	}
 }

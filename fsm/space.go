@@ -14,7 +14,7 @@ import (
 // reverse indexes and the timed set in step with the objects themselves.
 type space struct {
 	election bool
-	objs     map[string]*Lock
+	objs     *cowMap[*Lock]
 	// index is the index of the last change to any object, deletions
 	// included, so a missing object reads with a ModifyIndex that never
 	// goes backwards and no tombstones are needed.
@@ -26,22 +26,33 @@ type space struct {
 	// so that ending a session does not scan every object.
 	held    map[string]map[string]struct{}
 	waiting map[string]map[string]struct{}
+	// touched is the state's list of topics the current entry changed.
+	touched *[]Topic
 }
 
 func newSpace(election bool) *space {
 	return &space{
 		election: election,
-		objs:     make(map[string]*Lock),
+		objs:     newCowMap(cloneLock),
 		timed:    make(map[string]struct{}),
 		held:     make(map[string]map[string]struct{}),
 		waiting:  make(map[string]map[string]struct{}),
 	}
 }
 
-// lookup returns the named object, or a new free one that is not stored
-// until settle decides it must exist.
+// peek returns the named object, or a new free one, to read only.
+func (s *space) peek(name string) *Lock {
+	if l, ok := s.objs.get(name); ok {
+		return l
+	}
+	return &Lock{Name: name}
+}
+
+// lookup returns the named object, to change in place (a copy of its own
+// if a snapshot shares it), or a new free one that is not stored until
+// settle decides it must exist.
 func (s *space) lookup(name string) *Lock {
-	if l, ok := s.objs[name]; ok {
+	if l, ok := s.objs.mut(name); ok {
 		return l
 	}
 	return &Lock{Name: name}
@@ -52,12 +63,14 @@ func (s *space) lookup(name string) *Lock {
 func (s *space) settle(l *Lock, o op) {
 	l.ModifyIndex = o.index
 	s.index = o.index
+	s.touch(ObjectTopic(s.election, l.Name))
+	s.touch(SpaceTopic(s.election))
 	if len(l.Holders) == 0 && len(l.Waiters) == 0 && !l.delayed(o) {
-		delete(s.objs, l.Name)
+		s.objs.del(l.Name)
 		delete(s.timed, l.Name)
 		return
 	}
-	s.objs[l.Name] = l
+	s.objs.set(l.Name, l)
 	if len(l.Waiters) > 0 || l.DelayIndex != 0 {
 		s.timed[l.Name] = struct{}{}
 	} else {
@@ -74,13 +87,13 @@ func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
 		l.Value = value
 	}
 	l.endDelay()
-	addRef(s.held, session, l.Name)
+	s.link(s.held, session, l.Name)
 }
 
 // dropHolder removes the i-th holder. A lock nobody holds has no mode, and
 // an election without a leader has no value.
 func (s *space) dropHolder(l *Lock, i int) {
-	delRef(s.held, l.Holders[i].Session, l.Name)
+	s.unlink(s.held, l.Holders[i].Session, l.Name)
 	l.Holders = without(l.Holders, i)
 	if len(l.Holders) == 0 {
 		l.Mode = ""
@@ -90,11 +103,11 @@ func (s *space) dropHolder(l *Lock, i int) {
 
 func (s *space) enqueue(l *Lock, w Waiter) {
 	l.Waiters = append(l.Waiters, w)
-	addRef(s.waiting, w.Session, l.Name)
+	s.link(s.waiting, w.Session, l.Name)
 }
 
 func (s *space) dropWaiter(l *Lock, i int) {
-	delRef(s.waiting, l.Waiters[i].Session, l.Name)
+	s.unlink(s.waiting, l.Waiters[i].Session, l.Name)
 	l.Waiters = without(l.Waiters, i)
 }
 
@@ -149,7 +162,7 @@ func (s *space) handoff(l *Lock, o op) bool {
 // then hands off what that freed, object by object in name order.
 func (s *space) tick(o op) {
 	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
-		l := s.objs[name]
+		l, _ := s.objs.mut(name)
 		dropped := s.dropExpired(l, o.now)
 		if s.handoff(l, o) || dropped {
 			s.settle(l, o)
@@ -166,14 +179,14 @@ func (s *space) evict(session string, delay time.Duration, o op) []string {
 	names := slices.Concat(held, refs(s.waiting, session))
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
-		l := s.objs[name]
+		l, _ := s.objs.mut(name)
 		if i := l.holder(session); i >= 0 {
 			s.dropHolder(l, i)
 			if delay > 0 {
 				s.startDelay(l, delay, o)
 			}
 		}
-		if i := l.waiter(session); i >= 0 {
+		if i := s.queued(l, session); i >= 0 {
 			s.dropWaiter(l, i)
 		}
 		s.handoff(l, o)
@@ -190,6 +203,16 @@ func (l *Lock) holder(session string) int {
 // waiter returns the index of session in the queue, or -1.
 func (l *Lock) waiter(session string) int {
 	return slices.IndexFunc(l.Waiters, func(w Waiter) bool { return w.Session == session })
+}
+
+// queued returns the index of session in l's queue, or -1, looking in the
+// reverse index first: a session that is not queued (the common case when
+// it asks) costs nothing however long the queue.
+func (s *space) queued(l *Lock, session string) int {
+	if !has(s.waiting, session, l.Name) {
+		return -1
+	}
+	return l.waiter(session)
 }
 
 // startDelay puts l in a lock-delay of length delay from entry o, or, if
@@ -232,7 +255,7 @@ func (s *space) delayError(l *Lock) *DelayError {
 // lock-delay before its waiters in queue order.
 func (s *space) timers(out []Timer) []Timer {
 	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
-		l := s.objs[name]
+		l, _ := s.objs.get(name)
 		if l.DelayIndex != 0 {
 			out = append(out, Timer{TimerRef{Election: s.election, Name: name, Armed: l.DelayIndex}, l.Delay})
 		}
@@ -248,7 +271,7 @@ func (s *space) timers(out []Timer) []Timer {
 // the queue, which may unblock those behind it). A ref to a timer that was
 // restarted or has ended already changes nothing.
 func (s *space) timeUp(r TimerRef, o op) {
-	l, ok := s.objs[r.Name]
+	l, ok := s.objs.mut(r.Name)
 	if !ok {
 		return
 	}
@@ -258,7 +281,7 @@ func (s *space) timeUp(r TimerRef, o op) {
 		}
 		l.endDelay()
 	} else {
-		i := l.waiter(r.Session)
+		i := s.queued(l, r.Session)
 		if i < 0 || l.Waiters[i].Since != r.Armed {
 			return
 		}
@@ -275,13 +298,33 @@ func (l *Lock) admits(mode Mode) bool {
 }
 
 // without removes element i, keeping empty slices nil so that equal states
-// compare and encode equal.
+// compare and encode equal. Removing the head, as every hand-off does,
+// moves nothing.
 func without[T any](s []T, i int) []T {
-	s = slices.Delete(s, i, i+1)
-	if len(s) == 0 {
+	switch {
+	case len(s) == 1:
 		return nil
+	case i == 0:
+		var zero T
+		s[0] = zero
+		return s[1:]
 	}
-	return s
+	return slices.Delete(s, i, i+1)
+}
+
+// link and unlink keep a reverse index (held or waiting) and record the
+// change of the session's standing on the object.
+func (s *space) link(m map[string]map[string]struct{}, session, name string) {
+	addRef(m, session, name)
+	s.touch(StandingTopic(s.election, name, session))
+}
+
+func (s *space) unlink(m map[string]map[string]struct{}, session, name string) {
+	delete(m[session], name)
+	if len(m[session]) == 0 {
+		delete(m, session)
+	}
+	s.touch(StandingTopic(s.election, name, session))
 }
 
 func addRef(m map[string]map[string]struct{}, session, name string) {
@@ -291,11 +334,9 @@ func addRef(m map[string]map[string]struct{}, session, name string) {
 	m[session][name] = struct{}{}
 }
 
-func delRef(m map[string]map[string]struct{}, session, name string) {
-	delete(m[session], name)
-	if len(m[session]) == 0 {
-		delete(m, session)
-	}
+func has(m map[string]map[string]struct{}, session, name string) bool {
+	_, ok := m[session][name]
+	return ok
 }
 
 // refs returns the names session has in m, sorted.

@@ -10,6 +10,9 @@ type Session struct {
 	TTL         time.Duration `json:"ttl"`
 	LockDelay   time.Duration `json:"lock_delay"`
 	CreateIndex uint64        `json:"create_index"`
+	// SeqWindow bounds the session's request numbers (see seq.go); 0 keeps
+	// them all, as sessions of older builds' entries do.
+	SeqWindow int `json:"seq_window,omitempty"`
 }
 
 // Holder is one holder of a lock. Token is the Raft index of the entry that

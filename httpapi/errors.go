@@ -29,6 +29,7 @@ var codeStatus = map[string]struct {
 	wire.CodeRepeated:       {http.StatusConflict, false},
 	wire.CodeSessionExpired: {http.StatusGone, false},
 	wire.CodeTooLarge:       {http.StatusRequestEntityTooLarge, false},
+	wire.CodeTooMany:        {http.StatusTooManyRequests, true},
 	wire.CodeNoLeader:       {http.StatusServiceUnavailable, true},
 	wire.CodeTimeout:        {http.StatusGatewayTimeout, false},
 	wire.CodeInternal:       {http.StatusInternalServerError, false},

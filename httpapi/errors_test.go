@@ -33,6 +33,8 @@ func TestErrors_CodeToStatus(t *testing.T) {
 		{wire.CodeLockDelay, time.Millisecond, 409, "1"},
 		{wire.CodeSessionExpired, 0, 410, ""},
 		{wire.CodeTooLarge, 0, 413, ""},
+		{wire.CodeTooMany, 0, 429, "1"},
+		{wire.CodeTooMany, 2 * time.Second, 429, "2"},
 		{wire.CodeNoLeader, 0, 503, "1"},
 		{wire.CodeNoLeader, 4 * time.Second, 503, "4"},
 		{wire.CodeTimeout, 0, 504, ""},

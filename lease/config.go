@@ -86,6 +86,12 @@ type Config struct {
 	SnapshotThreshold uint64
 	// SnapshotInterval is how often Raft checks whether to snapshot. Default 30s.
 	SnapshotInterval time.Duration
+	// MaxBlockingQueries bounds the blocking queries (reads with a wait)
+	// the node serves at once; one more is answered too_many_requests
+	// (429) with a Retry-After, and nothing waits for it. Each costs a
+	// goroutine and a connection while it waits, and nothing else until
+	// what it watches changes. Default 10000.
+	MaxBlockingQueries int
 	// NoBootWait skips the wait of one HeartbeatTimeout before Raft starts.
 	// It exists for tests of fresh in-memory clusters and for the fault
 	// harness's self-test; it is unsafe for a node that restarts.
@@ -188,6 +194,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   30 * time.Second,
 		LogStore:           LogStoreAuto,
+		MaxBlockingQueries: 10000,
 		Clock:              SystemClock{},
 		RaftLogLevel:       slog.LevelWarn,
 	}
@@ -218,6 +225,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("lease: config: LeaseMargin %v leaves no master lease of HeartbeatTimeout %v", c.LeaseMargin, c.HeartbeatTimeout)
 	case c.ApplyTimeout <= 0:
 		return errors.New("lease: config: ApplyTimeout must be positive")
+	case c.MaxBlockingQueries < 1:
+		return fmt.Errorf("lease: config: MaxBlockingQueries %d must be at least 1", c.MaxBlockingQueries)
 	case len(c.InitialCluster) > 0 && c.Join != "":
 		return errors.New("lease: config: InitialCluster and Join are exclusive")
 	}

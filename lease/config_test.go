@@ -30,6 +30,7 @@ func TestConfig_Validate(t *testing.T) {
 		{"leader lease above heartbeat", func(c *Config) { c.LeaderLeaseTimeout = time.Second }, "LeaderLeaseTimeout"},
 		{"drift too large", func(c *Config) { c.MaxClockDrift = 0.6 }, "MaxClockDrift"},
 		{"margin eats lease", func(c *Config) { c.LeaseMargin = time.Second }, "no master lease"},
+		{"no blocking queries", func(c *Config) { c.MaxBlockingQueries = 0 }, "MaxBlockingQueries"},
 		{"join and initial", func(c *Config) {
 			c.Join = "http://x"
 			c.InitialCluster = []Peer{{ID: "n1", Addr: "a:1"}}

@@ -43,14 +43,11 @@ func (a raftFSM) ApplyBatch(logs []*raft.Log) []any {
 	return out
 }
 
-// Snapshot serialises the state on the FSM goroutine; Persist writes the
-// bytes while Apply goes on.
+// Snapshot freezes the state on the FSM goroutine, at a cost that does not
+// grow with the state (fsm.View); Persist encodes and writes it while
+// Apply goes on.
 func (a raftFSM) Snapshot() (raft.FSMSnapshot, error) {
-	b, err := a.f.Snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return fsmSnapshot(b), nil
+	return fsmSnapshot{a.f.View()}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -59,10 +56,14 @@ func (a raftFSM) Restore(rc io.ReadCloser) error {
 	return a.f.Restore(rc)
 }
 
-type fsmSnapshot []byte
+type fsmSnapshot struct{ v *fsm.View }
 
 func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s); err != nil {
+	b, err := s.v.Marshal()
+	if err == nil {
+		_, err = sink.Write(b)
+	}
+	if err != nil {
 		sink.Cancel()
 		return err
 	}

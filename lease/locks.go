@@ -58,6 +58,9 @@ func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint
 	if err != nil {
 		return 0, err
 	}
+	if refused, err := n.refusedAtOnce(ctx, cmd, ns.what(cmd.Name)); refused {
+		return 0, err
+	}
 	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return 0, err
@@ -69,6 +72,40 @@ func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint
 		return res.Token, nil
 	}
 	return n.waitGrant(ctx, t, ns, cmd)
+}
+
+// refusedAtOnce answers cmd without a log entry when the state machine
+// would refuse it and change nothing but its applied index
+// (fsm.FSM.Refusal): a try-acquire or try-campaign of an object others
+// hold or queue for, or inside a lock-delay, that carries no request
+// number or one already applied; or any request naming a session that
+// does not exist (a session never comes back). Such an answer is a read of
+// the state, and is served exactly as a default read is (read): on the
+// leader under its master lease, from everything it has applied, which
+// holds every entry whose answer was sent (an answer is sent after the
+// entry applies here) and, since the leader serves only after establish's
+// barrier, every entry of earlier terms; the lease is checked after the
+// state was read. The read is the request's linearization point.
+//
+// A try-acquire refused with a request number not applied before still
+// costs an entry: the state machine records the number, so that a late
+// copy of the same request (an attempt that hung on a paused node while
+// its retry was refused) is not applied when the lock is free later, to a
+// client that was told it did not get it. Only the log can record that
+// number before the answer leaves. refused false: cmd must be committed.
+func (n *Node) refusedAtOnce(ctx context.Context, cmd fsm.Command, what string) (refused bool, err error) {
+	cmd.Now = wallNow(n.clock).UTC()
+	var refusal error
+	if _, err := read(ctx, n, wire.ReadOptions{}, func() (struct{}, uint64) {
+		refusal = n.fsm.Refusal(cmd)
+		return struct{}{}, 0
+	}); err != nil {
+		return true, err
+	}
+	if refusal == nil {
+		return false, nil
+	}
+	return true, n.apiErr(refusal, cmd.Session, what)
 }
 
 // waitGrant waits for a queued session to be granted the lock. When the
@@ -92,29 +129,40 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 	defer cancel()
 	timer := time.NewTimer(cmd.Wait)
 	defer timer.Stop()
+	// Only a change of this session's own standing on the lock wakes the
+	// loop: a hand-off to another waiter, or another joining the queue,
+	// does not, so a hand-off costs the same however long the queue.
+	topic := fsm.StandingTopic(ns.election, cmd.Name, cmd.Session)
 	for {
-		changed := n.fsm.Changed()
-		l := ns.get(n.fsm, cmd.Name)
-		if tok, ok := holds(l, cmd.Session); ok {
-			return tok, nil
+		tok, done, err := func() (uint64, bool, error) {
+			changed, stop := n.fsm.Watch(topic)
+			defer stop()
+			tok, held, queued := n.fsm.Standing(ns.election, cmd.Name, cmd.Session)
+			switch {
+			case held:
+				return tok, true, nil
+			case !queued:
+				return 0, true, n.notGranted(ns, cmd)
+			}
+			select {
+			case <-changed:
+				return 0, false, nil
+			case <-t.ctx.Done():
+				// The queued place is committed and the next leader keeps
+				// it, so the lock may yet be granted: the outcome is
+				// unknown. A client that re-issues the acquire there (same
+				// seq) finds its place or its grant.
+				return 0, true, errTimeout("leadership lost while waiting in the queue; the waiter stays queued and may still be granted, so the outcome is unknown")
+			case <-wctx.Done():
+				return 0, true, errTimeout("the caller went away while waiting in the queue; the waiter stays queued until its wait runs out and may still be granted, so the outcome is unknown")
+			case <-timer.C:
+			}
+			tok, err := n.leaveQueue(ns, cmd)
+			return tok, true, err
+		}()
+		if done {
+			return tok, err
 		}
-		if !waits(l, cmd.Session) {
-			return 0, n.notGranted(ns, cmd)
-		}
-		select {
-		case <-changed:
-			continue
-		case <-t.ctx.Done():
-			// The queued place is committed and the next leader keeps it,
-			// so the lock may yet be granted: the outcome is unknown. A
-			// client that re-issues the acquire there (same seq) finds its
-			// place or its grant.
-			return 0, errTimeout("leadership lost while waiting in the queue; the waiter stays queued and may still be granted, so the outcome is unknown")
-		case <-wctx.Done():
-			return 0, errTimeout("the caller went away while waiting in the queue; the waiter stays queued until its wait runs out and may still be granted, so the outcome is unknown")
-		case <-timer.C:
-		}
-		return n.leaveQueue(ns, cmd)
 	}
 }
 
@@ -148,24 +196,6 @@ func (n *Node) notGranted(ns namespace, cmd fsm.Command) error {
 	return e
 }
 
-func holds(l fsm.Lock, session string) (uint64, bool) {
-	for _, h := range l.Holders {
-		if h.Session == session {
-			return h.Token, true
-		}
-	}
-	return 0, false
-}
-
-func waits(l fsm.Lock, session string) bool {
-	for _, w := range l.Waiters {
-		if w.Session == session {
-			return true
-		}
-	}
-	return false
-}
-
 // Release commits the release of a lock by its holder, or takes a queued
 // session out of the lock's queue.
 func (n *Node) Release(ctx context.Context, name string, req wire.SessionRequest) error {
@@ -189,6 +219,9 @@ func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error 
 	if _, err := n.leading(); err != nil {
 		return err
 	}
+	if refused, err := n.refusedAtOnce(ctx, cmd, ns.what(cmd.Name)); refused {
+		return err
+	}
 	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return err
@@ -198,7 +231,7 @@ func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error 
 
 // Lock reads one lock; a lock that does not exist reads as free.
 func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wire.Lock, error) {
-	l, err := read(ctx, n, opt, func() (wire.Lock, uint64) {
+	l, err := readOn(ctx, n, opt, fsm.ObjectTopic(false, name), func() (wire.Lock, uint64) {
 		l := n.fsm.Lock(name)
 		return wireLock(l), l.ModifyIndex
 	})
@@ -210,13 +243,13 @@ func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wir
 
 // Locks reads one page of the existing locks.
 func (n *Node) Locks(ctx context.Context, opt wire.ListOptions) (wire.LockList, error) {
-	p, err := readPage(ctx, n, opt, n.fsm.LocksIndex, n.fsm.LocksAfter, wireLock, lockName)
+	p, err := readPage(ctx, n, opt, fsm.SpaceTopic(false), n.fsm.LocksIndex, n.fsm.LocksAfter, wireLock, lockName)
 	return wire.LockList{Locks: p.items, Index: p.index, Next: p.next}, err
 }
 
 // Elections reads one page of the existing elections.
 func (n *Node) Elections(ctx context.Context, opt wire.ListOptions) (wire.ElectionList, error) {
-	p, err := readPage(ctx, n, opt, n.fsm.ElectionsIndex, n.fsm.ElectionsAfter, wireElection, lockName)
+	p, err := readPage(ctx, n, opt, fsm.SpaceTopic(true), n.fsm.ElectionsIndex, n.fsm.ElectionsAfter, wireElection, lockName)
 	return wire.ElectionList{Elections: p.items, Index: p.index, Next: p.next}, err
 }
 
@@ -232,7 +265,7 @@ func (n *Node) Check(ctx context.Context, name string, token uint64) (bool, erro
 
 // Election reads the leader of an election; Session is empty when nobody leads.
 func (n *Node) Election(ctx context.Context, name string, opt wire.ReadOptions) (wire.Election, error) {
-	e, err := read(ctx, n, opt, func() (wire.Election, uint64) {
+	e, err := readOn(ctx, n, opt, fsm.ObjectTopic(true, name), func() (wire.Election, uint64) {
 		e := n.fsm.Election(name)
 		return wireElection(e), e.ModifyIndex
 	})

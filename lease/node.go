@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -34,6 +35,8 @@ type Node struct {
 
 	stop chan struct{}  // closed by Close
 	wg   sync.WaitGroup // background goroutines
+
+	blocking atomic.Int64 // blocking queries being served (Config.MaxBlockingQueries)
 
 	unsafe unsafeState // the state of the unsafe switches that need one
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/lockd/lockd/fsm"
@@ -39,7 +40,8 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 		delay = req.LockDelay.D()
 	}
 	id := newSessionID()
-	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay})
+	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay,
+		SeqWindow: fsm.DefaultSeqWindow})
 	if err != nil {
 		return wire.Session{}, err
 	}
@@ -83,7 +85,12 @@ func (n *Node) DestroySession(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpDestroySession, Session: id})
+	cmd := fsm.Command{Op: fsm.OpDestroySession, Session: id}
+	if refused, err := n.refusedAtOnce(ctx, cmd, ""); refused {
+		t.forget(id)
+		return err
+	}
+	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return err
 	}
@@ -112,7 +119,7 @@ func (n *Node) Session(ctx context.Context, id string, opt wire.ReadOptions) (wi
 // index: the list shows what each session holds, which any entry may
 // change.
 func (n *Node) Sessions(ctx context.Context, opt wire.ListOptions) (wire.SessionList, error) {
-	p, err := readPage(ctx, n, opt, n.fsm.AppliedIndex, n.fsm.SessionsAfter, n.wireSession, func(s fsm.Session) string { return s.ID })
+	p, err := readPage(ctx, n, opt, fsm.AppliedTopic(), n.fsm.AppliedIndex, n.fsm.SessionsAfter, n.wireSession, func(s fsm.Session) string { return s.ID })
 	return wire.SessionList{Sessions: p.items, Index: p.index, Next: p.next}, err
 }
 
@@ -126,11 +133,12 @@ type page[W any] struct {
 
 // readPage reads one page of a list as opt asks: the first opt.Limit
 // items (in key order) after opt.After, read from the state by after and
-// converted by conv. A blocking query waits on index alone, so that each
-// wake-up costs no more than reading the index.
-func readPage[S, W any](ctx context.Context, n *Node, opt wire.ListOptions, index func() uint64,
+// converted by conv. A blocking query wakes for the entries that change
+// topic and waits on index alone, so that each wake-up costs no more than
+// reading the index.
+func readPage[S, W any](ctx context.Context, n *Node, opt wire.ListOptions, topic fsm.Topic, index func() uint64,
 	after func(string, int) ([]S, bool), conv func(S) W, key func(S) string) (page[W], error) {
-	return readWith(ctx, n, opt.ReadOptions, index, func() page[W] {
+	return readWith(ctx, n, opt.ReadOptions, topic, index, func() page[W] {
 		p := page[W]{index: index()}
 		items, more := after(opt.After, listLimit(opt.Limit))
 		p.items = make([]W, 0, len(items))
@@ -176,15 +184,23 @@ func newSessionID() string {
 // against the master lease after the state was read; consistent reads on
 // the leader after a quorum confirmation that started after the request.
 // With Wait it is a blocking query: it returns when the index get reports
-// exceeds opt.Index, or when Wait runs out.
+// exceeds opt.Index, or when Wait runs out. read's index is the applied
+// index, which every entry changes; readOn waits for entries that change
+// topic, the part of the state whose index get reports.
 func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() (T, uint64)) (T, error) {
-	return readWith(ctx, n, opt, func() uint64 { _, idx := get(); return idx }, func() T { v, _ := get(); return v })
+	return readOn(ctx, n, opt, fsm.AppliedTopic(), get)
 }
 
-// readWith is read with the index apart from the value: a blocking query
+// readOn is read for a get whose index is topic's (the part of the state
+// it reads): a blocking query wakes only for entries that change topic.
+func readOn[T any](ctx context.Context, n *Node, opt wire.ReadOptions, topic fsm.Topic, get func() (T, uint64)) (T, error) {
+	return readWith(ctx, n, opt, topic, func() uint64 { _, idx := get(); return idx }, func() T { v, _ := get(); return v })
+}
+
+// readWith is readOn with the index apart from the value: a blocking query
 // waits on index alone, and value, which may cost much more (a page of a
 // list), is read once, when the query returns.
-func readWith[T any](ctx context.Context, n *Node, opt wire.ReadOptions, index func() uint64, value func() T) (T, error) {
+func readWith[T any](ctx context.Context, n *Node, opt wire.ReadOptions, topic fsm.Topic, index func() uint64, value func() T) (T, error) {
 	var zero T
 	var t *leaderTerm
 	if !opt.Stale {
@@ -194,7 +210,12 @@ func readWith[T any](ctx context.Context, n *Node, opt wire.ReadOptions, index f
 		}
 	}
 	if opt.Wait > 0 {
-		if err := waitIndex(ctx, n, t, opt, index); err != nil {
+		if !n.startBlocking() {
+			return zero, errTooMany(n.cfg.MaxBlockingQueries)
+		}
+		err := waitIndex(ctx, n, t, opt, topic, index)
+		n.blocking.Add(-1)
+		if err != nil {
 			return zero, err
 		}
 	}
@@ -210,8 +231,24 @@ func readWith[T any](ctx context.Context, n *Node, opt wire.ReadOptions, index f
 	return v, nil
 }
 
-// waitIndex blocks until index exceeds opt.Index or opt.Wait passes.
-func waitIndex(ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, index func() uint64) error {
+// startBlocking takes one of the node's Config.MaxBlockingQueries places
+// for a blocking query, if one is free; the caller gives it back.
+func (n *Node) startBlocking() bool {
+	if n.blocking.Add(1) > int64(n.cfg.MaxBlockingQueries) {
+		n.blocking.Add(-1)
+		return false
+	}
+	return true
+}
+
+func errTooMany(limit int) error {
+	return &wire.Error{Code: wire.CodeTooMany, RetryAfter: time.Second,
+		Message: fmt.Sprintf("this node already serves %d blocking queries, its limit; nothing was done: retry later", limit)}
+}
+
+// waitIndex blocks until index exceeds opt.Index or opt.Wait passes,
+// looking again whenever an entry changes topic.
+func waitIndex(ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, topic fsm.Topic, index func() uint64) error {
 	ctx, cancel := n.waitCtx(ctx)
 	defer cancel()
 	timer := time.NewTimer(opt.Wait)
@@ -221,18 +258,25 @@ func waitIndex(ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions
 		lost = t.ctx.Done()
 	}
 	for {
-		changed := n.fsm.Changed()
-		if index() > opt.Index {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return nil
-		case <-lost:
-			return errNoLeader("leadership lost")
-		case <-ctx.Done():
-			return ctxErr(ctx)
+		done, err := func() (bool, error) {
+			changed, stop := n.fsm.Watch(topic)
+			defer stop()
+			if index() > opt.Index {
+				return true, nil
+			}
+			select {
+			case <-changed:
+				return false, nil
+			case <-timer.C:
+				return true, nil
+			case <-lost:
+				return true, errNoLeader("leadership lost")
+			case <-ctx.Done():
+				return true, ctxErr(ctx)
+			}
+		}()
+		if done {
+			return err
 		}
 	}
 }

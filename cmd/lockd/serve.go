@@ -25,6 +25,7 @@ type serveFlags struct {
 	heartbeat, electionTO, leaderTO time.Duration
 	drift                           float64
 	margin                          time.Duration
+	maxBlocking                     int
 	logLevel, raftLogLevel, logFmt  string
 	unsafeFaults                    bool
 	pprof                           bool
@@ -51,6 +52,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaderTO, "leader-lease-timeout", d.LeaderLeaseTimeout, "Raft leader steps down after this long without a quorum")
 	fs.Float64Var(&f.drift, "max-clock-drift", d.MaxClockDrift, "largest relative clock-rate difference the master lease tolerates")
 	fs.DurationVar(&f.margin, "lease-margin", d.LeaseMargin, "safety margin subtracted from the master lease")
+	fs.IntVar(&f.maxBlocking, "max-blocking-queries", d.MaxBlockingQueries,
+		"blocking queries (reads with ?wait) this node serves at once; more are answered 429 too_many_requests")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.raftLogLevel, "raft-log-level", "warn", "log level of Raft's own messages")
 	fs.StringVar(&f.logFmt, "log-format", "text", "log format: text or json")
@@ -170,6 +173,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	nc.Join = f.join
 	nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = f.heartbeat, f.electionTO, f.leaderTO
 	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
+	nc.MaxBlockingQueries = f.maxBlocking
 	nc.RaftLogLevel = raftLvl
 	nc.Logger = logger
 	nc.LeaseLog = f.leaseLog

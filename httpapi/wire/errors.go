@@ -18,6 +18,7 @@ const (
 	CodeRepeated       = "request_repeated"
 	CodeSessionExpired = "session_expired"
 	CodeTooLarge       = "too_large"
+	CodeTooMany        = "too_many_requests"
 	CodeNoLeader       = "no_leader"
 	CodeTimeout        = "timeout"
 	CodeInternal       = "internal"

@@ -1,0 +1,346 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// The benchmarks of this file measure what the leader pays as the state
+// grows: a hand-off with many waiters, an applied entry with many blocking
+// queries parked on other names, a snapshot of 100k sessions and locks, a
+// refused try-acquire, and the request numbers kept for a session. They run
+// a node on applyEngine (no Raft), so they time lockd's own work.
+
+// benchNode is a serving leader on applyEngine without the term's expiry
+// and timer loops: nothing ends unless the benchmark ends it.
+type benchNode struct {
+	b   *testing.B
+	n   *Node
+	eng *applyEngine
+}
+
+func newBenchNode(b *testing.B) *benchNode {
+	f := fsm.New()
+	eng := &applyEngine{f: f}
+	n := &Node{
+		cfg: validConfig(), clock: SystemClock{}, fsm: f, eng: eng,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), stop: make(chan struct{}),
+	}
+	term := newLeaderTerm(n, 1)
+	term.ready = true
+	term.leaseUntil = time.Now().Add(24 * time.Hour)
+	n.term = term
+	b.Cleanup(func() { term.cancel(); close(n.stop) })
+	return &benchNode{b: b, n: n, eng: eng}
+}
+
+func (bn *benchNode) session() string {
+	bn.b.Helper()
+	s, err := bn.n.CreateSession(context.Background(), wire.CreateSessionRequest{TTL: wire.Duration(time.Hour)})
+	if err != nil {
+		bn.b.Fatal(err)
+	}
+	return s.ID
+}
+
+func (bn *benchNode) entries() uint64 {
+	bn.eng.mu.Lock()
+	defer bn.eng.mu.Unlock()
+	return bn.eng.index
+}
+
+// settle waits until at least want goroutines exist and then a little
+// longer, so that goroutines just started are parked in their selects.
+func settle(want int) {
+	for i := 0; i < 3000 && runtime.NumGoroutine() < want; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+}
+
+// BenchmarkHandoff: one lock, a holder and W queued blocking acquires.
+// Each op releases the lock, which hands it to the head of the queue in
+// the same entry, waits for that waiter's Acquire to return, and queues the
+// released session again at the back, so the queue stays W long.
+func BenchmarkHandoff(b *testing.B) {
+	for _, w := range []int{100, 1000, 4000} {
+		b.Run(fmt.Sprintf("waiters=%d", w), func(b *testing.B) {
+			bn := newBenchNode(b)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			sessions := make([]string, w+1)
+			for i := range sessions {
+				sessions[i] = bn.session()
+			}
+			granted := make(chan string, w+1)
+			queue := func(s string) {
+				go func() {
+					_, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: s, Wait: wire.Duration(5 * time.Minute)})
+					if err == nil {
+						granted <- s
+					}
+				}()
+			}
+			if _, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: sessions[0]}); err != nil {
+				b.Fatal(err)
+			}
+			base := runtime.NumGoroutine()
+			for _, s := range sessions[1:] {
+				queue(s)
+			}
+			for i := 0; i < 6000 && len(bn.n.fsm.Lock("x").Waiters) < w; i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			settle(base + w)
+			holder := sessions[0]
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := bn.n.Release(ctx, "x", wire.SessionRequest{Session: holder}); err != nil {
+					b.Fatal(err)
+				}
+				next := <-granted
+				queue(holder)
+				holder = next
+			}
+			b.StopTimer()
+			cancel()
+		})
+	}
+}
+
+// BenchmarkBlockingQueryWake: Q blocking queries, each on a held lock of
+// its own that nothing changes. Each op commits two entries on another lock
+// (an acquire and its release); the queries should not have to wake for
+// them.
+func BenchmarkBlockingQueryWake(b *testing.B) {
+	for _, q := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("queries=%d", q), func(b *testing.B) {
+			bn := newBenchNode(b)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, owner := bn.session(), bn.session()
+			names := make([]string, q)
+			for i := range names {
+				names[i] = fmt.Sprintf("q/%05d", i)
+				if _, err := bn.n.Acquire(ctx, names[i], wire.AcquireRequest{Session: owner}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			base := runtime.NumGoroutine()
+			returned := make(chan struct{}, q)
+			for _, name := range names {
+				idx := bn.n.fsm.Lock(name).ModifyIndex
+				go func() {
+					_, _ = bn.n.Lock(ctx, name, wire.ReadOptions{Index: idx, Wait: 5 * time.Minute})
+					returned <- struct{}{}
+				}()
+			}
+			settle(base + q)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := bn.n.Acquire(ctx, "other", wire.AcquireRequest{Session: s}); err != nil {
+					b.Fatal(err)
+				}
+				if err := bn.n.Release(ctx, "other", wire.SessionRequest{Session: s}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if len(returned) != 0 {
+				b.Fatalf("%d blocking queries on unchanged locks returned", len(returned))
+			}
+			cancel()
+		})
+	}
+}
+
+// snapState is a state of 100k sessions, each holding one lock with a
+// request number, built once for the snapshot benchmarks.
+var snapState *fsm.FSM
+
+func bigState(b *testing.B) *fsm.FSM {
+	if snapState != nil {
+		return snapState
+	}
+	f := fsm.New()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	idx := uint64(0)
+	for i := range 100000 {
+		id := fmt.Sprintf("%032x", i)
+		idx++
+		if res := f.ApplyCommand(idx, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: id, TTL: time.Minute, LockDelay: time.Second}); res.Err != nil {
+			b.Fatal(res.Err)
+		}
+		idx++
+		if res := f.ApplyCommand(idx, fsm.Command{Op: fsm.OpAcquire, Now: now, Session: id, Name: fmt.Sprintf("svc/%06d/leader", i), Seq: 1}); res.Err != nil {
+			b.Fatal(res.Err)
+		}
+	}
+	snapState = f
+	return f
+}
+
+// discardSink is a raft.SnapshotSink that counts and drops the bytes.
+type discardSink struct{ n int }
+
+func (s *discardSink) Write(p []byte) (int, error) { s.n += len(p); return len(p), nil }
+func (s *discardSink) Close() error                { return nil }
+func (s *discardSink) ID() string                  { return "bench" }
+func (s *discardSink) Cancel() error               { return nil }
+
+var _ raft.SnapshotSink = (*discardSink)(nil)
+
+// BenchmarkSnapshot: 100k sessions each holding a lock. fsm-goroutine is
+// what raft's FSM goroutine spends in Snapshot (applies wait meanwhile);
+// persist is the rest, which runs beside the applies. applies-after is
+// 1,000 applies right after a snapshot, each recording a request number of
+// another session (so they write all over the state, and pay for whatever
+// a snapshot leaves them to do); applies-alone is the same without the
+// snapshot.
+func BenchmarkSnapshot(b *testing.B) {
+	f := bigState(b)
+	a := raftFSM{f: f}
+	b.Run("fsm-goroutine", func(b *testing.B) {
+		for range b.N {
+			s, err := a.Snapshot()
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Release()
+		}
+	})
+	b.Run("persist", func(b *testing.B) {
+		for range b.N {
+			s, err := a.Snapshot()
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink := &discardSink{}
+			if err := s.Persist(sink); err != nil {
+				b.Fatal(err)
+			}
+			s.Release()
+			b.ReportMetric(float64(sink.n), "bytes")
+		}
+	})
+	for _, snap := range []bool{true, false} {
+		name := "applies-alone"
+		if snap {
+			name = "applies-after"
+		}
+		b.Run(name, func(b *testing.B) {
+			var lat []time.Duration
+			for i := range b.N {
+				if snap {
+					b.StopTimer()
+					s, err := a.Snapshot()
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.Release() // a no-op: the view stays valid while the applies run
+					b.StartTimer()
+				}
+				for j := range 1000 {
+					k := (i*1000 + j*97) % 100000
+					c := fsm.Command{Op: fsm.OpAcquire, Now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC),
+						Session: fmt.Sprintf("%032x", k), Name: fmt.Sprintf("svc/%06d/leader", k), Seq: f.AppliedIndex() + 2}
+					start := time.Now()
+					if res := f.ApplyCommand(f.AppliedIndex()+1, c); !res.Granted {
+						b.Fatal(res.Err)
+					}
+					lat = append(lat, time.Since(start))
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-apply-µs")
+			b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-apply-µs")
+		})
+	}
+}
+
+// BenchmarkRefusal: a try-acquire of a lock another session holds, without
+// a request number and with a repeated one, and an acquire naming a
+// session that does not exist. entries/op is the Raft entries each cost.
+func BenchmarkRefusal(b *testing.B) {
+	cases := []struct {
+		name string
+		req  func(holder, other string, i int) wire.AcquireRequest
+		code string
+	}{
+		{"held-unnumbered", func(_, o string, _ int) wire.AcquireRequest { return wire.AcquireRequest{Session: o} }, wire.CodeLockHeld},
+		{"held-repeated", func(_, o string, _ int) wire.AcquireRequest { return wire.AcquireRequest{Session: o, Seq: 1} }, wire.CodeLockHeld},
+		{"held-new-number", func(_, o string, i int) wire.AcquireRequest {
+			return wire.AcquireRequest{Session: o, Seq: uint64(i + 2)}
+		}, wire.CodeLockHeld},
+		{"unknown-session", func(_, _ string, _ int) wire.AcquireRequest { return wire.AcquireRequest{Session: "nobody"} }, wire.CodeSessionExpired},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			bn := newBenchNode(b)
+			ctx := context.Background()
+			holder, other := bn.session(), bn.session()
+			if _, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: holder}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: other, Seq: 1}); wire.CodeOf(err) != wire.CodeLockHeld {
+				b.Fatal(err)
+			}
+			before := bn.entries()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := bn.n.Acquire(ctx, "x", c.req(holder, other, i)); wire.CodeOf(err) != c.code {
+					b.Fatalf("got %v, want %s", err, c.code)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(bn.entries()-before)/float64(b.N), "entries/op")
+		})
+	}
+}
+
+// BenchmarkDistinctNames: one session takes and lets go of a new lock name
+// in every op, with request numbers as the client library sends them. The
+// session ends up holding nothing; snapshot-B/op is how much the state
+// grew per name it ever touched.
+func BenchmarkDistinctNames(b *testing.B) {
+	bn := newBenchNode(b)
+	ctx := context.Background()
+	s := bn.session()
+	empty, err := bn.n.fsm.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	seq := uint64(0)
+	b.ResetTimer()
+	for i := range b.N {
+		name := fmt.Sprintf("jobs/%08d", i)
+		seq++
+		if _, err := bn.n.Acquire(ctx, name, wire.AcquireRequest{Session: s, Seq: seq}); err != nil {
+			b.Fatal(err)
+		}
+		seq++
+		if err := bn.n.Release(ctx, name, wire.SessionRequest{Session: s, Seq: seq}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	full, err := bn.n.fsm.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(full)-len(empty))/float64(b.N), "snapshot-B/op")
+}
