@@ -1,9 +1,9 @@
 // Package lease is the lockd node. In Raft mode (New) it opens
 // hashicorp/raft with a raft-wal (or, for older data dirs, bbolt) log and
-// stable store and a file snapshot store,
-// bootstraps or recovers the cluster, and on the leader keeps the master
-// lease, the session deadlines, the expiry and lock-delay timers, and serves
-// reads under the lease. In a classic mode (NewLocal) the same node logic
+// stable store and a file snapshot store, bootstraps or recovers the
+// cluster, and on the leader keeps the master lease, the session
+// deadlines, the expiry and lock-delay timers, and serves reads under the
+// lease. In a classic mode (NewLocal) the same node logic
 // runs on a local engine: the coordinator a classic elector names serves
 // from its own, unreplicated state machine (see local.go for what that
 // does not guarantee).
