@@ -13,9 +13,9 @@ import (
 // values in it, or an error that names the flag at fault.
 func RowFlags(fs *flag.FlagSet, def Config) func() (Config, error) {
 	duration := fs.Duration("duration", def.Duration, "measured time of each row")
-	workers := fs.String("workers", joinInts(def.Workers), "locks: comma-separated worker counts")
-	waiters := fs.String("waiters", joinInts(def.Waiters), "handoff: comma-separated waiter counts")
-	sessions := fs.String("sessions", joinInts(def.Sessions), "keepalive: comma-separated session counts")
+	workers := fs.String("workers", joinInts(def.Workers), "locks: comma-separated worker counts (none: no locks rows)")
+	waiters := fs.String("waiters", joinInts(def.Waiters), "handoff: comma-separated waiter counts (none: no handoff rows)")
+	sessions := fs.String("sessions", joinInts(def.Sessions), "keepalive: comma-separated session counts (none: no keepalive rows)")
 	callers := fs.Int("callers", def.Callers, "keepalive: callers that create and renew the sessions")
 	ttl := fs.Duration("ttl", def.TTL, "keepalive: the sessions' TTL")
 	return func() (Config, error) {
@@ -44,8 +44,13 @@ func joinInts(ns []int) string {
 	return strings.Join(s, ",")
 }
 
+// parseInts parses a comma-separated list of counts; "none" is the empty
+// list, which runs no rows of that kind.
 func parseInts(s string) ([]int, error) {
 	var out []int
+	if strings.TrimSpace(s) == "none" {
+		return out, nil
+	}
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {

@@ -30,6 +30,10 @@ func TestRowFlags(t *testing.T) {
 		cfg.TTL != 5*time.Second || cfg.Callers != 3 || cfg.Duration != 2*time.Second {
 		t.Errorf("parsed: %+v, %v", cfg, err)
 	}
+	cfg, err = parse("--workers", "none", "--waiters", "none")
+	if err != nil || len(cfg.Workers) != 0 || len(cfg.Waiters) != 0 || cfg.Validate() != nil && !strings.Contains(cfg.Validate().Error(), "endpoints") {
+		t.Errorf("none: %+v, %v", cfg, err)
+	}
 	if _, err := parse("--waiters", "2,x"); err == nil || !strings.HasPrefix(err.Error(), `--waiters: "x" is not a number`) {
 		t.Errorf("bad list: %v", err)
 	}
