@@ -42,12 +42,12 @@ func failoverCmd(args []string) int {
 	if cfg.Binary, err = os.Executable(); err != nil {
 		return fail(os.Stderr, fs.Name(), err)
 	}
-	cfg.Dir = "unset" // for Validate; the real one is made below
-	if err := cfg.Validate(); err != nil {
-		return usageErr(fs, "%v", err)
-	}
 	if cfg.Dir, err = os.MkdirTemp("", "lockd-failover-"); err != nil {
 		return fail(os.Stderr, fs.Name(), err)
+	}
+	if err := cfg.Validate(); err != nil {
+		os.RemoveAll(cfg.Dir)
+		return usageErr(fs, "%v", err)
 	}
 	if *keep {
 		fmt.Fprintf(os.Stderr, "data and logs in %s\n", cfg.Dir)

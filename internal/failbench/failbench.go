@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/ctxsleep"
 	"github.com/lockd/lockd/internal/proccluster"
 )
 
@@ -257,17 +258,8 @@ func (r *runner) whole(ctx context.Context) (*proccluster.Node, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	sleep(ctx, r.cfg.Settle)
+	ctxsleep.Sleep(ctx, r.cfg.Settle)
 	return r.c.WaitLeader(ctx, giveUp)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // load is the background lock traffic of a row.
@@ -297,7 +289,7 @@ func (r *runner) startLoad(ctx context.Context, kind string) *load {
 					var s wire.Session
 					if err := n.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{}, &s); err != nil {
 						ld.errors.Add(1)
-						sleep(ctx, 50*time.Millisecond)
+						ctxsleep.Sleep(ctx, 50*time.Millisecond)
 						continue
 					}
 					session = s.ID
@@ -318,7 +310,7 @@ func (r *runner) startLoad(ctx context.Context, kind string) *load {
 					if wire.CodeOf(err) == wire.CodeSessionExpired {
 						session = ""
 					}
-					sleep(ctx, 20*time.Millisecond)
+					ctxsleep.Sleep(ctx, 20*time.Millisecond)
 				}
 			}
 		}()

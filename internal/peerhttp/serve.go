@@ -88,7 +88,6 @@ func handle(ctx context.Context, raw net.Conn, h http.Handler, f frame, log *slo
 		Header:        f.header,
 		Body:          http.NoBody,
 		ContentLength: int64(len(f.body)),
-		Host:          f.header.Get("Host"),
 		RemoteAddr:    raw.RemoteAddr().String(),
 		RequestURI:    f.uri,
 	}
