@@ -52,6 +52,30 @@ func benchCycle(b *testing.B, c *servertest.Cluster) {
 			}
 		}
 	})
+	// 64 workers through the node: what Raft, the lease and the FSM alone
+	// sustain, the ceiling of the HTTP rows below.
+	b.Run("node-64", func(b *testing.B) {
+		b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+		var worker atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			name := fmt.Sprintf("bench/node-64/%d", worker.Add(1))
+			s, err := node.CreateSession(ctx, wire.CreateSessionRequest{})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for seq := uint64(1); pb.Next(); seq += 2 {
+				if _, err := node.Acquire(ctx, name, wire.AcquireRequest{Session: s.ID, Seq: seq}); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := node.Release(ctx, name, wire.SessionRequest{Session: s.ID, Seq: seq + 1}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 	for _, at := range []struct {
 		name string
 		i    int
