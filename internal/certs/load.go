@@ -96,8 +96,16 @@ func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 
 // Pool returns a pool of the certificates in the PEM files.
 func Pool(files ...string) (*x509.CertPool, error) {
-	pool := x509.NewCertPool()
+	return appendFiles(x509.NewCertPool(), files)
+}
+
+// appendFiles adds the certificates in the PEM files to pool, skipping
+// empty names.
+func appendFiles(pool *x509.CertPool, files []string) (*x509.CertPool, error) {
 	for _, f := range files {
+		if f == "" {
+			continue
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
@@ -122,4 +130,20 @@ func loadPair(certFlag, certFile, keyFlag, keyFile string) (tls.Certificate, err
 		return tls.Certificate{}, fmt.Errorf("%s %s, %s %s: %w", certFlag, certFile, keyFlag, keyFile, err)
 	}
 	return cert, nil
+}
+
+// NodeClientTLS returns the configuration a node calls other nodes' HTTPS
+// APIs with: server certificates verified against the system's roots and
+// the CAs in caFiles (empty names are skipped), and the certificates given
+// offered when a server asks for one (Go's TLS client sends the first
+// whose issuer the server says it accepts).
+func NodeClientTLS(caFiles []string, certs []tls.Certificate) (*tls.Config, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if pool, err = appendFiles(pool, caFiles); err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: certs}, nil
 }
