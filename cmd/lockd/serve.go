@@ -112,7 +112,8 @@ func serve(args []string) int {
 		return exitError
 	}
 	logger.Info("lockd serving", "id", cfg.Node.ID, "http", srv.HTTPURL(), "peer", srv.PeerAddr(),
-		"data", cfg.Node.DataDir, "version", version)
+		"data", cfg.Node.DataDir, "client_certs", cfg.HTTPTLS != nil && cfg.HTTPTLS.ClientCAs != nil,
+		"peer_mtls", cfg.PeerTLS != nil, "version", version)
 	if cfg.UnsafeFaults {
 		logger.Warn("fault injection is enabled (--unsafe-fault-injection): never use this in production")
 	}

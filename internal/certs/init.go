@@ -66,8 +66,12 @@ func Init(dir string, ids, hosts []string) ([]string, error) {
 			return nil, err
 		}
 	}
-	if len(exist) > 0 {
-		return nil, fmt.Errorf("refusing to overwrite %v", exist)
+	switch len(exist) {
+	case 0:
+	case 1:
+		return nil, fmt.Errorf("refusing to overwrite %s", exist[0])
+	default:
+		return nil, fmt.Errorf("refusing to overwrite %s and %d more files", exist[0], len(exist)-1)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err

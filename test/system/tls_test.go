@@ -29,12 +29,13 @@ import (
 
 // startTLSCluster starts a secured cluster of n processes (HTTPS with
 // client certificates, mutual TLS between nodes) and waits for a leader.
+// faults turns on the fault harness's aids (--unsafe-fault-injection).
 // The timeouts are raised from the LAN defaults so that a busy machine
 // does not cause elections of its own: the tests count elections.
-func startTLSCluster(t *testing.T, n int) (*proccluster.Cluster, *proccluster.Node) {
+func startTLSCluster(t *testing.T, n int, faults bool) (*proccluster.Cluster, *proccluster.Node) {
 	t.Helper()
 	bin := mustBuild(t)
-	c, err := proccluster.New(proccluster.Config{Binary: bin, Nodes: n, Dir: t.TempDir(), TLS: true, Plain: true,
+	c, err := proccluster.New(proccluster.Config{Binary: bin, Nodes: n, Dir: t.TempDir(), TLS: true, Plain: !faults,
 		Extra: []string{"--heartbeat-timeout", "2s", "--election-timeout", "2s"}})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func startTLSCluster(t *testing.T, n int) (*proccluster.Cluster, *proccluster.No
 // its CA; the Go client and the CLI (flags and LOCKD_* variables) work
 // with the CA and the client certificate.
 func TestTLS_ClientsSpeakHTTPS(t *testing.T) {
-	c, n := startTLSCluster(t, 1)
+	c, n := startTLSCluster(t, 1, false)
 	if !strings.HasPrefix(n.HTTP, "https://") {
 		t.Fatalf("node address %s", n.HTTP)
 	}
@@ -156,7 +157,7 @@ func TestTLS_ClientsSpeakHTTPS(t *testing.T) {
 // workload goes through every node (followers forward over mutual TLS).
 // Nothing may change: same members, same term, no failed request.
 func TestTLS_IntrudersCannotJoinOrDisturb(t *testing.T) {
-	c, leader := startTLSCluster(t, 3)
+	c, leader := startTLSCluster(t, 3, false)
 	ctx := context.Background()
 	before, err := leader.Status(ctx)
 	if err != nil {
@@ -272,6 +273,47 @@ func TestTLS_IntrudersCannotJoinOrDisturb(t *testing.T) {
 	if !refused {
 		t.Error("no node logged a refused peer handshake")
 	}
+}
+
+// TestTLS_FaultRulesCutPeers: the fault hooks still cut the mutual TLS
+// connections between nodes, as the fault harness drives them: a leader
+// that drops every peer is replaced, and once healed the cluster is whole
+// again with one leader.
+func TestTLS_FaultRulesCutPeers(t *testing.T) {
+	c, leader := startTLSCluster(t, 3, true)
+	ctx := context.Background()
+	before, err := leader.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []*proccluster.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			others = append(others, n)
+			if err := leader.SetFault(ctx, n.ID, "both", "drop"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, 30*time.Second, "the others to elect a new leader", func() bool {
+		st, err := others[0].Status(ctx)
+		return err == nil && st.Term > before.Term && st.Leader != nil && st.Leader.ID != leader.ID &&
+			st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() >= 0
+	})
+	if err := leader.HealFaults(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "every node to follow one leader again", func() bool {
+		var ids []string
+		for _, n := range c.Nodes {
+			st, err := n.Status(ctx)
+			if err != nil || st.Leader == nil {
+				return false
+			}
+			ids = append(ids, st.Leader.ID)
+		}
+		return ids[0] != "" && ids[0] == ids[1] && ids[1] == ids[2]
+	})
 }
 
 // sameMembers compares member tables by id, peer, HTTP address and vote.
