@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -227,7 +226,7 @@ func TestTLS_IntrudersCannotJoinOrDisturb(t *testing.T) {
 		// A client of the cluster asks to add each intruder: the leader
 		// must find that its peer port has no certificate of the CA.
 		for _, in := range intruders {
-			err := c.Nodes[1].Do(ctx, "POST", "/v1/cluster/members", wire.Member{ID: in.id, Peer: in.peer, HTTP: "https://" + in.http}, nil)
+			err := c.Nodes[1].Do(ctx, "POST", "/v1/cluster/members", wire.Member{ID: in.id, Peer: in.peer, HTTP: "https://" + in.proc.http}, nil)
 			if wire.CodeOf(err) != wire.CodeBadRequest {
 				t.Errorf("round %d: adding %s as a voter: %v, want bad_request", round, in.id, err)
 			}
@@ -395,40 +394,18 @@ func (w *lockWorkload) stop() (int, []string) {
 
 // intruder is a lockd process that is not part of the cluster.
 type intruder struct {
-	id, http, peer, logPath string
-	cmd                     *exec.Cmd
-	done                    chan struct{}
+	*proc
+	peer string
 }
 
 func startIntruder(t *testing.T, dir, id, httpAddr, peerAddr string, args ...string) *intruder {
 	t.Helper()
-	in := &intruder{id: id, http: httpAddr, peer: peerAddr, logPath: filepath.Join(dir, id+".log"), done: make(chan struct{})}
-	logf, err := os.Create(in.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.cmd = exec.Command(mustBuild(t), append([]string{"serve", "--id", id, "--http", httpAddr, "--peer", peerAddr,
-		"--data", filepath.Join(dir, id)}, args...)...)
-	in.cmd.Stdout, in.cmd.Stderr = logf, logf
-	in.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := in.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { in.cmd.Wait(); logf.Close(); close(in.done) }()
-	t.Cleanup(func() {
-		in.cmd.Process.Kill()
-		<-in.done
-	})
+	in := &intruder{proc: &proc{t: t, id: id, http: httpAddr, logPath: filepath.Join(dir, id+".log"),
+		args: append([]string{mustBuild(t), "serve", "--id", id, "--http", httpAddr, "--peer", peerAddr,
+			"--data", filepath.Join(dir, id)}, args...)}, peer: peerAddr}
+	t.Cleanup(in.kill9)
+	in.start()
 	return in
-}
-
-func (in *intruder) running() bool {
-	select {
-	case <-in.done:
-		return false
-	default:
-		return true
-	}
 }
 
 func (in *intruder) log() string {
