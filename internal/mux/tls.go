@@ -37,6 +37,9 @@ func WithTLS(cfg *tls.Config) Option {
 		c := cfg.Clone()
 		c.MinVersion = max(c.MinVersion, tls.VersionTLS13)
 		c.ClientAuth = tls.RequireAndVerifyClientCert
+		// Every connection is authenticated by a full handshake: no
+		// session is resumed, so no ticket is worth sending.
+		c.SessionTicketsDisabled = true
 		m.tls = c
 	}
 }
