@@ -35,7 +35,8 @@ const (
 // Config configures a Client.
 type Config struct {
 	// Endpoints are the HTTP addresses of cluster members, as URLs
-	// ("http://127.0.0.1:7400") or host:port. Any member will do; more
+	// ("http://127.0.0.1:7400", "https://...") or host:port, which means
+	// http://, or https:// when TLS is set. Any member will do; more
 	// than one lets the client ride out a dead node. When an answer names
 	// the leader (the X-Lockd-Leader header) and the leader's advertised
 	// address is one of these, later requests go to it directly, which
@@ -45,7 +46,11 @@ type Config struct {
 	// HTTPClient sends the requests. Nil means a client built from TLS.
 	// Its Timeout should be zero: the Client sets one per attempt.
 	HTTPClient *http.Client
-	// TLS configures HTTPS when HTTPClient is nil.
+	// TLS configures HTTPS when HTTPClient is nil: RootCAs to verify a
+	// cluster whose certificates the system does not trust, Certificates
+	// for a cluster that requires client certificates (lockd serve
+	// --client-ca). Leader addresses that answers name (X-Lockd-Leader)
+	// are https:// on such a cluster, so following the leader keeps TLS.
 	TLS *tls.Config
 	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
 	BearerToken string
@@ -76,7 +81,7 @@ func NewWithConfig(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg}
 	for _, e := range cfg.Endpoints {
-		u, err := normalise(e)
+		u, err := normalise(e, cfg.TLS != nil)
 		if err != nil {
 			return nil, err
 		}
@@ -101,12 +106,16 @@ func NewWithConfig(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// normalise turns "host:port" into "http://host:port" and strips a
-// trailing slash.
-func normalise(e string) (string, error) {
+// normalise turns "host:port" into "http://host:port" (https:// when
+// secure) and strips a trailing slash.
+func normalise(e string, secure bool) (string, error) {
 	e = strings.TrimRight(strings.TrimSpace(e), "/")
 	if !strings.Contains(e, "://") {
-		e = "http://" + e
+		if secure {
+			e = "https://" + e
+		} else {
+			e = "http://" + e
+		}
 	}
 	u, err := url.Parse(e)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -246,7 +255,7 @@ func (c *Client) follow(base, leader string) {
 	if leader == "" || leader == base {
 		return
 	}
-	leader, err := normalise(leader)
+	leader, err := normalise(leader, c.cfg.TLS != nil)
 	if err != nil {
 		return
 	}

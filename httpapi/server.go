@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -139,15 +140,19 @@ func forwardTransport(c *http.Client) http.RoundTripper {
 		}
 		return http.DefaultTransport
 	}
-	return NewForwardTransport()
+	return NewForwardTransport(nil)
 }
 
 // NewForwardTransport returns the HTTP transport a node forwards requests
 // with when no other is configured: no proxy, a bounded dial, kept-alive
-// connections.
-func NewForwardTransport() *http.Transport {
+// connections. tlsCfg configures https:// leaders (nil: the system's roots,
+// no client certificate); a leader whose advertised address is https://
+// is reached over HTTPS, so a cluster serving its API with TLS forwards
+// with TLS.
+func NewForwardTransport(tlsCfg *tls.Config) *http.Transport {
 	return &http.Transport{
 		// No Proxy: node-to-node traffic must not detour through one.
+		TLSClientConfig:       tlsCfg,
 		DialContext:           (&net.Dialer{Timeout: forwardDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,

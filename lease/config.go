@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,13 @@ type Config struct {
 	// Join, if set, means the node does not bootstrap: it waits to be added
 	// by the leader (cmd/lockd asks the member at this address to add it).
 	Join string
+	// CheckMember, if set, is asked by the leader before it adds a voter
+	// that is not in the configuration at that peer address yet: an error
+	// refuses the addition (bad_request, with the error's text). With
+	// mutual TLS on the peer port, cmd/lockd checks that the node at peer
+	// holds a certificate of the cluster's CA naming id, so that a process
+	// without one cannot be made a voter.
+	CheckMember func(ctx context.Context, id, peer string) error
 
 	// HeartbeatTimeout is Raft's follower timeout, and so the length of a
 	// follower's promise not to vote for another leader: the master lease

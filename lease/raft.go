@@ -305,6 +305,11 @@ func (e *raftEngine) addMember(ctx context.Context, m wire.Member) error {
 		present = present || string(s.ID) == m.ID && string(s.Address) == m.Peer
 	}
 	if !present {
+		if check := e.n.cfg.CheckMember; check != nil {
+			if err := check(ctx, m.ID, m.Peer); err != nil {
+				return wire.Errorf(wire.CodeBadRequest, "member %s at %s: %v", m.ID, m.Peer, err)
+			}
+		}
 		if err := e.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.Peer), 0, e.n.cfg.ApplyTimeout).Error(); err != nil {
 			return raftErr(err)
 		}

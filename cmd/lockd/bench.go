@@ -113,7 +113,9 @@ func loadCmd(which string, args []string) int {
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	cfg.Endpoints = strings.Split(cf.addr, ",")
+	if cfg.Endpoints, cfg.TLS, err = cf.endpoints(); err != nil {
+		return usageErr(fs, "%v", err)
+	}
 	if err := cfg.Validate(); err != nil {
 		return usageErr(fs, "%v", err)
 	}

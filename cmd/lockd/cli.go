@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/certs"
 )
 
 // Exit codes of the client commands, beyond exitOK, exitError, exitUsage.
@@ -21,23 +23,52 @@ const (
 	exitLost = 4
 )
 
-const defaultAddr = "http://127.0.0.1:7400"
+// defaultAddr is the address client commands use without --addr;
+// defaultTLSAddr replaces it with --cacert, --cert or --key.
+const (
+	defaultAddr    = "http://127.0.0.1:7400"
+	defaultTLSAddr = "https://127.0.0.1:7400"
+)
 
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	addr    string
-	jsonOut bool
+	addr              string
+	caCert, cert, key string
+	jsonOut           bool
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
-	fs.StringVar(&f.addr, "addr", defaultAddr, "comma-separated HTTP addresses of cluster members")
+	fs.StringVar(&f.addr, "addr", defaultAddr, "comma-separated HTTP addresses of cluster members (host:port means https:// with --cacert or --cert)")
+	fs.StringVar(&f.caCert, "cacert", "", "HTTPS: verify the cluster's certificates against the CA(s) in this PEM file (default: the system's roots)")
+	fs.StringVar(&f.cert, "cert", "", "HTTPS: present this PEM client certificate (with --key), for a cluster started with --client-ca")
+	fs.StringVar(&f.key, "key", "", "PEM private key of --cert")
 	if withJSON {
 		fs.BoolVar(&f.jsonOut, "json", false, "print JSON for scripts instead of a table")
 	}
 }
 
 func (f *clientFlags) client() (*client.Client, error) {
-	return client.New(strings.Split(f.addr, ",")...)
+	addrs, tlsCfg, err := f.endpoints()
+	if err != nil {
+		return nil, err
+	}
+	return client.NewWithConfig(client.Config{Endpoints: addrs, TLS: tlsCfg})
+}
+
+// endpoints returns the addresses of --addr and the TLS configuration of
+// --cacert, --cert and --key (nil without them). With TLS, the default
+// address is https://, as are addresses given as host:port (the client
+// library makes them so).
+func (f *clientFlags) endpoints() ([]string, *tls.Config, error) {
+	tlsCfg, err := certs.ClientTLS(f.caCert, f.cert, f.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	addrs := strings.Split(f.addr, ",")
+	if tlsCfg != nil && f.addr == defaultAddr {
+		addrs = []string{defaultTLSAddr}
+	}
+	return addrs, tlsCfg, nil
 }
 
 // parseArgs parses flags that may come before and after the positional

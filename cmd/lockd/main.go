@@ -6,6 +6,7 @@
 //	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
 //	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
+//	lockd tls init DIR [flags]           a development CA and certificates for a cluster
 //	lockd version                        print the version
 //
 // Exit codes: 0 success (or CMD's own code), 1 error, 2 usage, 3 lock not
@@ -51,6 +52,8 @@ func run(args []string) int {
 		return infoCmd(args[0], args[1:])
 	case "bench":
 		return benchCmd(args[1:])
+	case "tls":
+		return tlsCmd(args[1:])
 	case "version", "--version", "-version":
 		fmt.Println("lockd", version)
 		return exitOK
@@ -76,10 +79,15 @@ Usage:
   lockd leader NAME                     who leads the election NAME
   lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
                                         invitation and raft for N=3..16 (table, CSV, SVG)
+  lockd tls init DIR [--nodes N] [--hosts H,...]
+                                        a development CA, a certificate per node and a
+                                        client certificate, for --tls-cert, --peer-cert, ...
   lockd version                         print the version
 
 Client commands find the cluster with --addr or LOCKD_ADDR (default
-http://127.0.0.1:7400; several addresses separated by commas). Run
+http://127.0.0.1:7400; several addresses separated by commas), and speak
+HTTPS with --cacert, --cert and --key (LOCKD_CACERT, LOCKD_CERT,
+LOCKD_KEY). Run
 "lockd COMMAND -h" for a command's flags. Every flag can also be set with an
 environment variable LOCKD_<FLAG>, e.g. LOCKD_HTTP=127.0.0.1:8400.
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/lease"
 )
@@ -32,6 +34,8 @@ type serveFlags struct {
 	unsafeDebug                     string
 	clusterHTTP                     string
 	leaseLog                        string
+	tlsCert, tlsKey, clientCA       string
+	peerCA, peerCert, peerKey       string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -41,10 +45,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.peerAddr, "peer", "127.0.0.1:7401", "peer (Raft) listen address")
 	fs.StringVar(&f.dataDir, "data", "./lockd-data", "data directory (Raft log, snapshots)")
 	fs.StringVar(&f.logStore, "log-store", d.LogStore, "Raft log store: boltdb, or wal (one fsync per append; a data dir keeps the store it was created with)")
-	fs.StringVar(&f.advertiseHTTP, "advertise-http", "", "HTTP URL other nodes forward to (default http://<--http>)")
+	fs.StringVar(&f.advertiseHTTP, "advertise-http", "", "HTTP URL other nodes forward to and clients follow (default http://<--http>, https:// with --tls-cert)")
 	fs.StringVar(&f.advertisePeer, "advertise-peer", "", "peer address other nodes dial (default --peer)")
 	fs.StringVar(&f.initialCluster, "initial-cluster", "", "all voters of a new cluster: n1=127.0.0.1:7401,n2=...")
-	fs.StringVar(&f.join, "join", "", "HTTP address of any member of an existing cluster to join")
+	fs.StringVar(&f.join, "join", "", "HTTP address of any member of an existing cluster to join (host:port means https:// with --tls-cert)")
 	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation (unreplicated)")
 	fs.StringVar(&f.clusterHTTP, "cluster-http", "", "classic modes: every member's HTTP URL, n1=http://127.0.0.1:7400,...")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", d.HeartbeatTimeout, "Raft follower timeout; also the master lease unit")
@@ -54,6 +58,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.margin, "lease-margin", d.LeaseMargin, "safety margin subtracted from the master lease")
 	fs.IntVar(&f.maxBlocking, "max-blocking-queries", d.MaxBlockingQueries,
 		"blocking queries (reads with ?wait) this node serves at once; more are answered 429 too_many_requests")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve the HTTP API over HTTPS with this PEM certificate (and --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&f.clientCA, "client-ca", "", "with --tls-cert: require API clients to present a certificate signed by a CA in this PEM file")
+	fs.StringVar(&f.peerCA, "peer-ca", "", "mutual TLS on the peer port: the cluster's CA (PEM); every node's certificate must be signed by it (with --peer-cert, --peer-key)")
+	fs.StringVar(&f.peerCert, "peer-cert", "", "this node's peer certificate (PEM), signed by --peer-ca, naming the node id (Common Name or DNS name) and valid for its --advertise-peer host")
+	fs.StringVar(&f.peerKey, "peer-key", "", "PEM private key of --peer-cert")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.raftLogLevel, "raft-log-level", "warn", "log level of Raft's own messages")
 	fs.StringVar(&f.logFmt, "log-format", "text", "log format: text or json")
@@ -102,7 +112,8 @@ func serve(args []string) int {
 		return exitError
 	}
 	logger.Info("lockd serving", "id", cfg.Node.ID, "http", srv.HTTPURL(), "peer", srv.PeerAddr(),
-		"data", cfg.Node.DataDir, "version", version)
+		"data", cfg.Node.DataDir, "client_certs", cfg.HTTPTLS != nil && cfg.HTTPTLS.ClientCAs != nil,
+		"peer_mtls", cfg.PeerTLS != nil, "version", version)
 	if cfg.UnsafeFaults {
 		logger.Warn("fault injection is enabled (--unsafe-fault-injection): never use this in production")
 	}
@@ -142,7 +153,15 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	default:
 		return server.Config{}, fmt.Errorf("--election %q: use raft, ring, bully or invitation", f.election)
 	}
-	membersHTTP, err := parseClusterHTTP(f.clusterHTTP)
+	tc, err := f.tlsConfigs()
+	if err != nil {
+		return server.Config{}, err
+	}
+	scheme := "http://"
+	if tc.http != nil {
+		scheme = "https://"
+	}
+	membersHTTP, err := parseClusterHTTP(f.clusterHTTP, scheme)
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -166,9 +185,15 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if nc.PeerAddr == "" {
 		nc.PeerAddr = f.peerAddr
 	}
-	nc.HTTPAddr = f.advertiseHTTP
-	if nc.HTTPAddr == "" {
-		nc.HTTPAddr = "http://" + f.httpAddr
+	switch {
+	case f.advertiseHTTP == "":
+		nc.HTTPAddr = scheme + f.httpAddr
+	case !strings.Contains(f.advertiseHTTP, "://"):
+		nc.HTTPAddr = scheme + f.advertiseHTTP
+	case tc.http != nil && !strings.HasPrefix(f.advertiseHTTP, "https://"):
+		return server.Config{}, fmt.Errorf("--advertise-http %q: the API serves HTTPS (--tls-cert): advertise an https:// URL", f.advertiseHTTP)
+	default:
+		nc.HTTPAddr = f.advertiseHTTP
 	}
 	nc.Join = f.join
 	nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = f.heartbeat, f.electionTO, f.leaderTO
@@ -189,7 +214,44 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
 	}
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
-		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP}, nil
+		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
+		HTTPTLS: tc.http, PeerTLS: tc.peer, APIClientTLS: tc.apiClient}, nil
+}
+
+// tlsSet holds the TLS configurations of a node; nil for what is off.
+type tlsSet struct {
+	http, peer, apiClient *tls.Config
+}
+
+// tlsConfigs loads the TLS configurations the flags ask for: HTTPS for the
+// API with --tls-cert and --tls-key (client certificates with --client-ca),
+// mutual TLS on the peer port with --peer-ca, --peer-cert and --peer-key,
+// and, with either, what the node calls other nodes' APIs with.
+func (f *serveFlags) tlsConfigs() (tlsSet, error) {
+	var tc tlsSet
+	var err error
+	var offered []tls.Certificate
+	if f.peerCA != "" || f.peerCert != "" || f.peerKey != "" {
+		if tc.peer, err = certs.PeerTLS(f.peerCA, f.peerCert, f.peerKey); err != nil {
+			return tlsSet{}, err
+		}
+		offered = append(offered, tc.peer.Certificates...)
+	}
+	switch {
+	case f.tlsCert != "" || f.tlsKey != "":
+		if tc.http, err = certs.ServerTLS(f.tlsCert, f.tlsKey, f.clientCA); err != nil {
+			return tlsSet{}, err
+		}
+		offered = append(offered, tc.http.Certificates...)
+	case f.clientCA != "":
+		return tlsSet{}, errors.New("--client-ca needs --tls-cert and --tls-key")
+	}
+	if tc.http != nil || tc.peer != nil {
+		if tc.apiClient, err = certs.NodeClientTLS([]string{f.peerCA, f.clientCA}, offered); err != nil {
+			return tlsSet{}, err
+		}
+	}
+	return tc, nil
 }
 
 // parseInitialCluster parses "n1=127.0.0.1:7401,n2=127.0.0.1:7411".
@@ -255,8 +317,9 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 	return nil
 }
 
-// parseClusterHTTP parses "n1=http://127.0.0.1:7400,n2=127.0.0.1:7410".
-func parseClusterHTTP(s string) (map[string]string, error) {
+// parseClusterHTTP parses "n1=http://127.0.0.1:7400,n2=127.0.0.1:7410";
+// an address without a scheme gets scheme ("http://" or "https://").
+func parseClusterHTTP(s, scheme string) (map[string]string, error) {
 	if s == "" {
 		return nil, nil
 	}
@@ -267,7 +330,7 @@ func parseClusterHTTP(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("--cluster-http: %q is not id=url", part)
 		}
 		if !strings.Contains(addr, "://") {
-			addr = "http://" + addr
+			addr = scheme + addr
 		}
 		out[id] = addr
 	}

@@ -3,6 +3,7 @@ package load
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,12 +23,18 @@ type lockd struct {
 
 // NewLockd returns the System of the lockd cluster at endpoints (URLs or
 // host:port), with up to conns idle connections kept per endpoint.
-func NewLockd(endpoints []string, conns int) System { return newLockd(endpoints, conns) }
+func NewLockd(endpoints []string, conns int) System { return newLockd(endpoints, conns, nil) }
 
-func newLockd(endpoints []string, conns int) *lockd {
+// newLockd is NewLockd over HTTPS with tlsCfg when it is not nil.
+func newLockd(endpoints []string, conns int, tlsCfg *tls.Config) *lockd {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = max(conns, 2)
+	tr.TLSClientConfig = tlsCfg
+	scheme := "http://"
+	if tlsCfg != nil {
+		scheme = "https://"
+	}
 	var eps []string
 	for _, e := range endpoints {
 		e = strings.TrimRight(strings.TrimSpace(e), "/")
@@ -35,7 +42,7 @@ func newLockd(endpoints []string, conns int) *lockd {
 			continue
 		}
 		if !strings.Contains(e, "://") {
-			e = "http://" + e
+			e = scheme + e
 		}
 		eps = append(eps, e)
 	}

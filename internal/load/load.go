@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +16,9 @@ type Config struct {
 	// Endpoints are the cluster's HTTP addresses (URLs or host:port).
 	// Workers are spread over them round-robin.
 	Endpoints []string
+	// TLS configures HTTPS to Endpoints (nil: the system's roots, no
+	// client certificate); with it, a host:port endpoint means https://.
+	TLS *tls.Config
 	// System, if set, is measured instead of the lockd cluster at
 	// Endpoints.
 	System System
@@ -148,7 +152,7 @@ func newBench(cfg Config) *bench {
 	}
 	sys := cfg.System
 	if sys == nil {
-		sys = newLockd(cfg.Endpoints, conns)
+		sys = newLockd(cfg.Endpoints, conns, cfg.TLS)
 	}
 	return &bench{cfg: cfg, sys: sys, run: run}
 }

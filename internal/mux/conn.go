@@ -10,9 +10,10 @@ import (
 
 // Conn is a connection accepted by a Mux or dialed by a Layer. It is a
 // net.Conn that obeys the node's fault rules and knows which node is at the
-// other end. Addresses and everything else are the underlying TCP
-// connection's; so are deadlines until a delay line takes over a direction,
-// after which Conn enforces them itself with the same errors.
+// other end. Addresses and everything else are the underlying TCP (with
+// WithTLS, TLS) connection's; so are deadlines until a delay line takes
+// over a direction, after which Conn enforces them itself with the same
+// errors.
 //
 // Without rules a Read or a Write goes straight to the socket. A direction
 // that an In rule (any) or an Out Delay has reached is served by a delay
@@ -57,7 +58,8 @@ func newConn(raw net.Conn, peer string, f *Faults) *Conn {
 
 // RemoteID returns the peer name fault rules for this connection are keyed
 // by. For an accepted connection it is the node ID the dialer sent in its
-// header (which is not authenticated); for a dialed one it is the ID
+// header (authenticated by the dialer's certificate with WithTLS, not
+// otherwise); for a dialed one it is the ID
 // registered for the address with Faults.SetPeerAddr, or the address itself.
 func (c *Conn) RemoteID() string { return c.remoteID }
 

@@ -50,8 +50,20 @@
 // rule has reached (any In rule, an Out Delay) is served from then until
 // Close by a delay line with a goroutine of its own; Close stops it.
 //
+// With WithTLS every connection is mutual TLS 1.3, begun before the
+// protocol byte: the handshake comes first (both sides present a
+// certificate of the cluster's CA and verify the other's; the dialer also
+// checks the dialed host against the acceptor's certificate), then the
+// header travels inside TLS, and the acceptor refuses a node ID that the
+// dialer's certificate does not name (its Common Name or a DNS name). A
+// connection that does not complete its handshake and header within the
+// header timeout is closed. The fault rules sit above TLS: they judge the
+// bytes of the protocol, exactly as on a plain connection, and a Drop
+// closes the socket under TLS. A Mux speaks TLS or does not; there is no
+// mixed mode, so all nodes of a cluster turn it on together.
+//
 // What mux does not do: it has no notion of Raft or of any message format,
-// no TLS and no authentication of the node ID a peer claims, no HTTP (the
+// no authentication of the node ID a peer claims without TLS, no HTTP (the
 // endpoints that drive Faults live in httpapi, behind an explicit unsafe
 // flag), and it does not retry or redial: a dropped connection is the
 // caller's to replace. Its faults are coarser than a network's: a Write

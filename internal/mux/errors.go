@@ -26,6 +26,8 @@ var (
 	errUnknownProto = errors.New("mux: no layer for protocol byte")
 	errBadVersion   = errors.New("mux: unsupported header version")
 	errBadHeader    = errors.New("mux: malformed header")
+	errHandshake    = errors.New("mux: TLS handshake failed")
+	errPeerName     = errors.New("mux: peer certificate does not match")
 )
 
 // closedError is ErrClosed's type: a message of its own that still matches

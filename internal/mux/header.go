@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 )
 
 // Protocol bytes: the first byte of every connection. They are assigned
@@ -49,19 +48,14 @@ func validNodeID(id string) bool {
 	return len(id) > 0 && len(id) <= MaxNodeIDLen
 }
 
-// writeHeader sends the header for proto and id on c, giving up at deadline
-// (zero means never).
-func writeHeader(c net.Conn, proto byte, id string, deadline time.Time) error {
+// writeHeader sends the header for proto and id on c, under the deadline
+// the caller has set.
+func writeHeader(c net.Conn, proto byte, id string) error {
 	buf := make([]byte, 0, 3+len(id))
 	buf = append(buf, proto, headerVersion, byte(len(id)))
 	buf = append(buf, id...)
-	if err := c.SetWriteDeadline(deadline); err != nil {
-		return err
-	}
-	if _, err := c.Write(buf); err != nil {
-		return err
-	}
-	return c.SetWriteDeadline(time.Time{})
+	_, err := c.Write(buf)
+	return err
 }
 
 // readProto reads the protocol byte.

@@ -50,19 +50,46 @@ func (l *Layer) Close() error {
 func (l *Layer) Addr() net.Addr { return l.mux.Addr() }
 
 // Dial connects to the Mux at addr and sends this Layer's protocol byte and
-// this node's ID. The connection is attributed to the peer registered for
-// addr with Faults.SetPeerAddr (else to addr) and obeys its Out rule: under
-// Drop, Dial fails at once with ErrDropped; under Blackhole, it waits for
-// the rule to be healed and fails with a timeout error (a net.Error whose
+// this node's ID (with WithTLS, inside TLS once the handshake is done). The
+// connection is attributed to the peer registered for addr with
+// Faults.SetPeerAddr (else to addr) and obeys its Out rule: under Drop,
+// Dial fails at once with ErrDropped; under Blackhole, it waits for the
+// rule to be healed and fails with a timeout error (a net.Error whose
 // Timeout is true) once timeout has passed. A timeout of zero or less means
-// no limit.
+// no limit, except for the TLS handshake and the header, which then have
+// DefaultHandshakeTimeout.
 func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 	m := l.mux
 	if !validNodeID(m.nodeID) {
 		return nil, ErrBadNodeID
 	}
+	conn, peer, err := m.dial(addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeHeader(conn, l.proto, m.nodeID); err != nil {
+		_ = conn.Close()
+		return nil, dialError(addr, peer, err)
+	}
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		_ = conn.Close()
+		return nil, dialError(addr, peer, err)
+	}
+	c, err := m.faults.track(conn, peer, true)
+	if err != nil {
+		_ = conn.Close()
+		return nil, dialError(addr, peer, err)
+	}
+	return c, nil
+}
+
+// dial connects to addr as the fault rules allow and runs the TLS
+// handshake (with WithTLS). It returns the connection with a deadline set
+// for the header (the dial's, else DefaultHandshakeTimeout from now), and
+// the peer the dial is attributed to.
+func (m *Mux) dial(addr string, timeout time.Duration) (net.Conn, string, error) {
 	if m.isClosed() {
-		return nil, ErrClosed
+		return nil, "", ErrClosed
 	}
 	peer := m.faults.peerFor(addr)
 	var deadline time.Time
@@ -70,23 +97,29 @@ func (l *Layer) Dial(addr string, timeout time.Duration) (net.Conn, error) {
 		deadline = time.Now().Add(timeout)
 	}
 	if err := m.faults.awaitDial(peer, deadline, m.closing); err != nil {
-		return nil, dialError(addr, peer, err)
+		return nil, peer, dialError(addr, peer, err)
 	}
 	d := net.Dialer{Deadline: deadline, LocalAddr: loopbackSource(m.Addr(), addr)}
 	raw, err := d.Dial("tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, peer, err
 	}
-	if err := writeHeader(raw, l.proto, m.nodeID, deadline); err != nil {
+	if deadline.IsZero() {
+		deadline = time.Now().Add(DefaultHandshakeTimeout)
+	}
+	if err := raw.SetDeadline(deadline); err != nil {
 		_ = raw.Close()
-		return nil, dialError(addr, peer, err)
+		return nil, peer, dialError(addr, peer, err)
 	}
-	c, err := m.faults.track(raw, peer, true)
+	if m.tls == nil {
+		return raw, peer, nil
+	}
+	tc, err := m.clientHandshake(raw, addr)
 	if err != nil {
 		_ = raw.Close()
-		return nil, dialError(addr, peer, err)
+		return nil, peer, dialError(addr, peer, err)
 	}
-	return c, nil
+	return tc, peer, nil
 }
 
 // loopbackSource returns the address a dial from a Mux listening on local

@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,8 @@ type Mux struct {
 	logger        *slog.Logger
 	headerTimeout time.Duration
 	faults        *Faults
+	tls           *tls.Config // nil: plain TCP
+	tlsLog
 
 	mu      sync.Mutex
 	layers  map[byte]*Layer
@@ -173,14 +176,15 @@ func (m *Mux) Close() error {
 	return err
 }
 
-// handle reads raw's header and hands it to its Layer, or closes it.
+// handle runs raw's TLS handshake, if any, reads its header and hands it
+// to its Layer, or closes it.
 func (m *Mux) handle(raw net.Conn) {
 	defer m.wg.Done()
-	l, id, err := m.readHeader(raw)
+	conn, l, id, err := m.open(raw)
 	m.removePending(raw)
 	if err == nil {
 		var c *Conn
-		if c, err = m.faults.track(raw, id, false); err == nil {
+		if c, err = m.faults.track(conn, id, false); err == nil {
 			l.deliver(c)
 			return
 		}
@@ -189,25 +193,36 @@ func (m *Mux) handle(raw net.Conn) {
 	_ = raw.Close()
 }
 
-// readHeader reads the protocol byte and the header under the header
-// timeout, and returns the Layer for the byte and the dialer's node ID.
-func (m *Mux) readHeader(raw net.Conn) (*Layer, string, error) {
-	if err := raw.SetReadDeadline(time.Now().Add(m.headerTimeout)); err != nil {
-		return nil, "", err
+// open runs the TLS handshake (with WithTLS) and reads the header, all
+// under the header timeout, and returns the connection to use from then
+// on, the Layer for its protocol byte and the dialer's node ID.
+func (m *Mux) open(raw net.Conn) (net.Conn, *Layer, string, error) {
+	if err := raw.SetDeadline(time.Now().Add(m.headerTimeout)); err != nil {
+		return nil, nil, "", err
 	}
-	proto, err := readProto(raw)
+	conn := raw
+	if m.tls != nil {
+		var err error
+		if conn, err = m.serverHandshake(raw); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	proto, err := readProto(conn)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	l := m.layer(proto)
 	if l == nil {
-		return nil, "", fmt.Errorf("%w %d", errUnknownProto, proto)
+		return nil, nil, "", fmt.Errorf("%w %d", errUnknownProto, proto)
 	}
-	id, err := readNodeID(raw)
+	id, err := readNodeID(conn)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	return l, id, raw.SetReadDeadline(time.Time{})
+	if err := checkPeerName(conn, id); err != nil {
+		return nil, nil, id, err
+	}
+	return conn, l, id, conn.SetDeadline(time.Time{})
 }
 
 // layer returns the open Layer for proto, or nil.

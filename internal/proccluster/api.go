@@ -12,9 +12,9 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-// httpClient is for the harness's own calls; every call also carries a
-// context deadline.
-var httpClient = &http.Client{Timeout: 3 * time.Second}
+// defaultHTTPClient is for the harness's own calls to a cluster without
+// TLS; every call also carries a context deadline.
+var defaultHTTPClient = &http.Client{Timeout: 3 * time.Second}
 
 // Do sends one JSON request to the node and decodes a 2xx answer into out.
 func (n *Node) Do(ctx context.Context, method, path string, in, out any) error {
@@ -32,7 +32,11 @@ func (n *Node) Do(ctx context.Context, method, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := httpClient.Do(req)
+	hc := n.hc
+	if hc == nil {
+		hc = defaultHTTPClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package proccluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/testnet"
 )
 
@@ -33,12 +36,21 @@ type Config struct {
 	// Plain starts the nodes as an operator would, without the harness's
 	// aids (--unsafe-fault-injection and --lease-log): for measurements.
 	Plain bool
+	// TLS secures the cluster: New makes a CA and certificates in
+	// Dir/tls (lockd tls init's), and every node serves its API over
+	// HTTPS, requiring client certificates (--tls-cert, --tls-key,
+	// --client-ca), and speaks mutual TLS on its peer port (--peer-ca,
+	// --peer-cert, --peer-key). Node.HTTP is then https://, and the
+	// cluster's own calls (Node.Do and what is built on it) present the
+	// client certificate and trust only that CA; ClientTLS gives the same
+	// to other clients.
+	TLS bool
 }
 
 // Node is one lockd process. Its methods are safe for concurrent use.
 type Node struct {
 	ID   string
-	HTTP string // base URL, http://127.a.b.x:port
+	HTTP string // base URL, http://127.a.b.x:port (https:// with Config.TLS)
 	Peer string // host:port
 	// IP is the loopback address the node listens on: 127.a.b.2 for n1,
 	// 127.a.b.3 for n2, ... (a.b from the harness's pid), or 127.0.0.1 for
@@ -52,6 +64,7 @@ type Node struct {
 	// the data leaves it.
 	LeaseLogPath string
 	args         []string
+	hc           *http.Client // for Do
 	mu           sync.Mutex
 	cmd          *exec.Cmd
 	done         chan struct{}
@@ -61,8 +74,10 @@ type Node struct {
 
 // Cluster is a set of lockd processes started by this package.
 type Cluster struct {
-	cfg   Config
-	Nodes []*Node
+	cfg       Config
+	Nodes     []*Node
+	tlsDir    string      // Config.TLS: the certificates
+	clientTLS *tls.Config // Config.TLS: what the harness's clients use
 }
 
 // Build compiles cmd/lockd into dir and returns the binary's path.
@@ -98,6 +113,7 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, errors.New("cluster: need at least one node")
 	}
 	c := &Cluster{cfg: cfg}
+	scheme, hc := "http://", defaultHTTPClient
 	var initial, httpList []string
 	peers, https := make([]string, cfg.Nodes), make([]string, cfg.Nodes)
 	ips := make([]string, cfg.Nodes)
@@ -108,16 +124,28 @@ func New(cfg Config) (*Cluster, error) {
 			return nil, err
 		}
 		peers[i], https[i] = addrs[0], addrs[1]
+	}
+	if cfg.TLS {
+		var err error
+		if hc, err = c.makeCerts(ips); err != nil {
+			return nil, err
+		}
+		scheme = "https://"
+	}
+	for i := range cfg.Nodes {
 		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
-		httpList = append(httpList, fmt.Sprintf("n%d=http://%s", i+1, https[i]))
+		httpList = append(httpList, fmt.Sprintf("n%d=%s%s", i+1, scheme, https[i]))
 	}
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("n%d", i+1)
 		h := https[i]
-		n := &Node{ID: id, HTTP: "http://" + h, Peer: peers[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
-			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease")}
+		n := &Node{ID: id, HTTP: scheme + h, Peer: peers[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
+			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease"), hc: hc}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
 			"--initial-cluster", strings.Join(initial, ",")}
+		if cfg.TLS {
+			n.args = append(n.args, c.tlsArgs(id)...)
+		}
 		if !cfg.Plain {
 			n.args = append(n.args, "--unsafe-fault-injection", "--lease-log", n.LeaseLogPath)
 		}
@@ -134,6 +162,50 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// makeCerts makes the CA and certificates of a TLS cluster, every node's
+// valid for every node's address (and 127.0.0.1, localhost), and returns
+// the HTTP client of the harness's own calls.
+func (c *Cluster) makeCerts(ips []string) (*http.Client, error) {
+	c.tlsDir = filepath.Join(c.cfg.Dir, "tls")
+	ids := make([]string, len(ips))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%d", i+1)
+	}
+	hosts := append([]string{"127.0.0.1", "localhost"}, ips...)
+	if _, err := certs.Init(c.tlsDir, ids, hosts); err != nil {
+		return nil, fmt.Errorf("cluster: certificates: %w", err)
+	}
+	var err error
+	c.clientTLS, err = certs.ClientTLS(c.TLSFile(certs.CAFile), c.TLSFile(certs.ClientFile), c.TLSFile(certs.ClientKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: certificates: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = c.clientTLS
+	return &http.Client{Timeout: defaultHTTPClient.Timeout, Transport: tr}, nil
+}
+
+// tlsArgs returns the TLS flags of node id's "lockd serve".
+func (c *Cluster) tlsArgs(id string) []string {
+	cert, key := certs.NodeFiles(id)
+	cert, key, ca := c.TLSFile(cert), c.TLSFile(key), c.TLSFile(certs.CAFile)
+	return []string{"--tls-cert", cert, "--tls-key", key, "--client-ca", ca,
+		"--peer-ca", ca, "--peer-cert", cert, "--peer-key", key}
+}
+
+// TLSFile returns the path of one of a TLS cluster's certificate files
+// (certs.CAFile, certs.ClientFile, ...), or "" without Config.TLS.
+func (c *Cluster) TLSFile(name string) string {
+	if c.tlsDir == "" {
+		return ""
+	}
+	return filepath.Join(c.tlsDir, name)
+}
+
+// ClientTLS returns the TLS configuration of a client of a TLS cluster
+// (its CA, the client certificate), or nil without Config.TLS.
+func (c *Cluster) ClientTLS() *tls.Config { return c.clientTLS }
 
 // Start starts every node.
 func (c *Cluster) Start() error {

@@ -3,7 +3,9 @@
 // node its own data directory, and starts, kills (SIGKILL), pauses
 // (SIGSTOP/SIGCONT) and restarts nodes by the PIDs it started itself. It
 // also speaks the nodes' debug API (fault rules, clock) and reads
-// GET /v1/cluster.
+// GET /v1/cluster. With Config.TLS it makes a CA and certificates and starts
+// a secured cluster (HTTPS with client certificates, mutual TLS between
+// nodes), whose API it then speaks over HTTPS.
 //
 // It is not a general process supervisor: every process it starts runs in
 // a process group of its own, and Close kills exactly those groups, so a

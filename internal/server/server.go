@@ -3,12 +3,14 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/pprof"
 	"strings"
 	"sync"
@@ -55,7 +57,30 @@ type Config struct {
 	// MembersHTTP maps every member's id to its HTTP URL; classic modes
 	// only, since they keep no replicated member table.
 	MembersHTTP map[string]string
+
+	// HTTPTLS, when set, serves the API over HTTPS with it (and, with
+	// ClientAuth set, only to clients presenting a certificate it
+	// verifies). The advertised HTTP address is then https://, unless
+	// Node.HTTPAddr says otherwise, and so are bare --join addresses.
+	HTTPTLS *tls.Config
+	// PeerTLS, when set, makes every connection of the peer port mutual
+	// TLS (internal/mux's WithTLS: TLS 1.3, certificates of the cluster's
+	// CA required on both sides, the node ID a dialer announces checked
+	// against its certificate), and makes the leader check, before it
+	// adds a voter, that the node at the new peer address holds a
+	// certificate of that CA naming the new member's id.
+	PeerTLS *tls.Config
+	// APIClientTLS configures this node's own calls to other nodes'
+	// HTTPS APIs: asking a member to add it (Node.Join), and forwarding to
+	// a leader whose peer address the member table does not hold yet (in
+	// the classic modes, every forwarded request). Nil means the system's
+	// roots and no client certificate.
+	APIClientTLS *tls.Config
 }
+
+// memberCheckTimeout bounds the leader's check of a new member's peer
+// certificate (Config.PeerTLS).
+const memberCheckTimeout = 5 * time.Second
 
 // Server is a running lockd node.
 type Server struct {
@@ -67,6 +92,7 @@ type Server struct {
 	clock  *lease.SkewClock // with UnsafeFaults only
 	http   *http.Server
 	httpLn net.Listener
+	api    http.Handler
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -92,13 +118,20 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "server"), httpLn: httpLn, stop: make(chan struct{})}
-	s.mux = mux.New(peerLn, cfg.Node.ID, cfg.Logger)
+	var muxOpts []mux.Option
+	if cfg.PeerTLS != nil {
+		muxOpts = append(muxOpts, mux.WithTLS(cfg.PeerTLS))
+	}
+	s.mux = mux.New(peerLn, cfg.Node.ID, cfg.Logger, muxOpts...)
 	nc := cfg.Node
 	if nc.PeerAddr == "" {
 		nc.PeerAddr = peerLn.Addr().String()
 	}
 	if nc.HTTPAddr == "" {
-		nc.HTTPAddr = "http://" + httpLn.Addr().String()
+		nc.HTTPAddr = s.scheme() + httpLn.Addr().String()
+	}
+	if cfg.PeerTLS != nil && nc.CheckMember == nil {
+		nc.CheckMember = s.checkMember
 	}
 	nc.Stream = &raftLayer{s.mux.Listen(mux.ProtoRaft)}
 	nc.LeaseLayer = s.mux.Listen(mux.ProtoLease)
@@ -129,24 +162,29 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.node = node
 	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr}
+	overHTTP := httpapi.NewForwardTransport(cfg.APIClientTLS)
+	hc.ForwardClient = &http.Client{Transport: overHTTP}
 	if s.el == nil {
 		// Forward to the leader over the peer port (internal/peerhttp).
-		hc.ForwardClient = &http.Client{Transport: &peerhttp.Transport{
-			Dial: fwd.Dial, Resolve: s.peerOfHTTP, Fallback: httpapi.NewForwardTransport(),
-		}}
+		hc.ForwardClient.Transport = &peerhttp.Transport{Dial: fwd.Dial, Resolve: s.peerOfHTTP, Fallback: overHTTP}
 	}
 	if cfg.UnsafeFaults {
 		hc.Faults = faultInjector{s.mux.Faults()}
 		hc.Clock = skew
 	}
 	api := httpapi.New(hc)
+	s.api = api
 	go peerhttp.Serve(fwd, api, s.log)
 	var h http.Handler = api
 	if cfg.Pprof {
 		h = withPprof(h)
 	}
-	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go s.http.Serve(httpLn)
+	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.HTTPTLS}
+	if cfg.HTTPTLS != nil {
+		go s.http.ServeTLS(httpLn, "", "")
+	} else {
+		go s.http.Serve(httpLn)
+	}
 	if s.el == nil {
 		s.wg.Add(2)
 		go s.register()
@@ -276,21 +314,27 @@ func (s *Server) register() {
 	m := wire.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr}
 	target := strings.TrimRight(nc.Join, "/")
 	if target != "" && !strings.Contains(target, "://") {
-		target = "http://" + target
+		target = s.scheme() + target
 	}
+	remote := &http.Client{Transport: httpapi.NewForwardTransport(s.cfg.APIClientTLS)}
+	defer remote.CloseIdleConnections()
+	// This node's own API is called in process: it forwards to the leader
+	// as it would forward a client's request, and needs no certificate
+	// its own HTTPS port accepts.
+	self := &http.Client{Transport: handlerTransport{s.api}}
 	for attempt := 0; ; attempt++ {
 		if s.registered(m) {
 			return
 		}
-		url := ""
+		url, hc := "", remote
 		switch isLeader, leaderHTTP := s.node.Leader(); {
 		case target != "" && !s.inConfiguration():
 			url = target
 		case isLeader || leaderHTTP != "":
-			url = nc.HTTPAddr // forwarded to the leader
+			url, hc = nc.HTTPAddr, self // forwarded to the leader
 		}
 		if url != "" {
-			if err := postMember(url, m); err != nil && attempt%20 == 5 {
+			if err := postMember(hc, url, m); err != nil && attempt%20 == 5 {
 				s.log.Warn("cannot register in the cluster yet; retrying", "via", url, "err", err)
 			}
 		}
@@ -350,7 +394,7 @@ func (s *Server) inConfiguration() bool {
 	return false
 }
 
-func postMember(base string, m wire.Member) error {
+func postMember(hc *http.Client, base string, m wire.Member) error {
 	body, _ := json.Marshal(m)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -359,7 +403,7 @@ func postMember(base string, m wire.Member) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -370,6 +414,38 @@ func postMember(base string, m wire.Member) error {
 		return fmt.Errorf("%s: %s", resp.Status, e.Message)
 	}
 	return nil
+}
+
+// scheme is the scheme of this node's HTTP API: https:// with HTTPTLS.
+func (s *Server) scheme() string {
+	if s.cfg.HTTPTLS != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+// checkMember is the leader's check of a new voter with PeerTLS: the node
+// at peer must complete a mutual TLS handshake with a certificate of the
+// cluster's CA that names id.
+func (s *Server) checkMember(ctx context.Context, id, peer string) error {
+	timeout := memberCheckTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	if err := s.mux.VerifyPeer(peer, id, timeout); err != nil {
+		return fmt.Errorf("its peer port did not prove a certificate of the cluster's CA for %s: %w", id, err)
+	}
+	return nil
+}
+
+// handlerTransport is an http.RoundTripper that serves every request with
+// h in process.
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
 }
 
 // syncPeerAddrs keeps the fault hooks' address-to-node map in step with the

@@ -30,6 +30,14 @@ type Cluster struct {
 // each node's configuration. The cluster is stopped when the test ends.
 func New(t testing.TB, n int, tune ...func(*lease.Config)) *Cluster {
 	t.Helper()
+	return NewWith(t, n, nil, tune...)
+}
+
+// NewWith is New with setup, if not nil, called on each node's server
+// configuration (node i from 0) before any starts: for settings beyond the
+// lease's, such as TLS.
+func NewWith(t testing.TB, n int, setup func(i int, cfg *server.Config), tune ...func(*lease.Config)) *Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an in-process cluster; skipped under -short")
 	}
@@ -55,6 +63,9 @@ func New(t testing.TB, n int, tune ...func(*lease.Config)) *Cluster {
 	}
 	for i := range n {
 		c.cfgs[i].Node.InitialCluster = peers
+		if setup != nil {
+			setup(i, &c.cfgs[i])
+		}
 		c.Start(i)
 	}
 	t.Cleanup(c.closeAll)
