@@ -21,7 +21,7 @@ func (st *state) createSession(o op, c Command) Result {
 	if st.sessions.has(c.Session) {
 		return Result{Err: fmt.Errorf("%w: %q", ErrSessionExists, c.Session)}
 	}
-	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index, SeqWindow: c.SeqWindow}
+	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index, SeqWindow: c.SeqWindow, Owner: c.Owner}
 	st.sessions.set(s.ID, s)
 	return Result{Session: &s}
 }
