@@ -102,6 +102,10 @@ type Config struct {
 	// which checks that no two nodes' leases overlap; it costs a write per
 	// lease round.
 	LeaseLog string
+	// ACLBootstrapSecret, if set, is the secret of the first admin ACL
+	// token: the first leader that finds no bootstrap token in the state
+	// creates it (once in the cluster's life; see fsm.OpBootstrapACL).
+	ACLBootstrapSecret string
 	// Unsafe breaks guarantees on purpose, for the fault harness's
 	// self-test. The zero value is the only one for real use.
 	Unsafe Unsafe

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/lease"
 )
@@ -32,6 +33,8 @@ type serveFlags struct {
 	unsafeDebug                     string
 	clusterHTTP                     string
 	leaseLog                        string
+	aclOn                           bool
+	aclBootstrapFile, aclTokenFile  string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -60,6 +63,11 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
 		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof/ on the HTTP port (they show the process's internals to anyone who can reach it)")
+	fs.BoolVar(&f.aclOn, "acl", false, "turn ACLs on: every request but /healthz and /readyz needs a token (README \"Security\"); set it on every node")
+	fs.StringVar(&f.aclBootstrapFile, "acl-bootstrap-token-file", "",
+		"file holding the secret of the first admin token, created once in the cluster's life (or env LOCKD_ACL_BOOTSTRAP_TOKEN)")
+	fs.StringVar(&f.aclTokenFile, "acl-token-file", "",
+		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_ACL_TOKEN; default: the bootstrap token)")
 	fs.StringVar(&f.leaseLog, "lease-log", "",
 		"debug aid for the fault harness: append a line to this file at every change of this node's master lease "+
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
@@ -185,11 +193,24 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if err := applyUnsafeDebug(&nc, f.unsafeDebug); err != nil {
 		return server.Config{}, err
 	}
+	boot, err := secretFrom("--acl-bootstrap-token-file", f.aclBootstrapFile, "LOCKD_ACL_BOOTSTRAP_TOKEN")
+	if err != nil {
+		return server.Config{}, err
+	}
+	own, err := secretFrom("--acl-token-file", f.aclTokenFile, "LOCKD_ACL_TOKEN")
+	if err != nil {
+		return server.Config{}, err
+	}
+	if !f.aclOn && boot != "" {
+		return server.Config{}, errors.New("a bootstrap ACL token is given but --acl is off: turn ACLs on, or give no bootstrap token")
+	}
+	nc.ACLBootstrapSecret = boot
 	if err := nc.Validate(); err != nil {
 		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
 	}
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
-		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP}, nil
+		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
+		ACL: f.aclOn, ACLToken: own}, nil
 }
 
 // parseInitialCluster parses "n1=127.0.0.1:7401,n2=127.0.0.1:7411".
@@ -272,4 +293,24 @@ func parseClusterHTTP(s string) (map[string]string, error) {
 		out[id] = addr
 	}
 	return out, nil
+}
+
+// secretFrom reads an ACL secret from file (trailing white space dropped),
+// or else from the environment variable env; "" when neither is set.
+func secretFrom(flagName, file, env string) (string, error) {
+	s := os.Getenv(env)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", flagName, err)
+		}
+		s = strings.TrimSpace(string(b))
+	}
+	if s == "" {
+		return "", nil
+	}
+	if err := acl.ValidateSecret(s); err != nil {
+		return "", fmt.Errorf("%s (or %s): %v", flagName, env, err)
+	}
+	return s, nil
 }

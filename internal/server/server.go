@@ -55,6 +55,13 @@ type Config struct {
 	// MembersHTTP maps every member's id to its HTTP URL; classic modes
 	// only, since they keep no replicated member table.
 	MembersHTTP map[string]string
+	// ACL turns ACLs on in the HTTP API (httpapi.Config.ACL). Every node
+	// of a cluster must have the same setting.
+	ACL bool
+	// ACLToken is the secret this node sends with its own requests to the
+	// cluster (registering in the member table when it joins); with ACLs
+	// on it must be an admin token's. Empty means Node.ACLBootstrapSecret.
+	ACLToken string
 }
 
 // Server is a running lockd node.
@@ -129,6 +136,9 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s.node = node
 	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr}
+	if cfg.ACL {
+		hc.ACL = node
+	}
 	if s.el == nil {
 		// Forward to the leader over the peer port (internal/peerhttp).
 		hc.ForwardClient = &http.Client{Transport: &peerhttp.Transport{
@@ -290,7 +300,7 @@ func (s *Server) register() {
 			url = nc.HTTPAddr // forwarded to the leader
 		}
 		if url != "" {
-			if err := postMember(url, m); err != nil && attempt%20 == 5 {
+			if err := postMember(url, m, s.aclToken()); err != nil && attempt%20 == 5 {
 				s.log.Warn("cannot register in the cluster yet; retrying", "via", url, "err", err)
 			}
 		}
@@ -350,7 +360,15 @@ func (s *Server) inConfiguration() bool {
 	return false
 }
 
-func postMember(base string, m wire.Member) error {
+// aclToken returns the secret the node sends with its own requests.
+func (s *Server) aclToken() string {
+	if s.cfg.ACLToken != "" {
+		return s.cfg.ACLToken
+	}
+	return s.cfg.Node.ACLBootstrapSecret
+}
+
+func postMember(base string, m wire.Member, token string) error {
 	body, _ := json.Marshal(m)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -359,6 +377,9 @@ func postMember(base string, m wire.Member) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

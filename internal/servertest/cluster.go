@@ -30,6 +30,17 @@ type Cluster struct {
 // each node's configuration. The cluster is stopped when the test ends.
 func New(t testing.TB, n int, tune ...func(*lease.Config)) *Cluster {
 	t.Helper()
+	return NewWith(t, n, func(c *server.Config) {
+		for _, f := range tune {
+			f(&c.Node)
+		}
+	})
+}
+
+// NewWith is New with a tune that adjusts each node's whole server
+// configuration.
+func NewWith(t testing.TB, n int, tune func(*server.Config)) *Cluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts an in-process cluster; skipped under -short")
 	}
@@ -46,12 +57,12 @@ func New(t testing.TB, n int, tune ...func(*lease.Config)) *Cluster {
 		if os.Getenv("LOCKD_TEST_LOG") == "debug" {
 			nc.RaftLogLevel = slog.LevelInfo
 		}
-		for _, f := range tune {
-			f(&nc)
-		}
 		c.cfgs[i] = server.Config{Node: nc, HTTPListener: httpLn, PeerListener: peerLn,
 			HTTPListen: httpLn.Addr().String(), PeerListen: peerLn.Addr().String(),
 			UnsafeFaults: true, Logger: Logger(t, id)}
+		if tune != nil {
+			tune(&c.cfgs[i])
+		}
 	}
 	for i := range n {
 		c.cfgs[i].Node.InitialCluster = peers
