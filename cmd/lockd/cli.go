@@ -25,19 +25,21 @@ const defaultAddr = "http://127.0.0.1:7400"
 
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	addr    string
-	jsonOut bool
+	addr     string
+	aclToken string
+	jsonOut  bool
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
 	fs.StringVar(&f.addr, "addr", defaultAddr, "comma-separated HTTP addresses of cluster members")
+	fs.StringVar(&f.aclToken, "acl-token", "", "the secret of the ACL token to send, when the cluster has ACLs on (prefer env LOCKD_ACL_TOKEN: a flag shows in ps)")
 	if withJSON {
 		fs.BoolVar(&f.jsonOut, "json", false, "print JSON for scripts instead of a table")
 	}
 }
 
 func (f *clientFlags) client() (*client.Client, error) {
-	return client.New(strings.Split(f.addr, ",")...)
+	return client.NewWithConfig(client.Config{Endpoints: strings.Split(f.addr, ","), BearerToken: f.aclToken})
 }
 
 // parseArgs parses flags that may come before and after the positional
