@@ -28,10 +28,23 @@ type tokens struct {
 	byAccessor   map[string]acl.Token
 	byHash       map[string]string
 	bootstrapped bool
+	// owned counts the live sessions of each owner (derived from the
+	// sessions; not in snapshots).
+	owned map[string]int
 }
 
 func newTokens() tokens {
-	return tokens{byAccessor: map[string]acl.Token{}, byHash: map[string]string{}}
+	return tokens{byAccessor: map[string]acl.Token{}, byHash: map[string]string{}, owned: map[string]int{}}
+}
+
+// own counts a session of owner in (d = 1) or out (d = -1).
+func (t *tokens) own(owner string, d int) {
+	if owner == "" {
+		return
+	}
+	if t.owned[owner] += d; t.owned[owner] <= 0 {
+		delete(t.owned, owner)
+	}
 }
 
 func (t *tokens) add(tok acl.Token) {
@@ -147,4 +160,27 @@ func (f *FSM) ACLBootstrapped() bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.st.tokens.bootstrapped
+}
+
+// OwnedSessions returns how many live sessions owner created.
+func (f *FSM) OwnedSessions(owner string) int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.st.tokens.owned[owner]
+}
+
+// Usage returns how many locks and elections session holds or waits for,
+// and how many sessions wait for the lock (or, with election, the
+// election) name: what the leader's per-session and per-object limits
+// count.
+func (f *FSM) Usage(session string, election bool, name string) (objects, waiters int) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, sp := range []*space{f.st.locks, f.st.elections} {
+		objects += len(sp.held[session]) + len(sp.waiting[session])
+	}
+	if l, ok := f.st.space(election).objs.get(name); ok {
+		waiters = len(l.Waiters)
+	}
+	return objects, waiters
 }

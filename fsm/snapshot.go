@@ -227,6 +227,7 @@ func (file *snapshotFile) state() (*state, error) {
 			return nil, fmt.Errorf("invalid or duplicate session %q", s.ID)
 		}
 		st.sessions.set(s.ID, s)
+		st.tokens.own(s.Owner, 1)
 	}
 	for id, seqs := range file.Seqs {
 		if !st.sessions.has(id) || len(seqs) == 0 {

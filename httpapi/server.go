@@ -91,6 +91,9 @@ type Config struct {
 	// a token (see acl.go and the README's security section), and the
 	// /v1/acl/tokens routes exist.
 	ACL ACLService
+	// RateLimit bounds the requests per client IP address this node
+	// accepts (429 too_many_requests past it). Zero means none.
+	RateLimit RateLimit
 }
 
 // Server is the HTTP API of one node. It is an http.Handler; the caller owns
@@ -106,6 +109,7 @@ type Server struct {
 	httpAddr  string
 	limits    forwardLimits
 	acl       ACLService
+	rate      *clientLimiter
 	router    *mux.Router
 }
 
@@ -128,6 +132,7 @@ func New(cfg Config) *Server {
 		nodeID:    cfg.NodeID,
 		httpAddr:  cfg.HTTPAddr,
 		acl:       cfg.ACL,
+		rate:      newClientLimiter(cfg.RateLimit),
 	}
 	s.router = s.newRouter()
 	return s
@@ -135,6 +140,9 @@ func New(cfg Config) *Server {
 
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.limited(w, r) {
+		return
+	}
 	s.router.ServeHTTP(w, r)
 }
 

@@ -39,6 +39,9 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 	if req.LockDelay != nil {
 		delay = req.LockDelay.D()
 	}
+	if err := n.checkSessionLimit(req.Owner); err != nil {
+		return wire.Session{}, err
+	}
 	id := newSessionID()
 	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay,
 		SeqWindow: fsm.DefaultSeqWindow, Owner: req.Owner})

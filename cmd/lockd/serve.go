@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/lease"
 )
@@ -35,6 +36,11 @@ type serveFlags struct {
 	leaseLog                        string
 	aclOn                           bool
 	aclBootstrapFile, aclTokenFile  string
+	rate                            float64
+	burst                           int
+	maxSessionsPerToken             int
+	maxLocksPerSession              int
+	maxWaitersPerLock               int
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -68,6 +74,11 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"file holding the secret of the first admin token, created once in the cluster's life (or env LOCKD_ACL_BOOTSTRAP_TOKEN)")
 	fs.StringVar(&f.aclTokenFile, "acl-token-file", "",
 		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_ACL_TOKEN; default: the bootstrap token)")
+	fs.Float64Var(&f.rate, "rate-limit", 20000, "requests per second one client address may send to this node (0: no limit); more are answered 429 with Retry-After")
+	fs.IntVar(&f.burst, "rate-burst", 20000, "requests one client address may send at once, above --rate-limit")
+	fs.IntVar(&f.maxSessionsPerToken, "max-sessions-per-token", d.MaxSessionsPerToken, "live sessions one ACL token may have")
+	fs.IntVar(&f.maxLocksPerSession, "max-locks-per-session", d.MaxObjectsPerSession, "locks and elections one session may hold or wait for")
+	fs.IntVar(&f.maxWaitersPerLock, "max-waiters-per-lock", d.MaxWaitersPerObject, "sessions that may wait for one lock or election")
 	fs.StringVar(&f.leaseLog, "lease-log", "",
 		"debug aid for the fault harness: append a line to this file at every change of this node's master lease "+
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
@@ -182,6 +193,10 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = f.heartbeat, f.electionTO, f.leaderTO
 	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
 	nc.MaxBlockingQueries = f.maxBlocking
+	nc.MaxSessionsPerToken, nc.MaxObjectsPerSession, nc.MaxWaitersPerObject = f.maxSessionsPerToken, f.maxLocksPerSession, f.maxWaitersPerLock
+	if f.rate < 0 || f.burst < 1 {
+		return server.Config{}, fmt.Errorf("--rate-limit %g must not be negative and --rate-burst %d must be at least 1", f.rate, f.burst)
+	}
 	nc.RaftLogLevel = raftLvl
 	nc.Logger = logger
 	nc.LeaseLog = f.leaseLog
@@ -210,7 +225,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	}
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
 		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
-		ACL: f.aclOn, ACLToken: own}, nil
+		ACL: f.aclOn, ACLToken: own, RateLimit: httpapi.RateLimit{Rate: f.rate, Burst: f.burst}}, nil
 }
 
 // parseInitialCluster parses "n1=127.0.0.1:7401,n2=127.0.0.1:7411".

@@ -62,6 +62,9 @@ type Config struct {
 	// cluster (registering in the member table when it joins); with ACLs
 	// on it must be an admin token's. Empty means Node.ACLBootstrapSecret.
 	ACLToken string
+	// RateLimit bounds the requests per second each client address may
+	// send to this node (httpapi.Config.RateLimit).
+	RateLimit httpapi.RateLimit
 }
 
 // Server is a running lockd node.
@@ -135,7 +138,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr}
+	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr, RateLimit: cfg.RateLimit}
 	if cfg.ACL {
 		hc.ACL = node
 	}
@@ -155,7 +158,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Pprof {
 		h = withPprof(h)
 	}
-	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.http = newHTTPServer(h)
 	go s.http.Serve(httpLn)
 	if s.el == nil {
 		s.wg.Add(2)
@@ -469,4 +472,26 @@ func withPprof(h http.Handler) http.Handler {
 	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	m.Handle("/", h)
 	return m
+}
+
+// Bounds of the HTTP server: a client must send its headers within
+// ReadHeaderTimeout, of at most MaxHeaderBytes; answers may take as long as
+// the longest wait a request may ask for, plus a minute; an idle kept-alive
+// connection is closed after IdleTimeout. There is no ReadTimeout: net/http
+// would cancel a blocking request's context when it fires, in the middle
+// of a wait; a body is at most wire.MaxBody bytes.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpIdleTimeout       = 2 * time.Minute
+	httpMaxHeaderBytes    = 64 << 10
+)
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		WriteTimeout:      max(wire.MaxWait, wire.MaxQueryWait) + time.Minute,
+		IdleTimeout:       httpIdleTimeout,
+		MaxHeaderBytes:    httpMaxHeaderBytes,
+	}
 }
