@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/lockd/lockd/acl"
 )
 
 // Op names a command.
@@ -27,6 +29,9 @@ const (
 	OpTimersDue      Op = 14 // Timers: end the lock-delays and waits whose leader-local timers ran out
 	OpLetGo          Op = 15 // Session, Name: release the lock if held, else leave its queue (OpRelease, older entries only, left a queued session queued)
 	OpExpireSessions Op = 16 // Sessions: expire each as OpExpireSession does, in the order given; ids already gone are skipped
+	OpCreateToken    Op = 17 // ACLToken: store a new ACL token (its secret's hash, never the secret)
+	OpRevokeToken    Op = 18 // ACLToken.AccessorID: remove a token
+	OpBootstrapACL   Op = 19 // ACLToken: store the first admin token, once in the cluster's life
 )
 
 // Version is the encoding version written as the first byte of every
@@ -80,6 +85,11 @@ type Command struct {
 	Timers []TimerRef `json:"timers,omitempty"`
 	// Sessions names the sessions an OpExpireSessions ends.
 	Sessions []string `json:"sessions,omitempty"`
+	// Owner is the accessor id of the ACL token creating a session.
+	Owner string `json:"owner,omitempty"`
+	// ACLToken is the token of OpCreateToken, OpRevokeToken and
+	// OpBootstrapACL.
+	ACLToken *acl.Token `json:"acl_token,omitempty"`
 
 	// legacy marks a command decoded from a version-1 entry.
 	legacy bool
@@ -127,7 +137,7 @@ func Decode(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return c, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(b))
 	}
-	last := OpExpireSessions
+	last := OpBootstrapACL
 	switch b[0] {
 	case Version:
 	case version1:
@@ -181,6 +191,12 @@ func (o Op) String() string {
 		return "let-go"
 	case OpExpireSessions:
 		return "expire-sessions"
+	case OpCreateToken:
+		return "create-token"
+	case OpRevokeToken:
+		return "revoke-token"
+	case OpBootstrapACL:
+		return "bootstrap-acl"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }

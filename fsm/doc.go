@@ -54,9 +54,10 @@
 // builds that wrote such entries did, so their logs replay to the same
 // decisions.
 //
-// Snapshots are written as version 3, which adds the windows and floors of
-// bounded request numbers; a version-2 snapshot is read as written (every
-// session in it keeps every number). A version-1 snapshot is read with
+// Snapshots are written as version 4, which adds the ACL tokens (acl.go;
+// version 3 added the windows and floors of bounded request numbers); a
+// version-3 snapshot is read as one without tokens, a version-2 one as
+// written (every session in it keeps every number). A version-1 snapshot is read with
 // each pending lock-delay given the longest length the API accepts (60s)
 // and each waiter the longest wait (5m), named by the object's modify
 // index: they end no earlier than they would have. Older builds refuse

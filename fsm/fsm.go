@@ -47,6 +47,7 @@ type state struct {
 	locks     *space
 	elections *space
 	members   map[string]Member
+	tokens    tokens
 	// touched lists the topics the entry being applied changed, and noted
 	// the objects whose request number it recorded (as StandingTopics);
 	// both are emptied after every entry.
@@ -78,6 +79,7 @@ func newState() *state {
 		locks:     newSpace(false),
 		elections: newSpace(true),
 		members:   make(map[string]Member),
+		tokens:    newTokens(),
 	}
 	st.locks.touched = &st.touched
 	st.elections.touched = &st.touched
@@ -192,6 +194,10 @@ func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result
 		return st.setMember(c)
 	case OpRemoveMember:
 		return st.removeMember(c)
+	case OpCreateToken, OpBootstrapACL:
+		return st.createToken(o, c)
+	case OpRevokeToken:
+		return st.revokeToken(c)
 	}
 	return refuse("unknown op %d", uint8(c.Op))
 }
@@ -243,7 +249,13 @@ func (f *FSM) Refusal(c Command) error {
 func sessionNotFound(id string) error { return fmt.Errorf("%w: %q", ErrSessionNotFound, id) }
 
 func validUTF8(c Command) bool {
-	strs := []string{c.Session, c.Name, string(c.Mode), c.Value}
+	strs := []string{c.Session, c.Name, string(c.Mode), c.Value, c.Owner}
+	if t := c.ACLToken; t != nil {
+		strs = append(strs, t.AccessorID, t.Hash, t.Description)
+		for _, r := range t.Rules {
+			strs = append(strs, string(r.Kind), r.Prefix, string(r.Access))
+		}
+	}
 	if c.Member != nil {
 		strs = append(strs, c.Member.ID, c.Member.Peer, c.Member.HTTP)
 	}

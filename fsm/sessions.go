@@ -21,8 +21,9 @@ func (st *state) createSession(o op, c Command) Result {
 	if st.sessions.has(c.Session) {
 		return Result{Err: fmt.Errorf("%w: %q", ErrSessionExists, c.Session)}
 	}
-	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index, SeqWindow: c.SeqWindow}
+	s := Session{ID: c.Session, Name: c.Name, TTL: c.TTL, LockDelay: c.LockDelay, CreateIndex: o.index, SeqWindow: c.SeqWindow, Owner: c.Owner}
 	st.sessions.set(s.ID, s)
+	st.tokens.own(s.Owner, 1)
 	return Result{Session: &s}
 }
 
@@ -43,6 +44,7 @@ func (st *state) endSession(o op, id string, expire bool) Result {
 		Resigned: st.elections.evict(id, delay, o),
 	}
 	st.sessions.del(id)
+	st.tokens.own(sess.Owner, -1)
 	st.seqs.del(id)
 	return res
 }

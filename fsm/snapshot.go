@@ -7,18 +7,22 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/lockd/lockd/acl"
 )
 
 // snapshotVersion is the format version Snapshot writes. Bump it for any
 // change an older build would misread. Restore also reads
 // snapshotVersion1, written before lock-delays and waits were leader-local
 // timers, and snapshotVersion2, written before request numbers were
-// bounded (its sessions keep every number: seq.go).
-const snapshotVersion = 3
+// bounded (its sessions keep every number: seq.go), and snapshotVersion3,
+// written before ACL tokens (it has none).
+const snapshotVersion = 4
 
 const (
 	snapshotVersion1 = 1
 	snapshotVersion2 = 2
+	snapshotVersion3 = 3
 )
 
 // Lengths given on restore of a version-1 snapshot to timers it could not
@@ -45,6 +49,10 @@ type snapshotFile struct {
 	// SeqFloors the floor of each session that has one (seq.go).
 	Seqs      map[string]map[string]uint64 `json:"seqs,omitempty"`
 	SeqFloors map[string]uint64            `json:"seq_floors,omitempty"`
+	// ACLTokens are the ACL tokens, and ACLBootstrapped whether the
+	// bootstrap token was ever created (version 4 on).
+	ACLTokens       []acl.Token `json:"acl_tokens,omitempty"`
+	ACLBootstrapped bool        `json:"acl_bootstrapped,omitempty"`
 }
 
 // Snapshot returns the whole state, encoded. Two FSMs that applied the same
@@ -67,6 +75,8 @@ type View struct {
 	seqs                       *cowMap[*seqTable]
 	locks, elections           *cowMap[*Lock]
 	members                    []Member
+	tokens                     []acl.Token
+	bootstrapped               bool
 }
 
 // View returns the current state, frozen.
@@ -83,6 +93,8 @@ func (f *FSM) View() *View {
 		locks:          st.locks.objs.freeze(),
 		elections:      st.elections.objs.freeze(),
 		members:        sortedValues(st.members),
+		tokens:         st.tokens.sorted(), // at most MaxTokens, small
+		bootstrapped:   st.tokens.bootstrapped,
 	}
 }
 
@@ -92,14 +104,16 @@ func (v *View) AppliedIndex() uint64 { return v.applied }
 // Marshal encodes the view in the snapshot format Restore reads.
 func (v *View) Marshal() ([]byte, error) {
 	file := snapshotFile{
-		Version:        snapshotVersion,
-		AppliedIndex:   v.applied,
-		LocksIndex:     v.locksIndex,
-		ElectionsIndex: v.electionsIndex,
-		Sessions:       v.sessions.sortedValues(),
-		Locks:          lockValues(v.locks),
-		Elections:      lockValues(v.elections),
-		Members:        v.members,
+		Version:         snapshotVersion,
+		AppliedIndex:    v.applied,
+		LocksIndex:      v.locksIndex,
+		ElectionsIndex:  v.electionsIndex,
+		Sessions:        v.sessions.sortedValues(),
+		Locks:           lockValues(v.locks),
+		Elections:       lockValues(v.elections),
+		Members:         v.members,
+		ACLTokens:       v.tokens,
+		ACLBootstrapped: v.bootstrapped,
 	}
 	for id, t := range v.seqs.all() {
 		if len(t.last) > 0 {
@@ -162,6 +176,10 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if file.SeqFloors != nil || slices.ContainsFunc(file.Sessions, func(s Session) bool { return s.SeqWindow != 0 }) {
 			return nil, badSnapshot(fmt.Errorf("version %d with bounded request numbers", file.Version))
 		}
+	case snapshotVersion3:
+		if file.ACLTokens != nil || file.ACLBootstrapped {
+			return nil, badSnapshot(fmt.Errorf("version %d with ACL tokens", file.Version))
+		}
 	case snapshotVersion:
 	default:
 		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d to %d)", file.Version, snapshotVersion1, snapshotVersion))
@@ -209,6 +227,7 @@ func (file *snapshotFile) state() (*state, error) {
 			return nil, fmt.Errorf("invalid or duplicate session %q", s.ID)
 		}
 		st.sessions.set(s.ID, s)
+		st.tokens.own(s.Owner, 1)
 	}
 	for id, seqs := range file.Seqs {
 		if !st.sessions.has(id) || len(seqs) == 0 {
@@ -228,6 +247,20 @@ func (file *snapshotFile) state() (*state, error) {
 		}
 		t.floor = floor
 	}
+	for _, tok := range file.ACLTokens {
+		c := Command{Op: OpCreateToken, ACLToken: &tok}
+		if r := checkToken(c.Op, c.ACLToken); r != nil {
+			return nil, r.Err
+		}
+		if _, dup := st.tokens.byAccessor[tok.AccessorID]; dup {
+			return nil, fmt.Errorf("duplicate ACL token %q", tok.AccessorID)
+		}
+		if _, dup := st.tokens.byHash[tok.Hash]; dup {
+			return nil, fmt.Errorf("ACL token %q: duplicate secret", tok.AccessorID)
+		}
+		st.tokens.add(tok)
+	}
+	st.tokens.bootstrapped = file.ACLBootstrapped
 	for _, m := range file.Members {
 		if _, dup := st.members[m.ID]; dup || m.ID == "" {
 			return nil, fmt.Errorf("invalid or duplicate member %q", m.ID)

@@ -130,7 +130,7 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"garbage", "\x00\x01garbage"},
 		{"null", "null"},
 		{"no version", "{}"},
-		{"unknown version", strings.Replace(string(good), `"version":3`, `"version":4`, 1)},
+		{"unknown version", strings.Replace(string(good), `"version":4`, `"version":5`, 1)},
 		{"truncated", string(good[:len(good)/2])},
 		{"trailing data", string(good) + "{}"},
 		{"duplicate session", mutate(func(f *snapshotFile, x *Lock) { f.Sessions = append(f.Sessions, f.Sessions[0]) })},
@@ -322,8 +322,8 @@ func TestView_ManyObjectsChangedAfter(t *testing.T) {
 
 // testdata/version2-snapshot.json was written by a build whose snapshots
 // are version 2. It restores to the state it describes, whose sessions
-// keep every request number as that build's did, and encodes as version 3
-// with nothing else changed.
+// keep every request number as that build's did, and encodes as the
+// current version with nothing else changed.
 func TestRestore_Version2File(t *testing.T) {
 	old, err := os.ReadFile("testdata/version2-snapshot.json")
 	if err != nil {
@@ -344,7 +344,7 @@ func TestRestore_Version2File(t *testing.T) {
 		t.Fatalf("late acquire after restore = %+v, want it refused as a repeat", res)
 	}
 	g = mustRestore(t, old)
-	want := strings.Replace(string(old), `"version":2`, `"version":3`, 1)
+	want := strings.Replace(string(old), `"version":2`, fmt.Sprintf(`"version":%d`, snapshotVersion), 1)
 	if again := mustSnapshot(t, g); string(again) != want {
 		t.Fatalf("restored version-2 snapshot encodes as\n%s", again)
 	}

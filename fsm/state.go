@@ -1,6 +1,10 @@
 package fsm
 
-import "time"
+import (
+	"time"
+
+	"github.com/lockd/lockd/acl"
+)
 
 // Session is a session as the replicated state knows it. Deadlines are not
 // part of it: the leader keeps those.
@@ -13,6 +17,10 @@ type Session struct {
 	// SeqWindow bounds the session's request numbers (see seq.go); 0 keeps
 	// them all, as sessions of older builds' entries do.
 	SeqWindow int `json:"seq_window,omitempty"`
+	// Owner is the accessor id of the ACL token that created the session
+	// (empty when ACLs were off): only that token, or an admin token, may
+	// use it (acl.Owns).
+	Owner string `json:"owner,omitempty"`
 }
 
 // Holder is one holder of a lock. Token is the Raft index of the entry that
@@ -84,6 +92,9 @@ type Result struct {
 	// Expired lists, in the order applied, the sessions an expire-sessions
 	// ended and what each of them released and resigned.
 	Expired []Expiry
+	// ACLToken is the token a create-token or bootstrap-acl stored, or a
+	// revoke-token removed.
+	ACLToken *acl.Token
 }
 
 // Expiry is one session an expire-sessions ended: the locks it held, and

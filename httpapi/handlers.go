@@ -27,17 +27,28 @@ func (s *Server) createSession(r *http.Request) (any, error) {
 	if err := fillSession(&req); err != nil {
 		return nil, err
 	}
+	if tok, on := principal(r); on {
+		req.Owner = tok.AccessorID
+	}
 	return s.svc.CreateSession(r.Context(), req)
 }
 
 // keepAlive serves POST /v1/sessions/{id}/keepalive. A body is ignored.
 func (s *Server) keepAlive(r *http.Request) (any, error) {
-	return s.svc.KeepAlive(r.Context(), mux.Vars(r)["id"])
+	id := mux.Vars(r)["id"]
+	if err := s.ownSession(r, id); err != nil {
+		return nil, err
+	}
+	return s.svc.KeepAlive(r.Context(), id)
 }
 
 // destroySession serves DELETE /v1/sessions/{id}.
 func (s *Server) destroySession(r *http.Request) (any, error) {
-	return done(s.svc.DestroySession(r.Context(), mux.Vars(r)["id"]))
+	id := mux.Vars(r)["id"]
+	if err := s.ownSession(r, id); err != nil {
+		return nil, err
+	}
+	return done(s.svc.DestroySession(r.Context(), id))
 }
 
 // getSession serves GET /v1/sessions/{id}.
@@ -46,7 +57,11 @@ func (s *Server) getSession(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.svc.Session(r.Context(), mux.Vars(r)["id"], opt)
+	id := mux.Vars(r)["id"]
+	if err := s.ownSession(r, id); err != nil {
+		return nil, err
+	}
+	return s.svc.Session(r.Context(), id, opt)
 }
 
 // listSessions serves GET /v1/sessions.
@@ -71,12 +86,15 @@ func (s *Server) acquire(r *http.Request) (any, error) {
 	if err := fillAcquire(&req); err != nil {
 		return nil, err
 	}
+	if err := s.ownSession(r, req.Session); err != nil {
+		return nil, err
+	}
 	return s.svc.Acquire(r.Context(), name, req)
 }
 
 // release serves POST /v1/locks/{name}/release.
 func (s *Server) release(r *http.Request) (any, error) {
-	name, req, err := sessionCall(r)
+	name, req, err := s.sessionCall(r)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +152,9 @@ func (s *Server) campaign(r *http.Request) (any, error) {
 	if err := checkCampaign(&req); err != nil {
 		return nil, err
 	}
+	if err := s.ownSession(r, req.Session); err != nil {
+		return nil, err
+	}
 	return s.svc.Campaign(r.Context(), name, req)
 }
 
@@ -150,12 +171,15 @@ func (s *Server) proclaim(r *http.Request) (any, error) {
 	if err := checkProclaim(&req); err != nil {
 		return nil, err
 	}
+	if err := s.ownSession(r, req.Session); err != nil {
+		return nil, err
+	}
 	return done(s.svc.Proclaim(r.Context(), name, req))
 }
 
 // resign serves POST /v1/elections/{name}/resign.
 func (s *Server) resign(r *http.Request) (any, error) {
-	name, req, err := sessionCall(r)
+	name, req, err := s.sessionCall(r)
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +205,8 @@ func (s *Server) listElections(r *http.Request) (any, error) {
 }
 
 // sessionCall parses the name and the {"session"} body of release and
-// resign.
-func sessionCall(r *http.Request) (string, wire.SessionRequest, error) {
+// resign, and checks that the caller's token owns the session.
+func (s *Server) sessionCall(r *http.Request) (string, wire.SessionRequest, error) {
 	var req wire.SessionRequest
 	name, err := pathName(r)
 	if err != nil {
@@ -191,7 +215,10 @@ func sessionCall(r *http.Request) (string, wire.SessionRequest, error) {
 	if err := decodeBody(r, &req, false); err != nil {
 		return "", req, err
 	}
-	return name, req, required("session", req.Session)
+	if err := required("session", req.Session); err != nil {
+		return "", req, err
+	}
+	return name, req, s.ownSession(r, req.Session)
 }
 
 // namedRead parses the name and the read options of a GET of one object.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
@@ -87,6 +88,13 @@ type Config struct {
 	// X-Lockd-Leader header of the answers it serves as leader. Empty
 	// means no header.
 	HTTPAddr string
+	// ACL, if set, turns ACLs on: every route but the health checks needs
+	// a token (see acl.go and the README's security section), and the
+	// /v1/acl/tokens routes exist.
+	ACL ACLService
+	// RateLimit bounds the requests per client IP address this node
+	// accepts (429 too_many_requests past it). Zero means none.
+	RateLimit RateLimit
 }
 
 // Server is the HTTP API of one node. It is an http.Handler; the caller owns
@@ -101,6 +109,8 @@ type Server struct {
 	nodeID    string
 	httpAddr  string
 	limits    forwardLimits
+	acl       ACLService
+	rate      *clientLimiter
 	router    *mux.Router
 }
 
@@ -122,6 +132,8 @@ func New(cfg Config) *Server {
 		transport: forwardTransport(cfg.ForwardClient),
 		nodeID:    cfg.NodeID,
 		httpAddr:  cfg.HTTPAddr,
+		acl:       cfg.ACL,
+		rate:      newClientLimiter(cfg.RateLimit),
 	}
 	s.router = s.newRouter()
 	return s
@@ -129,6 +141,9 @@ func New(cfg Config) *Server {
 
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.limited(w, r) {
+		return
+	}
 	s.router.ServeHTTP(w, r)
 }
 
@@ -174,11 +189,14 @@ const (
 )
 
 // route is one entry of the routing table. handle returns the success body,
-// written with status, or an error written through the status table.
+// written with status, or an error written through the status table. need
+// is what the caller's token must allow when ACLs are on (nil: nothing,
+// the route is public).
 type route struct {
 	method string
 	path   string
 	policy policy
+	need   need
 	status int
 	handle func(*http.Request) (any, error)
 }
@@ -188,43 +206,53 @@ type route struct {
 // name a "//" would otherwise smuggle in.
 func (s *Server) routes() []route {
 	const get, post, del, ok = http.MethodGet, http.MethodPost, http.MethodDelete, http.StatusOK
+	lockR, lockW := onName(acl.Lock, acl.Read), onName(acl.Lock, acl.Write)
+	elecR, elecW := onName(acl.Election, acl.Read), onName(acl.Election, acl.Write)
 	rs := []route{
-		{post, "/v1/sessions", leaderOnly, http.StatusCreated, s.createSession},
-		{get, "/v1/sessions", leaderUnlessStale, ok, s.listSessions},
-		{get, "/v1/sessions/{id}", leaderUnlessStale, ok, s.getSession},
-		{del, "/v1/sessions/{id}", leaderOnly, ok, s.destroySession},
-		{post, "/v1/sessions/{id}/keepalive", leaderOnly, ok, s.keepAlive},
+		{post, "/v1/sessions", leaderOnly, anyToken, http.StatusCreated, s.createSession},
+		{get, "/v1/sessions", leaderUnlessStale, anyToken, ok, s.listSessions},
+		{get, "/v1/sessions/{id}", leaderUnlessStale, anyToken, ok, s.getSession},
+		{del, "/v1/sessions/{id}", leaderOnly, anyToken, ok, s.destroySession},
+		{post, "/v1/sessions/{id}/keepalive", leaderOnly, anyToken, ok, s.keepAlive},
 
-		{get, "/v1/locks", leaderUnlessStale, ok, s.listLocks},
-		{get, "/v1/locks/{name:.*}", leaderUnlessStale, ok, s.getLock},
-		{post, "/v1/locks/{name:.*}/acquire", leaderOnly, ok, s.acquire},
-		{post, "/v1/locks/{name:.*}/release", leaderOnly, ok, s.release},
-		{post, "/v1/locks/{name:.*}/check", leaderOnly, ok, s.check},
+		{get, "/v1/locks", leaderUnlessStale, anyToken, ok, s.listLocks},
+		{get, "/v1/locks/{name:.*}", leaderUnlessStale, lockR, ok, s.getLock},
+		{post, "/v1/locks/{name:.*}/acquire", leaderOnly, lockW, ok, s.acquire},
+		{post, "/v1/locks/{name:.*}/release", leaderOnly, lockW, ok, s.release},
+		{post, "/v1/locks/{name:.*}/check", leaderOnly, lockR, ok, s.check},
 
-		{get, "/v1/elections", leaderUnlessStale, ok, s.listElections},
-		{get, "/v1/elections/{name:.*}", leaderUnlessStale, ok, s.getElection},
-		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, ok, s.campaign},
-		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, ok, s.proclaim},
-		{post, "/v1/elections/{name:.*}/resign", leaderOnly, ok, s.resign},
+		{get, "/v1/elections", leaderUnlessStale, anyToken, ok, s.listElections},
+		{get, "/v1/elections/{name:.*}", leaderUnlessStale, elecR, ok, s.getElection},
+		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, elecW, ok, s.campaign},
+		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, elecW, ok, s.proclaim},
+		{post, "/v1/elections/{name:.*}/resign", leaderOnly, elecW, ok, s.resign},
 
-		{get, "/v1/cluster", local, ok, s.cluster},
-		{post, "/v1/cluster/members", leaderOnly, ok, s.addMember},
-		{del, "/v1/cluster/members/{id}", leaderOnly, ok, s.removeMember},
+		{get, "/v1/cluster", local, anyToken, ok, s.cluster},
+		{post, "/v1/cluster/members", leaderOnly, admin, ok, s.addMember},
+		{del, "/v1/cluster/members/{id}", leaderOnly, admin, ok, s.removeMember},
 
-		{get, "/healthz", local, ok, s.healthz},
+		{get, "/healthz", local, nil, ok, s.healthz},
+	}
+	if s.acl != nil {
+		rs = append(rs,
+			route{post, "/v1/acl/tokens", leaderOnly, admin, http.StatusCreated, s.createToken},
+			route{get, "/v1/acl/tokens", leaderOnly, admin, ok, s.listTokens},
+			route{get, "/v1/acl/tokens/self", local, anyToken, ok, s.selfToken},
+			route{del, "/v1/acl/tokens/{accessor}", leaderOnly, admin, ok, s.revokeToken},
+		)
 	}
 	if s.clock != nil {
 		rs = append(rs,
-			route{get, "/v1/debug/clock", local, ok, s.getClock},
-			route{post, "/v1/debug/clock", local, ok, s.setClock},
+			route{get, "/v1/debug/clock", local, admin, ok, s.getClock},
+			route{post, "/v1/debug/clock", local, admin, ok, s.setClock},
 		)
 	}
 	if s.faults != nil {
 		rs = append(rs,
-			route{get, "/v1/debug/faults", local, ok, s.listFaults},
-			route{post, "/v1/debug/faults", local, ok, s.setFault},
-			route{del, "/v1/debug/faults", local, ok, s.healAll},
-			route{del, "/v1/debug/faults/{peer}", local, ok, s.healPeer},
+			route{get, "/v1/debug/faults", local, admin, ok, s.listFaults},
+			route{post, "/v1/debug/faults", local, admin, ok, s.setFault},
+			route{del, "/v1/debug/faults", local, admin, ok, s.healAll},
+			route{del, "/v1/debug/faults/{peer}", local, admin, ok, s.healPeer},
 		)
 	}
 	return rs
@@ -252,6 +280,12 @@ func (s *Server) handler(rt route) http.Handler {
 		if s.forward(w, r, rt.policy) {
 			return
 		}
+		r2, err := s.authorize(r, rt)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		r = r2
 		if rt.policy != local && s.httpAddr != "" {
 			if leader, _ := s.svc.Leader(); leader {
 				w.Header().Set(wire.HeaderLeader, s.httpAddr)
@@ -262,7 +296,7 @@ func (s *Server) handler(rt route) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		s.writeJSON(w, rt.status, body)
+		s.writeJSON(w, rt.status, s.filter(r, body))
 	})
 }
 

@@ -100,6 +100,16 @@ type Config struct {
 	// goroutine and a connection while it waits, and nothing else until
 	// what it watches changes. Default 10000.
 	MaxBlockingQueries int
+	// Limits checked by the leader before it appends a request (limits.go),
+	// each answered too_many_requests (429) past the limit: sessions per
+	// ACL token (default 100000), locks and elections a session holds or
+	// waits for (default 10000), and sessions waiting on one lock or
+	// election (default 100000). They are checked against the state the
+	// leader has applied, so requests in flight together may pass a limit
+	// by their number.
+	MaxSessionsPerToken  int
+	MaxObjectsPerSession int
+	MaxWaitersPerObject  int
 	// NoBootWait skips the wait of one HeartbeatTimeout before Raft starts.
 	// It exists for tests of fresh in-memory clusters and for the fault
 	// harness's self-test; it is unsafe for a node that restarts.
@@ -110,6 +120,10 @@ type Config struct {
 	// which checks that no two nodes' leases overlap; it costs a write per
 	// lease round.
 	LeaseLog string
+	// ACLBootstrapSecret, if set, is the secret of the first admin ACL
+	// token: the first leader that finds no bootstrap token in the state
+	// creates it (once in the cluster's life; see fsm.OpBootstrapACL).
+	ACLBootstrapSecret string
 	// Unsafe breaks guarantees on purpose, for the fault harness's
 	// self-test. The zero value is the only one for real use.
 	Unsafe Unsafe
@@ -193,18 +207,21 @@ func (u Unsafe) sessionTTL(ttl time.Duration) time.Duration {
 // DefaultConfig returns a Config with the LAN defaults described on each field.
 func DefaultConfig() Config {
 	return Config{
-		HeartbeatTimeout:   500 * time.Millisecond,
-		ElectionTimeout:    500 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond,
-		MaxClockDrift:      0.01,
-		LeaseMargin:        50 * time.Millisecond,
-		ApplyTimeout:       10 * time.Second,
-		SnapshotThreshold:  8192,
-		SnapshotInterval:   30 * time.Second,
-		LogStore:           LogStoreAuto,
-		MaxBlockingQueries: 10000,
-		Clock:              SystemClock{},
-		RaftLogLevel:       slog.LevelWarn,
+		HeartbeatTimeout:     500 * time.Millisecond,
+		ElectionTimeout:      500 * time.Millisecond,
+		LeaderLeaseTimeout:   250 * time.Millisecond,
+		MaxClockDrift:        0.01,
+		LeaseMargin:          50 * time.Millisecond,
+		ApplyTimeout:         10 * time.Second,
+		SnapshotThreshold:    8192,
+		SnapshotInterval:     30 * time.Second,
+		LogStore:             LogStoreAuto,
+		MaxBlockingQueries:   10000,
+		MaxSessionsPerToken:  100000,
+		MaxObjectsPerSession: 10000,
+		MaxWaitersPerObject:  100000,
+		Clock:                SystemClock{},
+		RaftLogLevel:         slog.LevelWarn,
 	}
 }
 
@@ -235,6 +252,9 @@ func (c *Config) Validate() error {
 		return errors.New("lease: config: ApplyTimeout must be positive")
 	case c.MaxBlockingQueries < 1:
 		return fmt.Errorf("lease: config: MaxBlockingQueries %d must be at least 1", c.MaxBlockingQueries)
+	case c.MaxSessionsPerToken < 1 || c.MaxObjectsPerSession < 1 || c.MaxWaitersPerObject < 1:
+		return fmt.Errorf("lease: config: MaxSessionsPerToken %d, MaxObjectsPerSession %d and MaxWaitersPerObject %d must be at least 1",
+			c.MaxSessionsPerToken, c.MaxObjectsPerSession, c.MaxWaitersPerObject)
 	case len(c.InitialCluster) > 0 && c.Join != "":
 		return errors.New("lease: config: InitialCluster and Join are exclusive")
 	}

@@ -111,6 +111,7 @@ func (t *leaderTerm) establish() {
 	go t.expiryLoop()
 	go t.tickLoop()
 	t.registerSelf()
+	t.bootstrapACL()
 }
 
 // registerSelf writes this node's addresses to the member table, so that

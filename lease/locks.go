@@ -61,6 +61,9 @@ func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint
 	if refused, err := n.refusedAtOnce(ctx, cmd, ns.what(cmd.Name)); refused {
 		return 0, err
 	}
+	if err := n.checkAcquireLimits(cmd.Op == fsm.OpCampaign, cmd); err != nil {
+		return 0, err
+	}
 	res, err := n.propose(ctx, cmd)
 	if err != nil {
 		return 0, err

@@ -39,9 +39,12 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 	if req.LockDelay != nil {
 		delay = req.LockDelay.D()
 	}
+	if err := n.checkSessionLimit(req.Owner); err != nil {
+		return wire.Session{}, err
+	}
 	id := newSessionID()
 	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay,
-		SeqWindow: fsm.DefaultSeqWindow})
+		SeqWindow: fsm.DefaultSeqWindow, Owner: req.Owner})
 	if err != nil {
 		return wire.Session{}, err
 	}
@@ -171,12 +174,15 @@ func (n *Node) wireSession(s fsm.Session) wire.Session {
 
 // newSessionID returns 128 random bits in hex: unguessable, so one client
 // cannot release another's locks by guessing its session.
-func newSessionID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+func newSessionID() string { return randomHex(16) }
+
+// randomHex returns n random bytes from crypto/rand, hex-encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
 		panic("lease: crypto/rand failed: " + err.Error())
 	}
-	return hex.EncodeToString(b[:])
+	return hex.EncodeToString(b)
 }
 
 // read serves a GET of state with the requested consistency: stale reads

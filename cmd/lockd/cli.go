@@ -34,6 +34,7 @@ const (
 type clientFlags struct {
 	addr              string
 	caCert, cert, key string
+	aclToken          string
 	jsonOut           bool
 }
 
@@ -42,6 +43,7 @@ func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
 	fs.StringVar(&f.caCert, "cacert", "", "HTTPS: verify the cluster's certificates against the CA(s) in this PEM file (default: the system's roots)")
 	fs.StringVar(&f.cert, "cert", "", "HTTPS: present this PEM client certificate (with --key), for a cluster started with --client-ca")
 	fs.StringVar(&f.key, "key", "", "PEM private key of --cert")
+	fs.StringVar(&f.aclToken, "acl-token", "", "the secret of the ACL token to send, when the cluster has ACLs on (prefer env LOCKD_ACL_TOKEN: a flag shows in ps)")
 	if withJSON {
 		fs.BoolVar(&f.jsonOut, "json", false, "print JSON for scripts instead of a table")
 	}
@@ -52,7 +54,7 @@ func (f *clientFlags) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.NewWithConfig(client.Config{Endpoints: addrs, TLS: tlsCfg})
+	return client.NewWithConfig(client.Config{Endpoints: addrs, TLS: tlsCfg, BearerToken: f.aclToken})
 }
 
 // endpoints returns the addresses of --addr and the TLS configuration of

@@ -54,6 +54,8 @@ func run(args []string) int {
 		return benchCmd(args[1:])
 	case "tls":
 		return tlsCmd(args[1:])
+	case "acl":
+		return aclCmd(args[1:])
 	case "version", "--version", "-version":
 		fmt.Println("lockd", version)
 		return exitOK
@@ -77,6 +79,8 @@ Usage:
   lockd status | locks | sessions | elections
                                         the cluster, its locks, sessions, elections (--json for scripts)
   lockd leader NAME                     who leads the election NAME
+  lockd acl token create|list|revoke|self
+                                        manage ACL tokens (README "Security")
   lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
                                         invitation and raft for N=3..16 (table, CSV, SVG)
   lockd tls init DIR [--nodes N] [--hosts H,...]

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/lease"
@@ -36,6 +38,13 @@ type serveFlags struct {
 	leaseLog                        string
 	tlsCert, tlsKey, clientCA       string
 	peerCA, peerCert, peerKey       string
+	aclOn                           bool
+	aclBootstrapFile, aclTokenFile  string
+	rate                            float64
+	burst                           int
+	maxSessionsPerToken             int
+	maxLocksPerSession              int
+	maxWaitersPerLock               int
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -70,6 +79,16 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
 		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof/ on the HTTP port (they show the process's internals to anyone who can reach it)")
+	fs.BoolVar(&f.aclOn, "acl", false, "turn ACLs on: every request but /healthz and /readyz needs a token (README \"Security\"); set it on every node")
+	fs.StringVar(&f.aclBootstrapFile, "acl-bootstrap-token-file", "",
+		"file holding the secret of the first admin token, created once in the cluster's life (or env LOCKD_ACL_BOOTSTRAP_TOKEN)")
+	fs.StringVar(&f.aclTokenFile, "acl-token-file", "",
+		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_ACL_TOKEN; default: the bootstrap token)")
+	fs.Float64Var(&f.rate, "rate-limit", 20000, "requests per second one client address may send to this node (0: no limit); more are answered 429 with Retry-After")
+	fs.IntVar(&f.burst, "rate-burst", 20000, "requests one client address may send at once, above --rate-limit")
+	fs.IntVar(&f.maxSessionsPerToken, "max-sessions-per-token", d.MaxSessionsPerToken, "live sessions one ACL token may have")
+	fs.IntVar(&f.maxLocksPerSession, "max-locks-per-session", d.MaxObjectsPerSession, "locks and elections one session may hold or wait for")
+	fs.IntVar(&f.maxWaitersPerLock, "max-waiters-per-lock", d.MaxWaitersPerObject, "sessions that may wait for one lock or election")
 	fs.StringVar(&f.leaseLog, "lease-log", "",
 		"debug aid for the fault harness: append a line to this file at every change of this node's master lease "+
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
@@ -199,6 +218,10 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = f.heartbeat, f.electionTO, f.leaderTO
 	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
 	nc.MaxBlockingQueries = f.maxBlocking
+	nc.MaxSessionsPerToken, nc.MaxObjectsPerSession, nc.MaxWaitersPerObject = f.maxSessionsPerToken, f.maxLocksPerSession, f.maxWaitersPerLock
+	if f.rate < 0 || f.burst < 1 {
+		return server.Config{}, fmt.Errorf("--rate-limit %g must not be negative and --rate-burst %d must be at least 1", f.rate, f.burst)
+	}
 	nc.RaftLogLevel = raftLvl
 	nc.Logger = logger
 	nc.LeaseLog = f.leaseLog
@@ -210,12 +233,25 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if err := applyUnsafeDebug(&nc, f.unsafeDebug); err != nil {
 		return server.Config{}, err
 	}
+	boot, err := secretFrom("--acl-bootstrap-token-file", f.aclBootstrapFile, "LOCKD_ACL_BOOTSTRAP_TOKEN")
+	if err != nil {
+		return server.Config{}, err
+	}
+	own, err := secretFrom("--acl-token-file", f.aclTokenFile, "LOCKD_ACL_TOKEN")
+	if err != nil {
+		return server.Config{}, err
+	}
+	if !f.aclOn && boot != "" {
+		return server.Config{}, errors.New("a bootstrap ACL token is given but --acl is off: turn ACLs on, or give no bootstrap token")
+	}
+	nc.ACLBootstrapSecret = boot
 	if err := nc.Validate(); err != nil {
 		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
 	}
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
 		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
-		HTTPTLS: tc.http, PeerTLS: tc.peer, APIClientTLS: tc.apiClient}, nil
+		HTTPTLS: tc.http, PeerTLS: tc.peer, APIClientTLS: tc.apiClient,
+		ACL: f.aclOn, ACLToken: own, RateLimit: httpapi.RateLimit{Rate: f.rate, Burst: f.burst}}, nil
 }
 
 // tlsSet holds the TLS configurations of a node; nil for what is off.
@@ -335,4 +371,24 @@ func parseClusterHTTP(s, scheme string) (map[string]string, error) {
 		out[id] = addr
 	}
 	return out, nil
+}
+
+// secretFrom reads an ACL secret from file (trailing white space dropped),
+// or else from the environment variable env; "" when neither is set.
+func secretFrom(flagName, file, env string) (string, error) {
+	s := os.Getenv(env)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", flagName, err)
+		}
+		s = strings.TrimSpace(string(b))
+	}
+	if s == "" {
+		return "", nil
+	}
+	if err := acl.ValidateSecret(s); err != nil {
+		return "", fmt.Errorf("%s (or %s): %v", flagName, env, err)
+	}
+	return s, nil
 }

@@ -66,7 +66,12 @@ func infoCmd(name string, args []string) int {
 	if err != nil {
 		return fail(os.Stderr, fs.Name(), err)
 	}
-	if f.jsonOut {
+	return output(f.jsonOut, v, print)
+}
+
+// output prints v as indented JSON with jsonOut, else print's table.
+func output(jsonOut bool, v any, print func(io.Writer)) int {
+	if jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(v)

@@ -1,6 +1,10 @@
 package wire
 
-import "time"
+import (
+	"time"
+
+	"github.com/lockd/lockd/acl"
+)
 
 // Lock modes.
 const (
@@ -14,6 +18,9 @@ type CreateSessionRequest struct {
 	TTL       Duration  `json:"ttl,omitempty"`
 	LockDelay *Duration `json:"lock_delay,omitempty"`
 	Name      string    `json:"name,omitempty"`
+	// Owner is the accessor id of the ACL token the request came with, set
+	// by the node that serves it, never by the client.
+	Owner string `json:"-"`
 }
 
 // Session describes a session. Locks is filled in by GET requests.
@@ -234,3 +241,37 @@ type ReadOptions struct {
 // own HTTP address, so that a client that talked to a follower can go to
 // the leader directly next time and save the hop.
 const HeaderLeader = "X-Lockd-Leader"
+
+// CreateTokenRequest is the body of POST /v1/acl/tokens: an admin token,
+// or one with rules (acl.Rule: kind "lock" or "election", a name prefix,
+// access "read" or "write").
+type CreateTokenRequest struct {
+	Description string     `json:"description,omitempty"`
+	Admin       bool       `json:"admin,omitempty"`
+	Rules       []acl.Rule `json:"rules,omitempty"`
+}
+
+// Token describes an ACL token. Secret is set only in the answer to the
+// request that created it: the cluster stores only its hash.
+type Token struct {
+	AccessorID  string     `json:"accessor_id"`
+	Secret      string     `json:"secret,omitempty"`
+	Description string     `json:"description,omitempty"`
+	Admin       bool       `json:"admin,omitempty"`
+	Rules       []acl.Rule `json:"rules"`
+	CreateIndex uint64     `json:"create_index"`
+}
+
+// TokenList answers GET /v1/acl/tokens.
+type TokenList struct {
+	Tokens []Token `json:"tokens"`
+}
+
+// TokenOf returns t as the API shows it: never its hash.
+func TokenOf(t acl.Token) Token {
+	rules := t.Rules
+	if rules == nil {
+		rules = []acl.Rule{}
+	}
+	return Token{AccessorID: t.AccessorID, Description: t.Description, Admin: t.Admin, Rules: rules, CreateIndex: t.CreateIndex}
+}

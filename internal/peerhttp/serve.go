@@ -105,7 +105,7 @@ func handle(ctx context.Context, raw net.Conn, h http.Handler, f frame, log *slo
 			out.body = []byte(`{"error":"internal error","code":"internal"}`)
 		}
 	}()
-	h.ServeHTTP(w, req.WithContext(ctx))
+	h.ServeHTTP(w, req.WithContext(context.WithValue(ctx, fromPeerKey{}, true)))
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -143,4 +143,14 @@ func (w *recorder) Write(p []byte) (int, error) {
 // isEOF reports whether err is the other end closing the connection.
 func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+type fromPeerKey struct{}
+
+// FromPeer reports whether the request with context ctx came in over the
+// peer port (a follower's forwarding), not from a client directly: the
+// node that received it from the client has applied its per-client rules.
+func FromPeer(ctx context.Context) bool {
+	v, _ := ctx.Value(fromPeerKey{}).(bool)
+	return v
 }

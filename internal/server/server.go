@@ -76,6 +76,16 @@ type Config struct {
 	// the classic modes, every forwarded request). Nil means the system's
 	// roots and no client certificate.
 	APIClientTLS *tls.Config
+	// ACL turns ACLs on in the HTTP API (httpapi.Config.ACL). Every node
+	// of a cluster must have the same setting.
+	ACL bool
+	// ACLToken is the secret this node sends with its own requests to the
+	// cluster (registering in the member table when it joins); with ACLs
+	// on it must be an admin token's. Empty means Node.ACLBootstrapSecret.
+	ACLToken string
+	// RateLimit bounds the requests per second each client address may
+	// send to this node (httpapi.Config.RateLimit).
+	RateLimit httpapi.RateLimit
 }
 
 // memberCheckTimeout bounds the leader's check of a new member's peer
@@ -161,7 +171,10 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr}
+	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr, RateLimit: cfg.RateLimit}
+	if cfg.ACL {
+		hc.ACL = node
+	}
 	overHTTP := httpapi.NewForwardTransport(cfg.APIClientTLS)
 	hc.ForwardClient = &http.Client{Transport: overHTTP}
 	if s.el == nil {
@@ -179,7 +192,8 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Pprof {
 		h = withPprof(h)
 	}
-	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg.HTTPTLS}
+	s.http = newHTTPServer(h)
+	s.http.TLSConfig = cfg.HTTPTLS
 	if cfg.HTTPTLS != nil {
 		go s.http.ServeTLS(httpLn, "", "")
 	} else {
@@ -334,7 +348,7 @@ func (s *Server) register() {
 			url, hc = nc.HTTPAddr, self // forwarded to the leader
 		}
 		if url != "" {
-			if err := postMember(hc, url, m); err != nil && attempt%20 == 5 {
+			if err := postMember(hc, url, m, s.aclToken()); err != nil && attempt%20 == 5 {
 				s.log.Warn("cannot register in the cluster yet; retrying", "via", url, "err", err)
 			}
 		}
@@ -394,7 +408,15 @@ func (s *Server) inConfiguration() bool {
 	return false
 }
 
-func postMember(hc *http.Client, base string, m wire.Member) error {
+// aclToken returns the secret the node sends with its own requests.
+func (s *Server) aclToken() string {
+	if s.cfg.ACLToken != "" {
+		return s.cfg.ACLToken
+	}
+	return s.cfg.Node.ACLBootstrapSecret
+}
+
+func postMember(hc *http.Client, base string, m wire.Member, token string) error {
 	body, _ := json.Marshal(m)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -403,6 +425,9 @@ func postMember(hc *http.Client, base string, m wire.Member) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err
@@ -524,4 +549,26 @@ func withPprof(h http.Handler) http.Handler {
 	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	m.Handle("/", h)
 	return m
+}
+
+// Bounds of the HTTP server: a client must send its headers within
+// ReadHeaderTimeout, of at most MaxHeaderBytes; answers may take as long as
+// the longest wait a request may ask for, plus a minute; an idle kept-alive
+// connection is closed after IdleTimeout. There is no ReadTimeout: net/http
+// would cancel a blocking request's context when it fires, in the middle
+// of a wait; a body is at most wire.MaxBody bytes.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpIdleTimeout       = 2 * time.Minute
+	httpMaxHeaderBytes    = 64 << 10
+)
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		WriteTimeout:      max(wire.MaxWait, wire.MaxQueryWait) + time.Minute,
+		IdleTimeout:       httpIdleTimeout,
+		MaxHeaderBytes:    httpMaxHeaderBytes,
+	}
 }

@@ -75,13 +75,23 @@ type proc struct {
 type procCluster struct {
 	t     *testing.T
 	procs []*proc
+	// token is the ACL secret the harness's own requests send ("" when
+	// the cluster has ACLs off).
+	token string
 }
 
 func mustStartCluster(t *testing.T, n int, extra ...string) *procCluster {
 	t.Helper()
+	return mustStartClusterAs(t, "", n, extra...)
+}
+
+// mustStartClusterAs is mustStartCluster for a cluster whose API needs the
+// ACL token secret.
+func mustStartClusterAs(t *testing.T, token string, n int, extra ...string) *procCluster {
+	t.Helper()
 	bin := mustBuild(t)
 	dir := t.TempDir()
-	c := &procCluster{t: t}
+	c := &procCluster{t: t, token: token}
 	var initial, httpList []string
 	peers, https := make([]string, n), make([]string, n)
 	addrs := freePorts(t, 2*n)
@@ -182,7 +192,7 @@ func (c *procCluster) waitLeader(within time.Duration) int {
 				continue
 			}
 			var cl wire.Cluster
-			if st, _ := doJSON(p.http, "GET", "/v1/cluster", nil, &cl); st == 200 &&
+			if st, _ := doJSONAs(c.token, p.http, "GET", "/v1/cluster", nil, &cl); st == 200 &&
 				(cl.State == "Leader" || cl.State == "coordinator") && cl.MasterLeaseRemaining != nil && cl.MasterLeaseRemaining.D() > 0 {
 				leader = i
 				return true
@@ -208,12 +218,20 @@ var httpClient = &http.Client{Timeout: 3 * time.Second}
 
 // doJSON sends a request and decodes a 2xx JSON answer into out.
 func doJSON(base, method, path string, in, out any) (int, wire.Error) {
+	return doJSONAs("", base, method, path, in, out)
+}
+
+// doJSONAs is doJSON with the ACL token secret token ("" sends none).
+func doJSONAs(token, base, method, path string, in, out any) (int, wire.Error) {
 	var body io.Reader
 	if in != nil {
 		b, _ := json.Marshal(in)
 		body = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, base+path, body)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return 0, wire.Error{Code: "transport", Message: err.Error()}

@@ -1,0 +1,207 @@
+// Package acl is lockd's access-control model: tokens, the rules they carry,
+// and the one decision every request goes through, Allowed. It does no I/O
+// and knows nothing of HTTP or Raft: the tokens themselves are replicated
+// state (package fsm), the HTTP API asks Allowed before it serves (package
+// httpapi).
+//
+// A token is a secret the client sends as "Authorization: Bearer SECRET".
+// The cluster never stores the secret: it stores its SHA-256 (Hash) and
+// finds the token by it, then compares the hashes in constant time. Each
+// token also has a public AccessorID, which names it in lists, in
+// revocation and as the owner of the sessions it creates.
+//
+// What a token may do:
+//
+//   - Admin tokens may do everything: cluster membership, tokens, snapshots,
+//     the debug routes, and every lock, election and session.
+//   - Other tokens carry rules. A rule grants read or write on the locks or
+//     the elections whose names start with its prefix ("" is every name).
+//     Write includes read. Read lets a token look at a lock or an election
+//     and check a fencing token; write lets it acquire, release, campaign,
+//     proclaim and resign there.
+//   - Sessions are not named objects: any token with at least one write
+//     rule may create sessions, and may keep alive, use and destroy only the
+//     sessions it created (Owns). Any token may read the session list, but
+//     sees full session ids only for its own sessions.
+package acl
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Access is what a rule grants, or what an action needs.
+type Access string
+
+// Access levels. Write includes Read.
+const (
+	Read  Access = "read"
+	Write Access = "write"
+)
+
+// Kind is the kind of named object a rule covers.
+type Kind string
+
+// Object kinds.
+const (
+	Lock     Kind = "lock"
+	Election Kind = "election"
+)
+
+// Rule grants Access on the objects of Kind whose names start with Prefix.
+type Rule struct {
+	Kind   Kind   `json:"kind"`
+	Prefix string `json:"prefix"`
+	Access Access `json:"access"`
+}
+
+// Token is a stored token: everything but the secret.
+type Token struct {
+	// AccessorID names the token publicly.
+	AccessorID string `json:"accessor_id"`
+	// Hash is the hex SHA-256 of the secret.
+	Hash        string `json:"hash"`
+	Description string `json:"description,omitempty"`
+	Admin       bool   `json:"admin,omitempty"`
+	Rules       []Rule `json:"rules,omitempty"`
+	// CreateIndex is the Raft index of the entry that created it.
+	CreateIndex uint64 `json:"create_index"`
+}
+
+// Action is what a request wants to do: Access on the object of Kind named
+// Name, or, with Admin set, an administrative operation (Kind, Name and
+// Access are then ignored).
+type Action struct {
+	Admin  bool
+	Kind   Kind
+	Name   string
+	Access Access
+}
+
+// Anything is the action of a request that any valid token may make.
+var Anything = Action{}
+
+// Allowed reports whether t may perform a. The zero Action (Anything) is
+// allowed to every token.
+func Allowed(t Token, a Action) bool {
+	switch {
+	case t.Admin:
+		return true
+	case a.Admin:
+		return false
+	case a == Anything:
+		return true
+	}
+	for _, r := range t.Rules {
+		if r.Kind == a.Kind && strings.HasPrefix(a.Name, r.Prefix) && covers(r.Access, a.Access) {
+			return true
+		}
+	}
+	return false
+}
+
+// CanWriteSomething reports whether t may create sessions: it is an admin
+// token or has at least one write rule.
+func CanWriteSomething(t Token) bool {
+	if t.Admin {
+		return true
+	}
+	for _, r := range t.Rules {
+		if r.Access == Write {
+			return true
+		}
+	}
+	return false
+}
+
+// Owns reports whether t may act on a session whose owner is owner (the
+// AccessorID of the token that created it): t created it, or t is an admin
+// token. A session created while ACLs were off has no owner, and only
+// admin tokens may act on it.
+func Owns(t Token, owner string) bool {
+	return t.Admin || (owner != "" && subtle.ConstantTimeCompare([]byte(owner), []byte(t.AccessorID)) == 1)
+}
+
+func covers(have, want Access) bool {
+	return have == Write || have == want
+}
+
+// Hash returns the hex SHA-256 of secret, the form in which the cluster
+// stores and looks up tokens.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Matches reports whether secret is t's, comparing hashes in constant time.
+func Matches(t Token, secret string) bool {
+	return subtle.ConstantTimeCompare([]byte(Hash(secret)), []byte(t.Hash)) == 1
+}
+
+// Limits on what a token may carry, so that one cannot bloat the state.
+const (
+	MaxRules       = 64
+	MaxDescription = 256
+	MaxPrefix      = 256
+	// MinSecret is the shortest secret accepted for the bootstrap token
+	// (generated secrets are longer).
+	MinSecret = 16
+	MaxSecret = 256
+)
+
+// Validate checks a token's rules and fields (not its hash or accessor,
+// which the cluster makes).
+func Validate(t Token) error {
+	if len(t.Description) > MaxDescription {
+		return fmt.Errorf("description of %d bytes, more than %d", len(t.Description), MaxDescription)
+	}
+	if len(t.Rules) > MaxRules {
+		return fmt.Errorf("%d rules, more than %d", len(t.Rules), MaxRules)
+	}
+	for i, r := range t.Rules {
+		switch {
+		case r.Kind != Lock && r.Kind != Election:
+			return fmt.Errorf("rule %d: kind %q (want %q or %q)", i, r.Kind, Lock, Election)
+		case r.Access != Read && r.Access != Write:
+			return fmt.Errorf("rule %d: access %q (want %q or %q)", i, r.Access, Read, Write)
+		case len(r.Prefix) > MaxPrefix:
+			return fmt.Errorf("rule %d: prefix of %d bytes, more than %d", i, len(r.Prefix), MaxPrefix)
+		}
+	}
+	return nil
+}
+
+// ValidateSecret checks a secret given by an operator (the bootstrap token).
+func ValidateSecret(s string) error {
+	switch {
+	case len(s) < MinSecret:
+		return fmt.Errorf("secret of %d bytes, fewer than %d", len(s), MinSecret)
+	case len(s) > MaxSecret:
+		return fmt.Errorf("secret of %d bytes, more than %d", len(s), MaxSecret)
+	case strings.ContainsAny(s, " \t\r\n"):
+		return fmt.Errorf("secret contains white space")
+	}
+	return nil
+}
+
+// ParseRule parses "KIND:PREFIX:ACCESS", as the CLI takes rules (for
+// example "lock:jobs/:write"; the prefix may be empty: "election::read").
+func ParseRule(s string) (Rule, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return Rule{}, fmt.Errorf("rule %q: want KIND:PREFIX:ACCESS, e.g. lock:jobs/:write", s)
+	}
+	r := Rule{Kind: Kind(parts[0]), Prefix: parts[1], Access: Access(parts[2])}
+	if err := Validate(Token{Rules: []Rule{r}}); err != nil {
+		return Rule{}, fmt.Errorf("rule %q: %v", s, err)
+	}
+	return r, nil
+}
+
+// String formats r as ParseRule reads it.
+func (r Rule) String() string {
+	return string(r.Kind) + ":" + r.Prefix + ":" + string(r.Access)
+}

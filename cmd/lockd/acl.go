@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+const aclUsage = `lockd acl token create [--description TEXT] (--admin | --rule KIND:PREFIX:ACCESS ...) [--addr ADDRS] [--json]
+  lockd acl token list | self [--addr ADDRS] [--json]
+  lockd acl token revoke ACCESSOR_ID [--addr ADDRS]
+The token sent is LOCKD_ACL_TOKEN (or --acl-token); create, list and revoke need an admin token.
+A rule: KIND lock or election, a name PREFIX (may be empty), ACCESS read or write, e.g. lock:jobs/:write.`
+
+// rulesFlag collects repeated --rule flags.
+type rulesFlag []acl.Rule
+
+func (r *rulesFlag) String() string { return fmt.Sprint(*r) }
+
+func (r *rulesFlag) Set(s string) error {
+	rule, err := acl.ParseRule(s)
+	if err != nil {
+		return err
+	}
+	*r = append(*r, rule)
+	return nil
+}
+
+// aclCmd runs "lockd acl token ...".
+func aclCmd(args []string) int {
+	fs := newFlagSet("lockd acl token", aclUsage)
+	var f clientFlags
+	f.register(fs, true)
+	var rules rulesFlag
+	desc := fs.String("description", "", "create: what the token is for")
+	admin := fs.Bool("admin", false, "create: an admin token (everything, including tokens and membership)")
+	fs.Var(&rules, "rule", "create: a rule KIND:PREFIX:ACCESS; repeat for more")
+	if len(args) < 2 || args[0] != "token" {
+		return usageErr(fs, "want: lockd acl token create|list|self|revoke")
+	}
+	verb := args[1]
+	pos, command, err := parseArgs(fs, args[2:])
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(command) > 0 || (verb == "revoke") != (len(pos) == 1) || (verb != "revoke" && len(pos) > 0) {
+		return usageErr(fs, "unexpected arguments")
+	}
+	if verb != "create" && (*admin || len(rules) > 0 || *desc != "") {
+		return usageErr(fs, "--admin, --rule and --description are for create")
+	}
+	c, err := f.client()
+	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var v any
+	var print func(io.Writer)
+	switch verb {
+	case "create":
+		if *admin == (len(rules) > 0) {
+			return usageErr(fs, "give --admin or at least one --rule, not both")
+		}
+		tok, e := c.CreateToken(ctx, wire.CreateTokenRequest{Description: *desc, Admin: *admin, Rules: rules})
+		v, err, print = tok, e, func(w io.Writer) {
+			fmt.Fprintf(w, "ACCESSOR\tSECRET\n%s\t%s\n", tok.AccessorID, tok.Secret)
+			fmt.Fprintln(os.Stderr, "lockd acl token create: the secret is shown once; the cluster keeps only its hash")
+		}
+	case "list":
+		toks, e := c.Tokens(ctx)
+		v, err, print = toks, e, func(w io.Writer) { printTokens(w, toks) }
+	case "self":
+		tok, e := c.SelfToken(ctx)
+		v, err, print = tok, e, func(w io.Writer) { printTokens(w, []wire.Token{tok}) }
+	case "revoke":
+		err = c.RevokeToken(ctx, pos[0])
+		v, print = struct{}{}, func(io.Writer) {}
+	default:
+		return usageErr(fs, "unknown verb %q (want create, list, self or revoke)", verb)
+	}
+	if err != nil {
+		return fail(os.Stderr, fs.Name()+" "+verb, err)
+	}
+	return output(f.jsonOut, v, print)
+}
+
+func printTokens(w io.Writer, toks []wire.Token) {
+	fmt.Fprintln(w, "ACCESSOR\tADMIN\tRULES\tDESCRIPTION")
+	for _, t := range toks {
+		rules := make([]string, len(t.Rules))
+		for i, r := range t.Rules {
+			rules[i] = r.String()
+		}
+		fmt.Fprintf(w, "%s\t%v\t%s\t%s\n", t.AccessorID, t.Admin, strings.Join(rules, ","), t.Description)
+	}
+}

@@ -1,0 +1,117 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+
+	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// ResolveToken returns the ACL token whose secret is secret, from this
+// node's state. A token revoked by an entry this node has applied is not
+// found; a follower that lags behind may still find it for its stale reads
+// until it applies the revocation (the leader serves everything else).
+func (n *Node) ResolveToken(secret string) (acl.Token, bool) {
+	return n.fsm.TokenBySecret(secret)
+}
+
+// SessionOwner returns the accessor id of the token that created session
+// id, and whether the session exists in this node's state.
+func (n *Node) SessionOwner(id string) (string, bool) {
+	s, ok := n.fsm.Session(id)
+	return s.Owner, ok
+}
+
+// CreateToken stores a new ACL token and returns it with its secret, the
+// only time the secret leaves the node: the log and the state hold its
+// hash.
+func (n *Node) CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wire.Token, error) {
+	if _, err := n.leading(); err != nil {
+		return wire.Token{}, err
+	}
+	secret := newSecret()
+	tok := acl.Token{AccessorID: newAccessorID(), Hash: acl.Hash(secret), Description: req.Description, Admin: req.Admin, Rules: req.Rules}
+	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateToken, ACLToken: &tok})
+	if err != nil {
+		return wire.Token{}, err
+	}
+	if res.Err != nil {
+		return wire.Token{}, aclErr(res.Err)
+	}
+	out := wire.TokenOf(*res.ACLToken)
+	out.Secret = secret
+	return out, nil
+}
+
+// RevokeToken removes a token; from the entry on, requests with its
+// secret are answered 401.
+func (n *Node) RevokeToken(ctx context.Context, accessor string) error {
+	if _, err := n.leading(); err != nil {
+		return err
+	}
+	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpRevokeToken, ACLToken: &acl.Token{AccessorID: accessor}})
+	if err != nil {
+		return err
+	}
+	return aclErr(res.Err)
+}
+
+// Tokens lists every token (never a secret or a hash), as the leader
+// knows them.
+func (n *Node) Tokens(ctx context.Context) (wire.TokenList, error) {
+	if _, err := n.leading(); err != nil {
+		return wire.TokenList{}, err
+	}
+	list := wire.TokenList{Tokens: []wire.Token{}}
+	for _, t := range n.fsm.Tokens() {
+		list.Tokens = append(list.Tokens, wire.TokenOf(t))
+	}
+	return list, nil
+}
+
+func aclErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fsm.ErrTokenNotFound):
+		return wire.Errorf(wire.CodeNotFound, "no such token")
+	case errors.Is(err, fsm.ErrTokenExists), errors.Is(err, fsm.ErrBadCommand):
+		return wire.Errorf(wire.CodeBadRequest, "%v", err)
+	}
+	return err
+}
+
+// bootstrapACL creates the bootstrap admin token from the configured
+// secret if the cluster never had one. Every node may be given the same
+// secret: the state machine applies the first bootstrap only.
+func (t *leaderTerm) bootstrapACL() {
+	n := t.n
+	if n.cfg.ACLBootstrapSecret == "" || n.fsm.ACLBootstrapped() {
+		return
+	}
+	tok := acl.Token{AccessorID: newAccessorID(), Hash: acl.Hash(n.cfg.ACLBootstrapSecret), Description: "bootstrap", Admin: true}
+	res, err := n.propose(t.ctx, fsm.Command{Op: fsm.OpBootstrapACL, ACLToken: &tok})
+	switch {
+	case err != nil:
+		n.log.Warn("could not create the bootstrap ACL token; the next leader will try", "err", err)
+	case res.Err != nil:
+		n.log.Warn("bootstrap ACL token refused", "err", res.Err)
+	case res.ACLToken != nil:
+		n.log.Info("bootstrap ACL token created", "accessor", res.ACLToken.AccessorID)
+	}
+}
+
+// newSecret returns a token secret: 32 random bytes, base64url.
+func newSecret() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("lease: crypto/rand failed: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func newAccessorID() string { return randomHex(16) }
