@@ -47,6 +47,7 @@ func (n *Node) Cluster(ctx context.Context) (wire.Cluster, error) {
 		d := wire.Duration(t.leaseRemaining())
 		c.MasterLeaseRemaining = &d
 	}
+	c.MasterLeaseFailures = n.leaseFailures.Load()
 	err := n.eng.describe(&c)
 	return c, err
 }

@@ -167,6 +167,9 @@ func (t *leaderTerm) leaseLoop() {
 			n.log.Info("master lease renewed again", "term", t.raftTerm)
 		}
 		failing = err != nil
+		if failing {
+			n.leaseFailures.Add(1)
+		}
 		timer.Reset(every)
 	}
 }

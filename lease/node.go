@@ -37,6 +37,9 @@ type Node struct {
 	wg   sync.WaitGroup // background goroutines
 
 	blocking atomic.Int64 // blocking queries being served (Config.MaxBlockingQueries)
+	// leaseFailures counts the master-lease rounds that failed to confirm
+	// a quorum while this node led, since it started.
+	leaseFailures atomic.Uint64
 
 	unsafe unsafeState // the state of the unsafe switches that need one
 }

@@ -161,7 +161,13 @@ type Cluster struct {
 	// not (Raft mode): what a vote request compares.
 	LastLogIndex         uint64    `json:"last_log_index,omitempty"`
 	MasterLeaseRemaining *Duration `json:"master_lease_remaining,omitempty"`
-	Members              []Member  `json:"members"`
+	// MasterLeaseFailures counts the master-lease renewals that failed to
+	// confirm a quorum while this node led, since it started: each is a
+	// moment the lease was not extended, and, if the next ones failed too
+	// until it ran out, a pause in serving. Zero means the node never
+	// came near losing its lease.
+	MasterLeaseFailures uint64   `json:"master_lease_failures"`
+	Members             []Member `json:"members"`
 	// Coordinator, Epoch and Election are set in the classic modes only.
 	Coordinator string         `json:"coordinator,omitempty"`
 	Epoch       uint64         `json:"epoch,omitempty"`
