@@ -96,6 +96,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool 
 		s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 		return true
 	}
+	if s.metrics != nil {
+		s.metrics.forwarded.Inc()
+	}
 	f := &forwarding{target: target.Host, limit: requestWait(r) + s.limits.marginOrDefault()}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/httpapi/wire"
@@ -111,6 +112,8 @@ type Server struct {
 	limits    forwardLimits
 	acl       ACLService
 	rate      *clientLimiter
+	metrics   *httpMetrics        // nil until RegisterMetrics
+	gatherer  prometheus.Gatherer // what GET /metrics serves
 	router    *mux.Router
 }
 
@@ -265,7 +268,10 @@ func (s *Server) newRouter() *mux.Router {
 	// reach wire.ValidateName as the client wrote them.
 	r.SkipClean(true)
 	for _, rt := range s.routes() {
-		r.Handle(rt.path, s.handler(rt)).Methods(rt.method)
+		r.Handle(rt.path, s.observed(rt, s.handler(rt))).Methods(rt.method)
+	}
+	if s.gatherer != nil {
+		r.Handle(metricsRoute.path, s.observed(metricsRoute, http.HandlerFunc(s.serveMetrics))).Methods(metricsRoute.method)
 	}
 	// /readyz needs a status of its own when the node is not ready.
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)

@@ -91,6 +91,7 @@ func (t *leaderTerm) expire(ids []string) {
 	case res.Err != nil:
 		n.log.Error("session expiries refused", "sessions", len(ids), "err", res.Err)
 	case len(res.Expired) > 0:
+		n.count.sessionsExpired.Add(uint64(len(res.Expired)))
 		n.log.Info("sessions expired", "count", len(res.Expired), "sessions", someExpired(res.Expired), "index", res.Index)
 	}
 	if !n.log.Enabled(context.Background(), slog.LevelDebug) {

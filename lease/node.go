@@ -40,6 +40,7 @@ type Node struct {
 	// leaseFailures counts the master-lease rounds that failed to confirm
 	// a quorum while this node led, since it started.
 	leaseFailures atomic.Uint64
+	count         counters // for the metrics (metrics.go)
 
 	unsafe unsafeState // the state of the unsafe switches that need one
 }

@@ -52,6 +52,7 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 		return wire.Session{}, n.apiErr(res.Err, id, "session")
 	}
 	t.track(id, ttl)
+	n.count.sessionsCreated.Add(1)
 	return n.wireSession(*res.Session), nil
 }
 
@@ -78,6 +79,7 @@ func (n *Node) KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse
 	if !t.leaseValid() {
 		return wire.KeepAliveResponse{}, errNoLeader("the leader's master lease has run out")
 	}
+	n.count.keepalives.Add(1)
 	return wire.KeepAliveResponse{ID: id, TTL: wire.Duration(s.TTL)}, nil
 }
 

@@ -125,6 +125,10 @@ func serve(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
 		return exitUsage
 	}
+	if cfg.Metrics, err = newMetrics(); err != nil {
+		fmt.Fprintf(os.Stderr, "lockd serve: metrics: %v\n", err)
+		return exitError
+	}
 	srv, err := server.Start(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)

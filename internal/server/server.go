@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockd/lockd/classic"
 	"github.com/lockd/lockd/httpapi"
@@ -86,6 +87,9 @@ type Config struct {
 	// RateLimit bounds the requests per second each client address may
 	// send to this node (httpapi.Config.RateLimit).
 	RateLimit httpapi.RateLimit
+	// Metrics, if set, receives the node's and the HTTP API's metrics,
+	// and is served at GET /metrics.
+	Metrics *prometheus.Registry
 }
 
 // memberCheckTimeout bounds the leader's check of a new member's peer
@@ -186,6 +190,14 @@ func Start(cfg Config) (*Server, error) {
 		hc.Clock = skew
 	}
 	api := httpapi.New(hc)
+	if cfg.Metrics != nil {
+		if err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics)); err != nil {
+			node.Close()
+			s.mux.Close()
+			httpLn.Close()
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
 	s.api = api
 	go peerhttp.Serve(fwd, api, s.log)
 	var h http.Handler = api
