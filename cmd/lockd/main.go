@@ -57,7 +57,7 @@ func run(args []string) int {
 	case "acl":
 		return aclCmd(args[1:])
 	case "version", "--version", "-version":
-		fmt.Println("lockd", version)
+		printVersion(os.Stdout)
 		return exitOK
 	case "help", "-h", "--help":
 		usage()
@@ -86,7 +86,7 @@ Usage:
   lockd tls init DIR [--nodes N] [--hosts H,...]
                                         a development CA, a certificate per node and a
                                         client certificate, for --tls-cert, --peer-cert, ...
-  lockd version                         print the version
+  lockd version                         print the version, the commit and the Go version
 
 Client commands find the cluster with --addr or LOCKD_ADDR (default
 http://127.0.0.1:7400; several addresses separated by commas), and speak
