@@ -33,9 +33,18 @@ import (
 // does not cause elections of its own: the tests count elections.
 func startTLSCluster(t *testing.T, n int, faults bool) (*proccluster.Cluster, *proccluster.Node) {
 	t.Helper()
-	bin := mustBuild(t)
-	c, err := proccluster.New(proccluster.Config{Binary: bin, Nodes: n, Dir: t.TempDir(), TLS: true, Plain: !faults,
-		Extra: []string{"--heartbeat-timeout", "2s", "--election-timeout", "2s"}})
+	return startSecuredCluster(t, proccluster.Config{Nodes: n, TLS: true, Plain: !faults})
+}
+
+// startSecuredCluster is startTLSCluster for a cluster configured as cfg
+// (its size and security; the binary, directory and timeouts are the
+// test's).
+func startSecuredCluster(t *testing.T, cfg proccluster.Config) (*proccluster.Cluster, *proccluster.Node) {
+	t.Helper()
+	n := cfg.Nodes
+	cfg.Binary, cfg.Dir = mustBuild(t), t.TempDir()
+	cfg.Extra = append(cfg.Extra, "--heartbeat-timeout", "2s", "--election-timeout", "2s")
+	c, err := proccluster.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
