@@ -303,10 +303,16 @@ func TestTLS_FaultRulesCutPeers(t *testing.T) {
 			}
 		}
 	}
+	// Only a leader reports a master lease: either of the others may be it.
 	waitFor(t, 30*time.Second, "the others to elect a new leader", func() bool {
-		st, err := others[0].Status(ctx)
-		return err == nil && st.Term > before.Term && st.Leader != nil && st.Leader.ID != leader.ID &&
-			st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() >= 0
+		for _, n := range others {
+			st, err := n.Status(ctx)
+			if err == nil && st.Term > before.Term && st.Leader != nil && st.Leader.ID == n.ID &&
+				st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() >= 0 {
+				return true
+			}
+		}
+		return false
 	})
 	if err := leader.HealFaults(ctx); err != nil {
 		t.Fatal(err)
