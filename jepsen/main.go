@@ -9,6 +9,7 @@
 //	go run ./jepsen --seed 42 --faults kill-leader,partition-leader
 //	go run ./jepsen --unsafe-debug grant-held --faults none   (self-test)
 //	go run ./jepsen --no-fencing --faults pause-client         (negative control)
+//	go run ./jepsen --secure --faults all                      (TLS, mutual TLS, ACLs)
 //
 // It exits 0 when every checker passed in every run, 1 when a checker
 // found a violation or could not decide, and 2 on a usage error.
@@ -48,6 +49,7 @@ type options struct {
 	out          string
 	noFencing    bool
 	unsafeClock  bool
+	secure       bool
 	ttl          time.Duration
 	results      string
 	binary       string
@@ -68,6 +70,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.out, "out", "", "directory for data, logs and reports (default: a new temporary directory)")
 	fs.BoolVar(&o.noFencing, "no-fencing", false, "negative control: the fenced resource accepts every token")
 	fs.BoolVar(&o.unsafeClock, "unsafe-clock", false, "allow the clock-skew, clock-rate and clock-fast-followers faults (beyond the lease's drift bound; clock-drift, within it, needs no flag)")
+	fs.BoolVar(&o.secure, "secure", false, "secure the cluster: HTTPS with client certificates, mutual TLS between nodes, ACLs; every client speaks TLS with a token (the workloads non-admin tokens of their own)")
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "TTL of the clients' sessions")
 	fs.StringVar(&o.results, "results", "", "append this campaign's row to this RESULTS.md")
 	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one")
@@ -206,7 +209,7 @@ func allDecided(r *runner.Result) bool {
 func (o *options) config(seed uint64, self string, faults []failpoint.Failpoint) runner.Config {
 	return runner.Config{Binary: o.binary, Self: self, Nodes: o.nodes, Seed: seed, Duration: o.duration,
 		Faults: faults, Workloads: o.workloadList, UnsafeDebug: o.unsafeDebug,
-		Election: o.election, ServeArgs: strings.Fields(o.serveArgs), NoFencing: o.noFencing, UnsafeClock: o.unsafeClock, TTL: o.ttl,
+		Election: o.election, ServeArgs: strings.Fields(o.serveArgs), NoFencing: o.noFencing, UnsafeClock: o.unsafeClock, Secure: o.secure, TTL: o.ttl,
 		Dir: filepath.Join(o.out, fmt.Sprintf("run-%d", seed)),
 		Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }}
 }
@@ -218,6 +221,9 @@ func (o *options) mode() string {
 	}
 	if o.noFencing {
 		m += ", no fencing"
+	}
+	if o.secure {
+		m += ", secure (TLS, mTLS, ACLs)"
 	}
 	return m
 }
@@ -233,6 +239,9 @@ func (o *options) command() string {
 	}
 	if o.unsafeClock {
 		c += " --unsafe-clock"
+	}
+	if o.secure {
+		c += " --secure"
 	}
 	if o.election != "raft" {
 		c += " --election " + o.election

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
+	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/report"
 	"github.com/lockd/lockd/jepsen/runner"
 	"github.com/lockd/lockd/jepsen/traffic"
@@ -63,13 +67,22 @@ func mustRunWorkloads(t *testing.T, workloads []string, seed uint64, d time.Dura
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mustRunConfig(t, runner.Config{Nodes: 3, Seed: seed, Duration: d, Faults: fps, Workloads: workloads,
+		UnsafeDebug: unsafeDebug, NoFencing: noFencing, UnsafeClock: unsafeClock, ServeArgs: serveArgs})
+}
+
+// mustRunConfig runs one harness run as cfg says, on the test's lockd, in
+// a directory kept if the test fails, with short quiet times between
+// faults, and logs its report.
+func mustRunConfig(t *testing.T, cfg runner.Config) *runner.Result {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := runner.Run(runner.Config{Binary: mustBuild(t), Self: self, Nodes: 3, Seed: seed, Duration: d,
-		Faults: fps, Workloads: workloads, UnsafeDebug: unsafeDebug, NoFencing: noFencing, UnsafeClock: unsafeClock, ServeArgs: serveArgs,
-		Dir: keptDir(t), QuietMin: 500 * time.Millisecond, QuietMax: 2 * time.Second})
+	cfg.Binary, cfg.Self, cfg.Dir = mustBuild(t), self, keptDir(t)
+	cfg.QuietMin, cfg.QuietMax = 500*time.Millisecond, 2*time.Second
+	r := runner.Run(cfg)
 	var b strings.Builder
 	report.Print(&b, r, true)
 	t.Log("\n" + b.String())
@@ -92,6 +105,12 @@ func TestSmoke(t *testing.T) {
 	if r.Ops < 1000 {
 		t.Errorf("only %d operations were recorded", r.Ops)
 	}
+	requirePassed(t, r)
+}
+
+// requirePassed requires the smoke runs' checkers to pass.
+func requirePassed(t *testing.T, r *runner.Result) {
+	t.Helper()
 	for _, name := range []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming,
 		validate.Fencing, validate.Durability, validate.Leaders, validate.MasterLease, validate.Events} {
 		v, ok := r.Verdict(name)
@@ -99,6 +118,81 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("no verdict from %s", name)
 		} else if !v.OK() {
 			t.Errorf("%s: %s\n%s", name, v, strings.Join(v.Details, "\n"))
+		}
+	}
+}
+
+// TestSmokeSecure is TestSmoke's run, shorter, on a secured cluster
+// (--secure: HTTPS with client certificates, mutual TLS between nodes,
+// ACLs): every checker must pass, the nodes must have refused requests
+// without credentials (the runner checks before the workloads start), and
+// every kind of client must have been served with its own TLS and token
+// and never refused: the workloads' library and raw-HTTP clients, the
+// per-node readers, the child fence clients, the checkers.
+func TestSmokeSecure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster of real processes for about 40 s")
+	}
+	fps, err := failpoint.Select("kill-leader,pause-leader,partition-leader,pause-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustRunConfig(t, runner.Config{Nodes: 3, Seed: 20260102, Duration: 15 * time.Second, Faults: fps,
+		Workloads: traffic.All, Secure: true})
+	secured := slices.ContainsFunc(r.Events, func(e history.Event) bool { return strings.HasPrefix(e.What, "secured: ") })
+	if !secured {
+		t.Errorf("no check that the nodes refuse requests without credentials in the timeline")
+	}
+	if r.Faults < 1 {
+		t.Errorf("no fault was injected")
+	}
+	if r.Ops < 300 {
+		t.Errorf("only %d operations were recorded", r.Ops)
+	}
+	requirePassed(t, r)
+	ev, err := runner.LoadEvidence(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]bool{}
+	for _, op := range r.History {
+		if op.Code == wire.CodeUnauthorized || op.Code == wire.CodeForbidden {
+			t.Errorf("refused by the ACLs: %+v", op)
+		}
+		if op.Status != history.OK && !(op.Kind == history.End && op.Err == "abandoned") {
+			continue
+		}
+		switch {
+		case op.Kind == history.Read && op.Node != "":
+			served["per-node reader of "+op.Node] = true
+		case op.Kind == history.End:
+			served["expiry or lock-delay session (raw HTTP)"] = true
+		case op.Kind == history.Acquire:
+			served["acquire of "+op.Lock] = true
+		}
+	}
+	for _, rt := range ev.Retries {
+		if rt.Code == wire.CodeUnauthorized || rt.Code == wire.CodeForbidden {
+			t.Errorf("refused by the ACLs: %+v", rt)
+		}
+		served["request-number worker (raw HTTP)"] = served["request-number worker (raw HTTP)"] || rt.Status == history.OK
+	}
+	for _, g := range ev.Grants {
+		served[fmt.Sprintf("fenced lock, child %v", g.Child)] = true
+	}
+	for _, sr := range ev.StaleReads {
+		served["?stale read of "+sr.Lock] = true
+	}
+	want := []string{"expiry or lock-delay session (raw HTTP)", "request-number worker (raw HTTP)",
+		"fenced lock, child true", "fenced lock, child false", "?stale read of " + traffic.ElectionName,
+		"?stale read of " + traffic.LockNames[0], "acquire of " + traffic.ElectionName, "acquire of " + traffic.QueueLock,
+		"acquire of " + traffic.SharedLock, "acquire of " + traffic.FencedLock, "acquire of " + traffic.LockNames[0]}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		want = append(want, "per-node reader of "+n)
+	}
+	for _, w := range want {
+		if !served[w] {
+			t.Errorf("never served on the secured cluster: %s", w)
 		}
 	}
 }

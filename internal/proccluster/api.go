@@ -32,6 +32,9 @@ func (n *Node) Do(ctx context.Context, method, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
+	if n.token != "" {
+		req.Header.Set("Authorization", "Bearer "+n.token)
+	}
 	hc := n.hc
 	if hc == nil {
 		hc = defaultHTTPClient
@@ -156,4 +159,34 @@ func (n *Node) SetWallStep(ctx context.Context, step time.Duration) error {
 		return fmt.Errorf("cluster: %s cannot step its wall clock (no wall_step in GET /v1/debug/clock)", n.ID)
 	}
 	return n.Do(ctx, "POST", "/v1/debug/clock", map[string]string{"wall_step": step.String()}, nil)
+}
+
+// CreateToken creates an ACL token (POST /v1/acl/tokens) with the admin
+// token of a cluster with Config.ACL, through a leader, and returns it
+// with its secret. It tries again while there is no leader or an answer is
+// lost (a lost answer may leave an extra token behind), for at most 30 s
+// or until ctx ends; a refusal (bad rules, no ACLs) ends it at once.
+func (c *Cluster) CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wire.Token, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		var tok wire.Token
+		l, err := c.WaitLeader(ctx, 5*time.Second)
+		if err == nil {
+			err = l.Do(ctx, "POST", "/v1/acl/tokens", req, &tok)
+			switch wire.CodeOf(err) {
+			case "":
+				if err == nil {
+					return tok, nil
+				}
+			case wire.CodeBadRequest, wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeNotFound, wire.CodeTooLarge:
+				return wire.Token{}, fmt.Errorf("cluster: create token: %w", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return wire.Token{}, fmt.Errorf("cluster: create token: %v (last: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

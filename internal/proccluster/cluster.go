@@ -2,7 +2,9 @@ package proccluster
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -45,6 +47,13 @@ type Config struct {
 	// client certificate and trust only that CA; ClientTLS gives the same
 	// to other clients.
 	TLS bool
+	// ACL turns ACLs on: New writes a random bootstrap secret to
+	// Dir/acl-bootstrap.token (mode 0600), every node starts with --acl
+	// and --acl-bootstrap-token-file (a node that joins later registers
+	// with that token too), and the cluster's own calls (Node.Do and what
+	// is built on it: status, fault rules, clocks, members) send it as the
+	// admin token. AdminToken returns it; CreateToken makes other tokens.
+	ACL bool
 }
 
 // Node is one lockd process. Its methods are safe for concurrent use.
@@ -65,6 +74,7 @@ type Node struct {
 	LeaseLogPath string
 	args         []string
 	hc           *http.Client // for Do
+	token        string       // Config.ACL: the admin token Do sends
 	mu           sync.Mutex
 	cmd          *exec.Cmd
 	done         chan struct{}
@@ -74,10 +84,12 @@ type Node struct {
 
 // Cluster is a set of lockd processes started by this package.
 type Cluster struct {
-	cfg       Config
-	Nodes     []*Node
-	tlsDir    string      // Config.TLS: the certificates
-	clientTLS *tls.Config // Config.TLS: what the harness's clients use
+	cfg        Config
+	Nodes      []*Node
+	tlsDir     string      // Config.TLS: the certificates
+	clientTLS  *tls.Config // Config.TLS: what the harness's clients use
+	adminToken string      // Config.ACL: the bootstrap token's secret
+	tokenFile  string      // Config.ACL: the file that holds it
 }
 
 // Build compiles cmd/lockd into dir and returns the binary's path.
@@ -132,6 +144,11 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		scheme = "https://"
 	}
+	if cfg.ACL {
+		if err := c.makeBootstrapToken(); err != nil {
+			return nil, err
+		}
+	}
 	for i := range cfg.Nodes {
 		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
 		httpList = append(httpList, fmt.Sprintf("n%d=%s%s", i+1, scheme, https[i]))
@@ -140,11 +157,14 @@ func New(cfg Config) (*Cluster, error) {
 		id := fmt.Sprintf("n%d", i+1)
 		h := https[i]
 		n := &Node{ID: id, HTTP: scheme + h, Peer: peers[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
-			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease"), hc: hc}
+			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease"), hc: hc, token: c.adminToken}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
 			"--initial-cluster", strings.Join(initial, ",")}
 		if cfg.TLS {
 			n.args = append(n.args, c.tlsArgs(id)...)
+		}
+		if cfg.ACL {
+			n.args = append(n.args, "--acl", "--acl-bootstrap-token-file", c.tokenFile)
 		}
 		if !cfg.Plain {
 			n.args = append(n.args, "--unsafe-fault-injection", "--lease-log", n.LeaseLogPath)
@@ -202,6 +222,28 @@ func (c *Cluster) TLSFile(name string) string {
 	}
 	return filepath.Join(c.tlsDir, name)
 }
+
+// makeBootstrapToken writes the bootstrap admin token of a cluster with
+// ACLs: 32 random bytes in hex, in a file only its owner may read.
+func (c *Cluster) makeBootstrapToken() error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	c.adminToken = hex.EncodeToString(b)
+	c.tokenFile = filepath.Join(c.cfg.Dir, "acl-bootstrap.token")
+	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.tokenFile, []byte(c.adminToken+"\n"), 0o600); err != nil {
+		return fmt.Errorf("cluster: bootstrap token: %w", err)
+	}
+	return nil
+}
+
+// AdminToken returns the secret of the bootstrap admin token of a cluster
+// with ACLs, or "" without Config.ACL.
+func (c *Cluster) AdminToken() string { return c.adminToken }
 
 // ClientTLS returns the TLS configuration of a client of a TLS cluster
 // (its CA, the client certificate), or nil without Config.TLS.

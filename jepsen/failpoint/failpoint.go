@@ -60,6 +60,12 @@ type Env struct {
 	// MaxClockDrift is the nodes' --max-clock-drift; 0 for lockd's
 	// default, negative for a bound of 0.
 	MaxClockDrift float64
+	// Clients is how the faults' own clients (late-answer's reader,
+	// writer and load) reach a secured cluster: the lock workload's TLS
+	// and token (traffic.LockAccess), since their reads are checked
+	// against its sessions. The cluster's own calls (fault rules, clocks,
+	// members) carry its admin token by themselves.
+	Clients traffic.Access
 }
 
 // Failpoint is one kind of fault.

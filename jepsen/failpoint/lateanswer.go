@@ -113,12 +113,12 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	for i, f := range followers {
 		urls[i] = f.HTTP
 	}
-	w, err := newWriter(ctx, env.Rec, urls, writerTTL, traffic.DriftBound(env.MaxClockDrift))
+	w, err := newWriter(ctx, env.Rec, env.Clients, urls, writerTTL, traffic.DriftBound(env.MaxClockDrift))
 	if err != nil {
 		notes = append(notes, "no session for the writer: "+err.Error())
 	}
 	l.writer = w
-	l.load, err = startWriteLoad(ctx, leader.HTTP, writerTTL)
+	l.load, err = startWriteLoad(ctx, env.Clients, leader.HTTP, writerTTL)
 	if err != nil {
 		notes = append(notes, "no session for the load: "+err.Error())
 	}
@@ -148,7 +148,7 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	// Take L away: F1 hears nothing more from it, and its late answers
 	// drain into L.
 	env.Writes.Cut(leader.HTTP)
-	l.reads, l.leader = startFastReads(env.Rec, leader.HTTP, leader.ID), leader.ID
+	l.reads, l.leader = startFastReads(env.Rec, env.Clients, leader.HTTP, leader.ID), leader.ID
 	cutAt := time.Now()
 	for _, f := range late {
 		if err := leader.SetFault(ctx, f.ID, "out", "blackhole"); err != nil {

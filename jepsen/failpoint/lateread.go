@@ -28,10 +28,10 @@ type fastReads struct {
 	n      int
 }
 
-func startFastReads(rec *history.Recorder, url, nodeID string) *fastReads {
+func startFastReads(rec *history.Recorder, access traffic.Access, url, nodeID string) *fastReads {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fastReads{cancel: cancel}
-	c, err := client.NewWithConfig(client.Config{Endpoints: []string{url},
+	c, err := access.Client(client.Config{Endpoints: []string{url},
 		RequestTimeout: 200 * time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	if err != nil {
 		return f
@@ -93,8 +93,8 @@ type writer struct {
 }
 
 // newWriter opens the writer's session through urls (the followers).
-func newWriter(ctx context.Context, rec *history.Recorder, urls []string, ttl time.Duration, drift float64) (*writer, error) {
-	c, err := client.NewWithConfig(client.Config{Endpoints: urls,
+func newWriter(ctx context.Context, rec *history.Recorder, access traffic.Access, urls []string, ttl time.Duration, drift float64) (*writer, error) {
+	c, err := access.Client(client.Config{Endpoints: urls,
 		RequestTimeout: 500 * time.Millisecond, MaxBackoff: 20 * time.Millisecond})
 	if err != nil {
 		return nil, err
@@ -182,8 +182,8 @@ const (
 
 // startWriteLoad opens a session through url and starts the writes and
 // the consistent reads; ttl is the session's TTL.
-func startWriteLoad(ctx context.Context, url string, ttl time.Duration) (*writeLoad, error) {
-	c, err := client.NewWithConfig(client.Config{Endpoints: []string{url},
+func startWriteLoad(ctx context.Context, access traffic.Access, url string, ttl time.Duration) (*writeLoad, error) {
+	c, err := access.Client(client.Config{Endpoints: []string{url},
 		RequestTimeout: time.Second, MaxBackoff: 20 * time.Millisecond})
 	if err != nil {
 		return nil, err

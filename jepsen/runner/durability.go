@@ -39,7 +39,7 @@ func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, re
 			maxToken = max(maxToken, op.Token)
 		}
 	}
-	cl, err := client.NewWithConfig(client.Config{Endpoints: c.Endpoints(), RequestTimeout: 2 * time.Second})
+	cl, err := adminAccess(c).Client(client.Config{Endpoints: c.Endpoints(), RequestTimeout: 2 * time.Second})
 	if err != nil {
 		return undecided("%v", err)
 	}

@@ -59,7 +59,7 @@ func staleLagPhase(ctx context.Context, c *proccluster.Cluster, rec *history.Rec
 	if !caughtUp(ctx, c, 15*time.Second) {
 		return "stale lag: the nodes did not catch up within 15s after healing; lag not checked"
 	}
-	cl, err := client.NewWithConfig(client.Config{Endpoints: c.Endpoints(), RequestTimeout: 2 * time.Second})
+	cl, err := adminAccess(c).Client(client.Config{Endpoints: c.Endpoints(), RequestTimeout: 2 * time.Second})
 	if err != nil {
 		return "stale lag: " + err.Error()
 	}
@@ -92,7 +92,7 @@ func staleLagPhase(ctx context.Context, c *proccluster.Cluster, rec *history.Rec
 		if !n.Alive() {
 			continue
 		}
-		nc, err := client.NewWithConfig(client.Config{Endpoints: []string{n.HTTP}, RequestTimeout: time.Second})
+		nc, err := adminAccess(c).Client(client.Config{Endpoints: []string{n.HTTP}, RequestTimeout: time.Second})
 		if err != nil {
 			continue
 		}

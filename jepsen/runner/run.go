@@ -17,6 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
@@ -49,6 +52,12 @@ type Config struct {
 	NoFencing bool
 	// UnsafeClock allows the clock faults.
 	UnsafeClock bool
+	// Secure starts a secured cluster: HTTPS with client certificates,
+	// mutual TLS between nodes, ACLs (proccluster's TLS and ACL). Every
+	// client of the run then speaks TLS with a token: the workloads with
+	// tokens of their own (traffic.Config.NewToken), the checkers and the
+	// faults' cluster calls with the admin token.
+	Secure bool
 	// TTL of the clients' sessions. Default 2s.
 	TTL time.Duration
 	// Dir is where this run's data, logs and reports go.
@@ -116,7 +125,7 @@ func Run(cfg Config) (res *Result) {
 		return res
 	}
 	c, err := proccluster.New(proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
-		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs})
+		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs, TLS: cfg.Secure, ACL: cfg.Secure})
 	if err != nil {
 		res.Err = err
 		return res
@@ -143,13 +152,19 @@ func Run(cfg Config) (res *Result) {
 	}
 	rec := history.NewRecorder()
 	rec.Eventf("cluster of %d up; seed %d", cfg.Nodes, cfg.Seed)
+	if cfg.Secure {
+		what, err := checkSecured(hard, c)
+		if err != nil {
+			res.Err = err
+			return res
+		}
+		rec.Eventf("%s", what)
+	}
 	poll := newPoller(c, rec)
 	pollCtx, stopPoll := context.WithCancel(hard)
 	go poll.run(pollCtx)
 
-	tr := traffic.New(traffic.Config{Endpoints: c.Endpoints(), NodeIDs: nodeIDs(c), Recorder: rec, Seed: cfg.Seed,
-		TTL: cfg.TTL, MaxClockDrift: maxClockDrift(cfg.ServeArgs), Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
-		LogDir: cfg.Dir, Proc: func(i int) int { return c.Nodes[i].PID() }})
+	tr := traffic.New(trafficConfig(cfg, c, rec))
 	work, stopWork := context.WithTimeout(hard, cfg.Duration)
 	defer stopWork()
 	if err := tr.Start(work); err != nil {
@@ -161,7 +176,7 @@ func Run(cfg Config) (res *Result) {
 	}
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
 		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
-		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs)}
+		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs), Clients: tr.LockAccess()}
 	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -323,4 +338,20 @@ func durationFlag(args []string, name string, def time.Duration) time.Duration {
 		}
 	}
 	return d
+}
+
+// trafficConfig configures the run's workloads on cluster c; on a secured
+// cluster they speak TLS and make their tokens through the admin token.
+func trafficConfig(cfg Config, c *proccluster.Cluster, rec *history.Recorder) traffic.Config {
+	tc := traffic.Config{Endpoints: c.Endpoints(), NodeIDs: nodeIDs(c), Recorder: rec, Seed: cfg.Seed,
+		TTL: cfg.TTL, MaxClockDrift: maxClockDrift(cfg.ServeArgs), Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
+		LogDir: cfg.Dir, Proc: func(i int) int { return c.Nodes[i].PID() },
+		TLS: c.ClientTLS(), CAFile: c.TLSFile(certs.CAFile), CertFile: c.TLSFile(certs.ClientFile), KeyFile: c.TLSFile(certs.ClientKeyFile)}
+	if c.AdminToken() != "" {
+		tc.NewToken = func(ctx context.Context, description string, rules []acl.Rule) (string, error) {
+			tok, err := c.CreateToken(ctx, wire.CreateTokenRequest{Description: description, Rules: rules})
+			return tok.Secret, err
+		}
+	}
+	return tc
 }

@@ -3,6 +3,7 @@ package traffic
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/certs"
 )
 
 // Environment of a child fence client.
@@ -23,6 +25,12 @@ const (
 	EnvClient    = "LOCKD_JEPSEN_CLIENT"
 	EnvTTL       = "LOCKD_JEPSEN_TTL"
 	EnvDeadline  = "LOCKD_JEPSEN_DEADLINE" // unix milliseconds
+	// On a secured cluster: the CA and client certificate files, and the
+	// child's own token.
+	EnvCA    = "LOCKD_JEPSEN_CACERT"
+	EnvCert  = "LOCKD_JEPSEN_CERT"
+	EnvKey   = "LOCKD_JEPSEN_KEY"
+	EnvToken = "LOCKD_JEPSEN_TOKEN"
 )
 
 // IsFenceClient reports whether this process was started as a child fence
@@ -48,7 +56,15 @@ func RunFenceClient() int {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), time.UnixMilli(ms))
 	defer cancel()
-	c, err := client.NewWithConfig(client.Config{Endpoints: eps, RequestTimeout: time.Second, MaxBackoff: 200 * time.Millisecond})
+	var tc *tls.Config
+	if ca := os.Getenv(EnvCA); ca != "" {
+		if tc, err = certs.ClientTLS(ca, os.Getenv(EnvCert), os.Getenv(EnvKey)); err != nil {
+			fmt.Fprintln(os.Stderr, "fence client:", err)
+			return 2
+		}
+	}
+	access := Access{TLS: tc, Token: os.Getenv(EnvToken)}
+	c, err := access.Client(client.Config{Endpoints: eps, RequestTimeout: time.Second, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -20,7 +20,7 @@ import (
 // unique in the run, so that a read shows which campaign or proclaim it
 // saw.
 func (t *Traffic) electionWorker(ctx context.Context, rng *rand.Rand) {
-	w := t.newWorker([]string{ElectionName}, rng)
+	w := t.newWorker(t.electionToken, []string{ElectionName}, rng)
 	defer w.endSession()
 	rec := t.rec
 	values := 0
@@ -106,7 +106,7 @@ func (t *Traffic) proclaim(ctx context.Context, w *worker, e *client.Election, v
 // leader Observe delivers must carry a token no lower than the one before,
 // and for the same token a value no older.
 func (t *Traffic) electionReader(ctx context.Context) {
-	c := t.newClient(t.nextClient())
+	c := t.newClient(t.nextClient(), t.electionToken)
 	id := t.nextClient()
 	obs := c.Observe(ctx, ElectionName)
 	var lastObserved uint64

@@ -26,7 +26,7 @@ const idleSessions = 20
 // load. The history learns that each such session may end from the send
 // time of its create + TTL on: the server may not expire it earlier.
 func (t *Traffic) expiryWorker(ctx context.Context, rng *rand.Rand) {
-	c := t.newClient(t.nextClient())
+	c := t.newClient(t.nextClient(), t.lockToken)
 	var idle []*client.Session
 	defer func() {
 		leave := t.gate.passSoon(ctx)
@@ -48,7 +48,7 @@ func (t *Traffic) expiryWorker(ctx context.Context, rng *rand.Rand) {
 		leave()
 	}
 	id := t.nextClient()
-	hc := &http.Client{Transport: t.gate.transport(http.DefaultTransport)}
+	hc := t.gated(t.lockToken)
 	for i := 0; sleep(ctx, jitter(rng, 300*time.Millisecond, 900*time.Millisecond)); i++ {
 		t.abandonOne(ctx, hc, id, t.cfg.Endpoints[i%len(t.cfg.Endpoints)], rng)
 	}

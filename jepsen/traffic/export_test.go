@@ -13,7 +13,7 @@ type Worker = worker
 
 // NewWorker returns a worker of t using locks.
 func (t *Traffic) NewWorker(locks []string) *Worker {
-	return t.newWorker(locks, rand.New(rand.NewPCG(1, 2)))
+	return t.newWorker(t.lockToken, locks, rand.New(rand.NewPCG(1, 2)))
 }
 
 // Session is worker.session.

@@ -33,7 +33,7 @@ const (
 // bound.
 func (t *Traffic) delayAbandoner(ctx context.Context, rng *rand.Rand) {
 	id := t.nextClient()
-	hc := &http.Client{Transport: t.gate.transport(http.DefaultTransport)}
+	hc := t.gated(t.lockToken)
 	for i := 0; sleep(ctx, jitter(rng, 200*time.Millisecond, 700*time.Millisecond)); i++ {
 		l := DelayLocks[i%len(DelayLocks)]
 		t.abandonHolding(ctx, hc, id, t.cfg.Endpoints[i%len(t.cfg.Endpoints)], l, jitter(rng, minLockDelay, maxLockDelay))
@@ -70,7 +70,7 @@ func (t *Traffic) abandonHolding(ctx context.Context, hc *http.Client, id int, e
 // delayContender tries DelayLocks again and again with try acquires,
 // holds one briefly and releases it.
 func (t *Traffic) delayContender(ctx context.Context, rng *rand.Rand) {
-	w := t.newWorker(DelayLocks, rng)
+	w := t.newWorker(t.lockToken, DelayLocks, rng)
 	defer w.endSession()
 	for sleep(ctx, jitter(rng, 10*time.Millisecond, 40*time.Millisecond)) {
 		s := w.session(ctx)

@@ -17,7 +17,7 @@ const opTimeout = 2 * time.Second
 // acquires (a blocking acquire cut off by a timeout would release behind
 // the history's back).
 func (t *Traffic) lockWorker(ctx context.Context, rng *rand.Rand) {
-	w := t.newWorker(LockNames, rng)
+	w := t.newWorker(t.lockToken, LockNames, rng)
 	defer w.endSession()
 	var m *client.Mutex
 	var lastToken uint64
@@ -165,7 +165,7 @@ func (w *worker) check(ctx context.Context, lock string, token uint64) {
 // so that a node serving stale reads (an old leader past its lease) is
 // asked directly.
 func (t *Traffic) reader(ctx context.Context, node int, rng *rand.Rand) {
-	c, err := client.NewWithConfig(client.Config{Endpoints: []string{t.cfg.Endpoints[node]},
+	c, err := t.access(t.lockToken).Client(client.Config{Endpoints: []string{t.cfg.Endpoints[node]},
 		RequestTimeout: 500 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	if err != nil {
 		return

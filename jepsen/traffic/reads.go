@@ -25,11 +25,12 @@ const consistentEvery = 5
 // consistentEvery-th a ?consistent read, which the leader confirms with a
 // quorum and which goes into the history for linearizability.
 func (t *Traffic) nodeReader(ctx context.Context, node int, rng *rand.Rand) {
-	c, err := client.NewWithConfig(client.Config{Endpoints: []string{t.cfg.Endpoints[node]},
+	c, err := t.access(t.lockToken).Client(client.Config{Endpoints: []string{t.cfg.Endpoints[node]},
 		RequestTimeout: 500 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	if err != nil {
 		return
 	}
+	hc := &http.Client{Transport: t.transport(t.lockToken)}
 	id := t.nextClient()
 	for i := 0; sleep(ctx, jitter(rng, 10*time.Millisecond, 50*time.Millisecond)); i++ {
 		l := LockNames[rng.IntN(len(LockNames))]
@@ -40,7 +41,7 @@ func (t *Traffic) nodeReader(ctx context.Context, node int, rng *rand.Rand) {
 			t.consistentRead(ctx, c, id, node, l)
 			continue
 		case t.has(Elections) && i%consistentEvery == 1:
-			r, ok = t.staleElection(ctx, node)
+			r, ok = t.staleElection(ctx, hc, node)
 		default:
 			r, ok = t.staleRead(ctx, c, node, l)
 		}
@@ -52,9 +53,9 @@ func (t *Traffic) nodeReader(ctx context.Context, node int, rng *rand.Rand) {
 }
 
 // staleElection reads the workload's election with ?stale through node
-// (the client library's election reads take no consistency), and returns
-// the read as staleRead does. Its Lock is the election's name.
-func (t *Traffic) staleElection(ctx context.Context, node int) (history.StaleRead, bool) {
+// with hc (the client library's election reads take no consistency), and
+// returns the read as staleRead does. Its Lock is the election's name.
+func (t *Traffic) staleElection(ctx context.Context, hc *http.Client, node int) (history.StaleRead, bool) {
 	t.count("stale reads")
 	proc := t.proc(node)
 	before := proc()
@@ -62,7 +63,7 @@ func (t *Traffic) staleElection(ctx context.Context, node int) (history.StaleRea
 	octx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var e wire.Election
-	err := rawGet(octx, t.cfg.Endpoints[node]+"/v1/elections/"+ElectionName+"?stale", &e)
+	err := rawGet(octx, hc, t.cfg.Endpoints[node]+"/v1/elections/"+ElectionName+"?stale", &e)
 	r.Return = t.rec.Now()
 	if err != nil || proc() != before {
 		return r, false
@@ -71,13 +72,13 @@ func (t *Traffic) staleElection(ctx context.Context, node int) (history.StaleRea
 	return r, true
 }
 
-// rawGet GETs url and decodes a 2xx JSON answer into out.
-func rawGet(ctx context.Context, url string, out any) error {
+// rawGet GETs url with hc and decodes a 2xx JSON answer into out.
+func rawGet(ctx context.Context, hc *http.Client, url string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

@@ -229,6 +229,7 @@ func (r *Resource) Holding(c *Child) bool {
 
 // StartChildren starts n child fence clients that run until ctx ends (and
 // exit by themselves at its deadline plus a few seconds at the latest).
+// On a secured cluster each gets cfg's TLS files and a token of its own.
 func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -236,6 +237,10 @@ func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
 	}
 	for i := range n {
 		name := fmt.Sprintf("child-%d", i)
+		token, err := cfg.newToken(ctx, "jepsen fence client "+name, fencedRules)
+		if err != nil {
+			return err
+		}
 		logf, err := os.Create(filepath.Join(cfg.LogDir, name+".log"))
 		if err != nil {
 			return err
@@ -243,7 +248,8 @@ func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
 		cmd := exec.Command(cfg.Binary)
 		cmd.Env = append(append(os.Environ(), cfg.Env...), EnvRole+"=fence-client",
 			EnvEndpoints+"="+joinComma(cfg.Endpoints), EnvResource+"="+r.URL(), EnvClient+"="+name,
-			EnvTTL+"="+cfg.TTL.String(), fmt.Sprintf("%s=%d", EnvDeadline, deadline.UnixMilli()))
+			EnvTTL+"="+cfg.TTL.String(), fmt.Sprintf("%s=%d", EnvDeadline, deadline.UnixMilli()),
+			EnvCA+"="+cfg.CAFile, EnvCert+"="+cfg.CertFile, EnvKey+"="+cfg.KeyFile, EnvToken+"="+token)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
@@ -300,9 +306,9 @@ func (r *Resource) Close() {
 
 // fencedWorker is an in-process holder of FencedLock: it takes the lock
 // with try acquires, and while the library says it holds it, appends to
-// the resource with its token.
-func (t *Traffic) fencedWorker(ctx context.Context, rng interface{ IntN(int) int }) {
-	w := t.newWorker([]string{FencedLock}, nil)
+// the resource with its fencing token. Its client speaks with token.
+func (t *Traffic) fencedWorker(ctx context.Context, token string, rng interface{ IntN(int) int }) {
+	w := t.newWorker(token, []string{FencedLock}, nil)
 	defer w.endSession()
 	name := fmt.Sprintf("worker-%d", w.id)
 	for sleep(ctx, time.Duration(20+rng.IntN(200))*time.Millisecond) {

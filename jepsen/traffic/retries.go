@@ -44,9 +44,9 @@ type Retry struct {
 // late retry would arrive. It talks HTTP itself, since the client library
 // numbers its requests on its own.
 func (t *Traffic) retryWorker(ctx context.Context, rng *rand.Rand) {
-	w := t.newWorker(nil, rng)
+	w := t.newWorker(t.lockToken, nil, rng)
 	defer w.endSession()
-	hc := &http.Client{Transport: t.gate.transport(http.DefaultTransport)}
+	hc := t.gated(t.lockToken)
 	var seq uint64
 	var last string
 	for sleep(ctx, jitter(rng, 20*time.Millisecond, 150*time.Millisecond)) {

@@ -25,9 +25,10 @@ type worker struct {
 	ends map[string]*atomic.Int64
 }
 
-func (t *Traffic) newWorker(locks []string, rng *rand.Rand) *worker {
+// newWorker returns a worker whose client speaks with token.
+func (t *Traffic) newWorker(token string, locks []string, rng *rand.Rand) *worker {
 	id := t.nextClient()
-	return &worker{t: t, id: id, c: t.newClient(id), locks: locks, rng: rng}
+	return &worker{t: t, id: id, c: t.newClient(id, token), locks: locks, rng: rng}
 }
 
 // session returns a live session, replacing a lost one.

@@ -11,6 +11,7 @@ package traffic
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/ctxsleep"
@@ -92,6 +94,15 @@ type Config struct {
 	// Proc reports the process (pid) of the node at an endpoint's index,
 	// 0 when none runs; nil for unknown.
 	Proc func(node int) int
+	// TLS, when set, is the clients' TLS configuration for nodes that
+	// serve HTTPS and ask for client certificates; CAFile, CertFile and
+	// KeyFile are the same files, for the child fence clients.
+	TLS                       *tls.Config
+	CAFile, CertFile, KeyFile string
+	// NewToken, when set, creates a token with rules (never an admin
+	// token) on a cluster with ACLs on and returns its secret; the
+	// workloads then speak with tokens of their own (see access.go).
+	NewToken func(ctx context.Context, description string, rules []acl.Rule) (string, error)
 }
 
 // LockNames are the locks the lock workload uses.
@@ -113,11 +124,16 @@ type Traffic struct {
 	queued map[string]bool // sessions a read saw queued (waiters.go)
 	// retries are the request-number worker's requests (retries.go).
 	retries []Retry
+	// base carries every request of the workers' own HTTP clients
+	// (baseTransport); lockToken and electionToken are the workloads'
+	// tokens with ACLs on (access.go).
+	base                     http.RoundTripper
+	lockToken, electionToken string
 }
 
 // New returns a Traffic. It does no I/O.
 func New(cfg Config) *Traffic {
-	return &Traffic{cfg: cfg, rec: cfg.Recorder, stats: map[string]int{}, gate: &Gate{}}
+	return &Traffic{cfg: cfg, rec: cfg.Recorder, stats: map[string]int{}, gate: &Gate{}, base: baseTransport(cfg.TLS)}
 }
 
 // Writes is the gate every write of the in-process workers passes.
@@ -161,9 +177,12 @@ func (t *Traffic) Stats() map[string]int {
 // does not run.
 func (t *Traffic) Resource() *Resource { return t.fence }
 
-// Start starts every configured workload; they stop when ctx ends. Wait
-// waits for them.
+// Start makes the workloads' tokens on a cluster with ACLs, and starts
+// every configured workload; they stop when ctx ends. Wait waits for them.
 func (t *Traffic) Start(ctx context.Context) error {
+	if err := t.makeTokens(ctx); err != nil {
+		return err
+	}
 	rng := rand.New(rand.NewPCG(t.cfg.Seed, 0x7a11))
 	if t.has(Locks) || t.has(PlainLocks) {
 		for i := range 4 {
@@ -193,7 +212,11 @@ func (t *Traffic) Start(ctx context.Context) error {
 		}
 		t.fence = r
 		for i := range 2 {
-			t.spawn(func() { t.fencedWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+			token, err := t.cfg.newToken(ctx, fmt.Sprintf("jepsen fenced worker %d", i), fencedRules)
+			if err != nil {
+				return err
+			}
+			t.spawn(func() { t.fencedWorker(ctx, token, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
 		}
 		if err := r.StartChildren(ctx, t.cfg, 2); err != nil {
 			return err
@@ -232,16 +255,19 @@ func (t *Traffic) Wait() {
 	if t.fence != nil {
 		t.fence.Close()
 	}
+	if tr, ok := t.base.(*http.Transport); ok && t.base != http.DefaultTransport {
+		tr.CloseIdleConnections()
+	}
 }
 
-// newClient returns a client for the endpoints, starting at a different
-// one per worker so that requests land on every node.
-func (t *Traffic) newClient(first int) *client.Client {
+// newClient returns a client for the endpoints that speaks with token and
+// passes the gate, starting at a different endpoint per worker so that
+// requests land on every node.
+func (t *Traffic) newClient(first int, token string) *client.Client {
 	eps := append([]string(nil), t.cfg.Endpoints[first%len(t.cfg.Endpoints):]...)
 	eps = append(eps, t.cfg.Endpoints[:first%len(t.cfg.Endpoints)]...)
-	hc := &http.Client{Transport: t.gate.transport(http.DefaultTransport)}
-	c, err := client.NewWithConfig(client.Config{Endpoints: eps, HTTPClient: hc, RequestTimeout: time.Second,
-		MaxBackoff: 200 * time.Millisecond})
+	c, err := client.NewWithConfig(client.Config{Endpoints: eps, HTTPClient: t.gated(token), TLS: t.cfg.TLS,
+		RequestTimeout: time.Second, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		panic(err) // the endpoints are ours and well formed
 	}

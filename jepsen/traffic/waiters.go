@@ -26,7 +26,7 @@ const queueWait = 3 * time.Second
 // cut off) may leave the session queued or granted behind the client's
 // back, so the worker ends that session and starts a fresh one.
 func (t *Traffic) queueWorker(ctx context.Context, rng *rand.Rand) {
-	w := t.newWorker([]string{QueueLock}, rng)
+	w := t.newWorker(t.lockToken, []string{QueueLock}, rng)
 	defer w.endSession()
 	for sleep(ctx, jitter(rng, 5*time.Millisecond, 40*time.Millisecond)) {
 		s := w.session(ctx)
@@ -60,7 +60,7 @@ func (t *Traffic) queueWorker(ctx context.Context, rng *rand.Rand) {
 // times in four and exclusive otherwise, checks its token sometimes, and
 // releases it.
 func (t *Traffic) sharedWorker(ctx context.Context, rng *rand.Rand) {
-	w := t.newWorker([]string{SharedLock}, rng)
+	w := t.newWorker(t.lockToken, []string{SharedLock}, rng)
 	defer w.endSession()
 	for sleep(ctx, jitter(rng, 10*time.Millisecond, 60*time.Millisecond)) {
 		s := w.session(ctx)
@@ -96,7 +96,7 @@ func (t *Traffic) sharedWorker(ctx context.Context, rng *rand.Rand) {
 // default consistency, and records the holder and the queue it saw; the
 // fifo checker orders waiters by these reads.
 func (t *Traffic) queueReader(ctx context.Context, rng *rand.Rand) {
-	c := t.newClient(t.nextClient())
+	c := t.newClient(t.nextClient(), t.lockToken)
 	id := t.nextClient()
 	names := append([]string{QueueLock, QueueLock, QueueLock, SharedLock}, DelayLocks...)
 	for sleep(ctx, jitter(rng, 5*time.Millisecond, 25*time.Millisecond)) {

@@ -1,13 +1,19 @@
 package system
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/certs"
+	"github.com/lockd/lockd/internal/proccluster"
 )
 
 // A cluster with ACLs on, run by the binary as an operator would: the
@@ -62,5 +68,43 @@ func TestCLI_ACLTokensAndLock(t *testing.T) {
 		if strings.Contains(string(b), boot) || strings.Contains(string(b), tok.Secret) {
 			t.Fatalf("%s logged a secret", p.id)
 		}
+	}
+}
+
+// TestCLI_LockOnASecuredCluster: on a 3-node cluster with TLS for clients
+// (client certificates required), mutual TLS between nodes and ACLs at
+// once, `lockd lock` works with the CA, the client certificate and a
+// non-admin token from the environment (LOCKD_CACERT, LOCKD_CERT,
+// LOCKD_KEY, LOCKD_ACL_TOKEN; LOCKD_ADDR lists every node as host:port),
+// and fails without the token or without the client certificate.
+func TestCLI_LockOnASecuredCluster(t *testing.T) {
+	c, _ := startSecuredCluster(t, proccluster.Config{Nodes: 3, TLS: true, ACL: true, Plain: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tok, err := c.CreateToken(ctx, wire.CreateTokenRequest{Description: "cli",
+		Rules: []acl.Rule{{Kind: acl.Lock, Prefix: "jobs/", Access: acl.Write}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []string
+	for _, n := range c.Nodes {
+		addrs = append(addrs, strings.TrimPrefix(n.HTTP, "https://")) // host:port means https:// with LOCKD_CACERT
+	}
+	lock := func(token, cert string) ([]byte, int) {
+		cmd := exec.Command(mustBuild(t), "lock", "--wait", "10s", "jobs/nightly", "--", "sh", "-c", `test -n "$LOCKD_TOKEN"`)
+		cmd.Env = append(os.Environ(), "LOCKD_ADDR="+strings.Join(addrs, ","), "LOCKD_CACERT="+c.TLSFile(certs.CAFile),
+			"LOCKD_CERT="+cert, "LOCKD_KEY="+c.TLSFile(certs.ClientKeyFile), "LOCKD_ACL_TOKEN="+token)
+		out, err := cmd.CombinedOutput()
+		return out, exitCodeOf(err)
+	}
+	clientCert := c.TLSFile(certs.ClientFile)
+	if out, code := lock(tok.Secret, clientCert); code != 0 {
+		t.Fatalf("lockd lock with TLS and a token: exit %d\n%s", code, out)
+	}
+	if out, code := lock("", clientCert); code != exitError || !strings.Contains(string(out), "ACLs are on") {
+		t.Fatalf("lockd lock without a token: exit %d, want %d (ACLs are on)\n%s", code, exitError, out)
+	}
+	if out, code := lock(tok.Secret, ""); code != exitError {
+		t.Fatalf("lockd lock without a client certificate: exit %d, want %d\n%s", code, exitError, out)
 	}
 }

@@ -33,9 +33,18 @@ import (
 // does not cause elections of its own: the tests count elections.
 func startTLSCluster(t *testing.T, n int, faults bool) (*proccluster.Cluster, *proccluster.Node) {
 	t.Helper()
-	bin := mustBuild(t)
-	c, err := proccluster.New(proccluster.Config{Binary: bin, Nodes: n, Dir: t.TempDir(), TLS: true, Plain: !faults,
-		Extra: []string{"--heartbeat-timeout", "2s", "--election-timeout", "2s"}})
+	return startSecuredCluster(t, proccluster.Config{Nodes: n, TLS: true, Plain: !faults})
+}
+
+// startSecuredCluster is startTLSCluster for a cluster configured as cfg
+// (its size and security; the binary, directory and timeouts are the
+// test's).
+func startSecuredCluster(t *testing.T, cfg proccluster.Config) (*proccluster.Cluster, *proccluster.Node) {
+	t.Helper()
+	n := cfg.Nodes
+	cfg.Binary, cfg.Dir = mustBuild(t), t.TempDir()
+	cfg.Extra = append(cfg.Extra, "--heartbeat-timeout", "2s", "--election-timeout", "2s")
+	c, err := proccluster.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,10 +303,16 @@ func TestTLS_FaultRulesCutPeers(t *testing.T) {
 			}
 		}
 	}
+	// Only a leader reports a master lease: either of the others may be it.
 	waitFor(t, 30*time.Second, "the others to elect a new leader", func() bool {
-		st, err := others[0].Status(ctx)
-		return err == nil && st.Term > before.Term && st.Leader != nil && st.Leader.ID != leader.ID &&
-			st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() >= 0
+		for _, n := range others {
+			st, err := n.Status(ctx)
+			if err == nil && st.Term > before.Term && st.Leader != nil && st.Leader.ID == n.ID &&
+				st.MasterLeaseRemaining != nil && st.MasterLeaseRemaining.D() >= 0 {
+				return true
+			}
+		}
+		return false
 	})
 	if err := leader.HealFaults(ctx); err != nil {
 		t.Fatal(err)
