@@ -318,7 +318,7 @@ func seeSurvivors(ctx context.Context, c *proccluster.Cluster, survivors []survi
 			out[i].Err = err.Error()
 		}
 		out[i].Token = holderToken(lk, sv.ID)
-		if err := l.Do(ctx, "POST", "/v1/sessions/"+sv.ID+"/keepalive", nil, nil); err != nil {
+		if err := keepAliveDefinitely(ctx, c, sv.ID); err != nil {
 			out[i].Err = err.Error()
 		} else {
 			out[i].KeptAlive = true
@@ -346,4 +346,41 @@ func compareSurvivors(want []survivor, seen []survivorSeen) []string {
 		}
 	}
 	return out
+}
+
+// keepAliveDefinitely keeps session id alive once, asking again (through
+// whichever node leads, for at most keepAliveTries) while the answer says
+// nothing about the session: no leader right now, an unknown outcome, a
+// connection that failed. Only an accepted keepalive or session_expired
+// is an answer; a 503 from a cluster between leaders is not evidence that
+// the session is gone (the next leader gives it a full TTL).
+func keepAliveDefinitely(ctx context.Context, c *proccluster.Cluster, id string) error {
+	var err error
+	for try := 0; try < keepAliveTries; try++ {
+		if try > 0 {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		var l *proccluster.Node
+		if l, err = c.WaitLeader(ctx, time.Second); err != nil {
+			continue
+		}
+		err = l.Do(ctx, "POST", "/v1/sessions/"+id+"/keepalive", nil, nil)
+		if definite(err) {
+			return err
+		}
+	}
+	return err
+}
+
+// keepAliveTries bounds keepAliveDefinitely: about 5 s of asking.
+const keepAliveTries = 30
+
+// definite reports whether a keepalive's outcome says whether the session
+// lives: accepted, or refused as expired.
+func definite(err error) bool {
+	return err == nil || wire.CodeOf(err) == wire.CodeSessionExpired
 }

@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
@@ -136,5 +138,25 @@ func TestDurability_SessionsSurviveTheRestart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A survivor's keepalive decides only when the cluster answered about the
+// session: accepted, or session_expired. No leader, an unknown outcome or
+// a failed connection is asked again, not counted as an expiry.
+func TestDurability_OnlyADefiniteKeepaliveDecides(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, true},
+		{&wire.Error{Code: wire.CodeSessionExpired}, true},
+		{&wire.Error{Code: wire.CodeNoLeader}, false},
+		{&wire.Error{Code: wire.CodeTimeout}, false},
+		{errors.New("connection refused"), false},
+	} {
+		if got := definite(tc.err); got != tc.want {
+			t.Errorf("definite(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }
