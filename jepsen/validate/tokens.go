@@ -104,7 +104,7 @@ func short(s string) string {
 
 // effectiveCalls moves each grant's invocation back to the first acquire
 // of the same session and lock whose outcome was unknown since that
-// session last held or released the lock: such an acquire may have been
+// session last held the lock or was acknowledged releasing it: such an acquire may have been
 // the one the server granted, and the later acquire that reported the
 // token only found it held already (acquires are idempotent per session).
 // A refusal of the session's acquire because the lock was held or in its
@@ -130,7 +130,11 @@ func effectiveCalls(grants, ops []history.Op) []history.Op {
 			if _, ok := pending[k]; ok {
 				pending[k] = op.Call
 			}
-		case op.Kind == history.Release:
+		case op.Kind == history.Release && op.Status == history.OK:
+			// Only an acknowledged release ends the window: one of
+			// unknown outcome (the client library's give-back after an
+			// acquire it lost track of) may have been applied before the
+			// pending acquire was granted, or never.
 			delete(pending, k)
 		}
 	}

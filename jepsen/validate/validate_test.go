@@ -44,6 +44,17 @@ func TestCheckTokens_Violations(t *testing.T) {
 			acq("m", "b", 9, 5, 10), refused("l", "a", "lock_delay", 20, 30), acq("l", "a", 4, 40, 50)}, 1},
 		{"the attempt may still land after the refusal", []history.Op{unknownAcq("l", "a", 0),
 			refused("l", "a", "lock_held", 20, 30), acq("m", "b", 9, 25, 35), acq("l", "a", 8, 40, 50)}, 0},
+		// The library gives back a lock after an acquire of unknown
+		// outcome; that release's own outcome is unknown too, so the
+		// acquire may still have been the one granted (seen in a
+		// campaign: the give-back never took effect, and a later acquire
+		// found the session holding the earlier grant's token).
+		{"an unknown give-back does not end the window", []history.Op{unknownAcq("l", "a", 0),
+			{Lock: "l", Kind: history.Release, Session: "a", Status: history.Unknown, Call: 1, Return: history.Infinity},
+			acq("m", "b", 9, 5, 10), acq("l", "a", 8, 40, 50)}, 0},
+		{"an acknowledged release does end it", []history.Op{unknownAcq("l", "a", 0),
+			{Lock: "l", Kind: history.Release, Session: "a", Status: history.OK, Call: 1, Return: 3},
+			acq("m", "b", 9, 5, 10), acq("l", "a", 8, 40, 50)}, 1},
 		{"a failure that says nothing of the lock", []history.Op{unknownAcq("l", "a", 0),
 			acq("m", "b", 9, 5, 10), refused("l", "a", "unavailable", 20, 30), acq("l", "a", 4, 40, 50)}, 0},
 	}
