@@ -151,32 +151,28 @@ func (s *Server) filter(r *http.Request, body any) any {
 		return v.lock(b)
 	case wire.LockList:
 		out := b
-		out.Locks = nil
-		for _, l := range b.Locks {
-			if v.reads(acl.Lock, l.Name) {
-				out.Locks = append(out.Locks, v.lock(l))
-			}
-		}
-		if out.Locks == nil {
-			out.Locks = []wire.Lock{}
-		}
+		out.Locks = readable(v, acl.Lock, b.Locks, func(l wire.Lock) string { return l.Name }, v.lock)
 		return out
 	case wire.Election:
 		return v.election(b)
 	case wire.ElectionList:
 		out := b
-		out.Elections = nil
-		for _, e := range b.Elections {
-			if v.reads(acl.Election, e.Name) {
-				out.Elections = append(out.Elections, v.election(e))
-			}
-		}
-		if out.Elections == nil {
-			out.Elections = []wire.Election{}
-		}
+		out.Elections = readable(v, acl.Election, b.Elections, func(e wire.Election) string { return e.Name }, v.election)
 		return out
 	}
 	return body
+}
+
+// readable returns the objects of kind in list that v's token may read,
+// each as view shows it; never nil, so that JSON shows an empty list.
+func readable[T any](v viewer, kind acl.Kind, list []T, name func(T) string, view func(T) T) []T {
+	out := []T{}
+	for _, x := range list {
+		if v.reads(kind, name(x)) {
+			out = append(out, view(x))
+		}
+	}
+	return out
 }
 
 // viewer filters for one token, remembering session owners it looked up.
