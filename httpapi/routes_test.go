@@ -86,7 +86,7 @@ func TestRoutes_Success(t *testing.T) {
 			`{"elections":[{"name":"e","session":"s1","value":"v","token":43,"modify_index":43}],"index":43,"next":"e"}`,
 			call{"Elections", []any{list(ReadOptions{}, 1, "")}}},
 		{"cluster", "GET", "/v1/cluster", "", 200,
-			`{"mode":"raft","node_id":"n1","state":"leader","leader":{"id":"n1","http":"http://127.0.0.1:7400"},"term":2,"commit_index":10,"applied_index":10,"members":[{"id":"n1","peer":"127.0.0.1:7401","http":"http://127.0.0.1:7400","voter":true,"leader":true}]}`,
+			`{"mode":"raft","node_id":"n1","state":"leader","leader":{"id":"n1","http":"http://127.0.0.1:7400"},"term":2,"commit_index":10,"applied_index":10,"master_lease_failures":0,"members":[{"id":"n1","peer":"127.0.0.1:7401","http":"http://127.0.0.1:7400","voter":true,"leader":true}]}`,
 			call{"Cluster", nil}},
 		{"add member, host:port", "POST", "/v1/cluster/members", `{"id":"n2","peer":"127.0.0.2:7401","http":"127.0.0.2:7400"}`, 200, `{}`,
 			call{"AddMember", []any{wire.Member{ID: "n2", Peer: "127.0.0.2:7401", HTTP: "http://127.0.0.2:7400"}}}},
