@@ -1,0 +1,296 @@
+package fsm
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// The fuzz targets of the log and snapshot decoders. `go test` runs each on
+// its seeds (the f.Add calls and testdata/fuzz/<target>); README
+// "Fuzzing" says how to fuzz one.
+
+// seedLog is a short history that leaves something of every kind in the
+// state: sessions with and without request-number windows, an exclusive
+// and a shared lock, a queue, a lock-delay, an election with a queued
+// candidate, request numbers and a floor, a member; then a timer that runs
+// out and an expiry of several sessions.
+func seedLog() []Command {
+	seqWindow := func(c Command, w int) Command { c.SeqWindow = w; return c }
+	at := func(c Command, d time.Duration) Command { c.Now = t0.Add(d); return c }
+	return []Command{
+		create("a", 0), // 1
+		create("b", 5*time.Second),
+		seqWindow(create("c", 0), 1),
+		create("d", 30*time.Second),
+		acquire("a", "x", "", 0), // 5
+		acquire("b", "x", Exclusive, time.Minute),
+		acquire("a", "sh", Shared, 0),
+		seqd(acquire("c", "sh", Shared, 0), 1),
+		acquire("d", "dl", Exclusive, 0),
+		expire("d"), // 10: dl in a lock-delay
+		campaign("c", "e", "v1", 0),
+		seqd(campaign("b", "e", "v2", time.Minute), 1),
+		seqd(proclaim("c", "e", "v3"), 2),
+		seqd(acquire("c", "p", "", 0), 3),
+		seqd(release("c", "p"), 4), // 15
+		seqd(acquire("c", "q", "", 0), 5),
+		seqd(release("c", "q"), 6), // c's window of 1 folds p's number into its floor
+		{Op: OpSetMember, Member: &Member{ID: "n1", Peer: "127.0.0.1:7401", HTTP: "http://127.0.0.1:7400"}},
+		at(due(TimerRef{Name: "dl", Armed: 10}), time.Minute),
+		at(expireAll("b", "zz"), time.Minute), // 20
+	}
+}
+
+// encodeAll returns the log entries of cs, version-2.
+func encodeAll(t testing.TB, cs []Command) [][]byte {
+	t.Helper()
+	out := make([][]byte, 0, len(cs))
+	for _, c := range cs {
+		if c.Now.IsZero() {
+			c.Now = t0
+		}
+		b, err := Encode(c)
+		if err != nil {
+			t.Fatalf("encode %v: %v", c.Op, err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// FuzzDecode: Decode never panics; what it refuses wraps ErrBadCommand;
+// what it accepts encodes again, in the version it was read in, to bytes
+// that decode to the same command and encode to the same bytes.
+func FuzzDecode(f *testing.F) {
+	for _, b := range encodeAll(f, seedLog()) {
+		f.Add(b)
+	}
+	v1, err := encodeVersion(Command{Op: OpTick, Now: t0}, version1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(v1)
+	f.Add([]byte{})
+	f.Add([]byte{Version})
+	f.Add([]byte{Version, byte(OpAcquire), '{', '}'})
+	f.Add([]byte{Version, byte(OpExpireSessions + 1), '{', '}'})
+	f.Add([]byte{version1, byte(OpTimersDue), '{', '}'})
+	f.Add(append([]byte{Version, byte(OpCreateSession)}, `{"session":"a","ttl":"1s"}`...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrBadCommand) {
+				t.Fatalf("error %v does not wrap ErrBadCommand", err)
+			}
+			return
+		}
+		if c.Op != Op(data[1]) || c.legacy != (data[0] == version1) {
+			t.Fatalf("decoded op %v legacy %v from version %d op %d", c.Op, c.legacy, data[0], data[1])
+		}
+		enc, err := encodeVersion(c, data[0])
+		if err != nil {
+			t.Fatalf("decoded %+v does not encode: %v", c, err)
+		}
+		again, err := Decode(enc)
+		if err != nil {
+			t.Fatalf("re-encoded %q does not decode: %v", enc, err)
+		}
+		if !reflect.DeepEqual(canonical(c), canonical(again)) {
+			t.Fatalf("round trip changed the command:\n%+v\n%+v", c, again)
+		}
+		if enc2, err := encodeVersion(again, data[0]); err != nil || !bytes.Equal(enc, enc2) {
+			t.Fatalf("second encoding differs (%v):\n%q\n%q", err, enc, enc2)
+		}
+	})
+}
+
+// canonical returns c as JSON sees it: Now in UTC (JSON keeps the instant
+// and the offset, not the *time.Location), empty lists as none (the
+// encoding omits both alike).
+func canonical(c Command) Command {
+	c.Now = c.Now.UTC()
+	if len(c.Timers) == 0 {
+		c.Timers = nil
+	}
+	if len(c.Sessions) == 0 {
+		c.Sessions = nil
+	}
+	return c
+}
+
+// fuzzMaxEntries bounds the entries one FuzzApply input applies, so that
+// an execution stays short.
+const fuzzMaxEntries = 64
+
+// entrySep separates the entries of a FuzzApply input. No encoded command
+// contains it (a version byte, an op byte below 0xff, then UTF-8 JSON),
+// and a separator, unlike a length prefix, keeps its entries apart
+// whatever bytes a mutation inserts or deletes.
+const entrySep = 0xff
+
+func joinEntries(entries [][]byte) []byte {
+	return bytes.Join(entries, []byte{entrySep})
+}
+
+// FuzzApply applies the entries of its input (see entrySep) to a new FSM
+// at indexes 1, 2, 3... After each: Apply did not panic and moved the
+// applied index to the entry's; an undecodable entry is ErrBadCommand; a
+// refusal that Refusal told in advance is what Apply answered; a refusal
+// changed nothing but the applied index; a grant made the session a holder
+// with the token answered; the state keeps the invariants of
+// checkInvariants; and its snapshot restores to a state whose snapshot is
+// the same bytes.
+func FuzzApply(f *testing.F) {
+	log := encodeAll(f, seedLog())
+	f.Add(joinEntries(log))
+	f.Add(joinEntries(log[:10]))
+	f.Add(joinEntries(append(log[:5:5], []byte{Version, byte(OpAcquire), '{', '}'}, log[5])))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries := bytes.SplitN(data, []byte{entrySep}, fuzzMaxEntries+1)
+		entries = entries[:min(len(entries), fuzzMaxEntries)]
+		fsm := New()
+		for i, e := range entries {
+			index := uint64(i + 1)
+			before := mustStateJSON(t, fsm)
+			c, decodeErr := Decode(e)
+			var told error
+			if decodeErr == nil && !c.legacy {
+				told = fsm.Refusal(c)
+			}
+			res := fsm.Apply(index, e)
+			if res.Index != index || fsm.AppliedIndex() != index {
+				t.Fatalf("entry %d: result index %d, applied index %d", index, res.Index, fsm.AppliedIndex())
+			}
+			switch {
+			case decodeErr != nil && !errors.Is(res.Err, ErrBadCommand):
+				t.Fatalf("entry %d does not decode (%v), yet applied as %+v", index, decodeErr, res)
+			case told != nil && (res.Err == nil || res.Err.Error() != told.Error() || res.Granted):
+				t.Fatalf("entry %d %v: Refusal said %v, Apply answered %+v", index, c.Op, told, res)
+			case res.Err != nil && !bytes.Equal(before, mustStateJSON(t, fsm)):
+				t.Fatalf("entry %d %v: refused (%v), yet the state changed", index, c.Op, res.Err)
+			case res.Granted:
+				checkGranted(t, fsm, index, c, res)
+			}
+			checkInvariants(t, fsm)
+			snap := mustSnapshot(t, fsm)
+			if again := mustSnapshot(t, mustRestore(t, snap)); !bytes.Equal(snap, again) {
+				t.Fatalf("entry %d: the snapshot does not restore to itself:\n%s\n%s", index, snap, again)
+			}
+		}
+	})
+}
+
+// checkGranted fails unless res, granted to c at index, names a token the
+// session holds the object with now.
+func checkGranted(t *testing.T, f *FSM, index uint64, c Command, res Result) {
+	t.Helper()
+	var l Lock
+	switch c.Op {
+	case OpAcquire:
+		l = f.Lock(c.Name)
+	case OpCampaign:
+		l = f.Election(c.Name)
+	default:
+		t.Fatalf("entry %d: %v answered granted", index, c.Op)
+	}
+	if i := l.holder(c.Session); res.Token == 0 || res.Token > index || i < 0 || l.Holders[i].Token != res.Token {
+		t.Fatalf("entry %d %v: granted token %d, but %q holds %+v", index, c.Op, res.Token, c.Name, l)
+	}
+}
+
+// FuzzRestore: Restore never panics; what it refuses wraps ErrBadSnapshot
+// and leaves the state as it was; a state it accepts snapshots to bytes
+// that restore to a state with the same snapshot, and takes the entries
+// that end every timer and every session without panicking, after which
+// the same holds.
+func FuzzRestore(f *testing.F) {
+	h := newHarness(f)
+	for i, c := range seedLog() {
+		h.mustApply(c)
+		if i%5 == 4 {
+			f.Add(mustSnapshot(f, h.f))
+		}
+	}
+	for _, path := range []string{"testdata/version2-snapshot.json"} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add(version1Snapshot(f))
+	f.Add([]byte{})
+	f.Add([]byte("null"))
+	f.Add([]byte(`{"version":3}`))
+	f.Add([]byte(`{"version":3,"applied_index":1}{}`))
+	base := mustSnapshot(f, h.f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fsm := mustRestore(t, base)
+		if err := fsm.Restore(bytes.NewReader(data)); err != nil {
+			if !errors.Is(err, ErrBadSnapshot) {
+				t.Fatalf("error %v does not wrap ErrBadSnapshot", err)
+			}
+			if after := mustSnapshot(t, fsm); !bytes.Equal(base, after) {
+				t.Fatalf("refused restore (%v) changed the state:\n%s", err, after)
+			}
+			return
+		}
+		checkRoundTrip(t, fsm)
+		applied := fsm.AppliedIndex()
+		var refs []TimerRef
+		for _, tm := range fsm.Timers() {
+			refs = append(refs, tm.TimerRef)
+		}
+		var ids []string
+		for _, s := range fsm.Sessions() {
+			ids = append(ids, s.ID)
+		}
+		fsm.ApplyCommand(applied+1, Command{Op: OpTimersDue, Now: t0, Timers: refs})
+		fsm.ApplyCommand(applied+2, Command{Op: OpExpireSessions, Now: t0, Sessions: ids})
+		checkRoundTrip(t, fsm)
+	})
+}
+
+// checkRoundTrip fails unless f's snapshot restores to a state with the
+// same snapshot.
+func checkRoundTrip(t *testing.T, f *FSM) {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatalf("a restored state does not snapshot: %v", err)
+	}
+	g := New()
+	if err := g.Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatalf("the snapshot of a restored state does not restore: %v\n%s", err, snap)
+	}
+	if again := mustSnapshot(t, g); !bytes.Equal(snap, again) {
+		t.Fatalf("snapshot round trip differs:\n%s\n%s", snap, again)
+	}
+}
+
+// version1Snapshot returns the version-1 snapshot recorded at the end of
+// testdata/version1-log.json.gz.
+func version1Snapshot(t testing.TB) []byte {
+	t.Helper()
+	file, err := os.Open("testdata/version1-log.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	zr, err := gzip.NewReader(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec version1Log
+	if err := json.NewDecoder(zr).Decode(&rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Snapshot
+}
