@@ -1,0 +1,282 @@
+package mux
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The fuzz target of the connection header. `go test` runs it on its seeds
+// (the f.Add calls and testdata/fuzz/FuzzHeader); README "Fuzzing" says
+// how to fuzz it.
+
+// fuzzHeaderTimeout is the header timeout of the Mux FuzzHeader reads
+// with: short, because an input that holds its connection open without a
+// whole header waits for it.
+const fuzzHeaderTimeout = 10 * time.Millisecond
+
+// fuzzBlockLimit is how long any step of FuzzHeader may take before it
+// counts as blocked: far above the header timeout, for a busy machine.
+const fuzzBlockLimit = 2 * time.Second
+
+// errTruncated stands for an input that ends inside the header.
+var errTruncated = errors.New("truncated header")
+
+// specHeader reads the header at the start of data as header.go's comment
+// describes it, independently of readProto and readNodeID: the protocol
+// byte, the dialer's ID and the header's length, or errTruncated,
+// errBadVersion or errBadHeader. The version and the ID's length are read
+// together, as readNodeID does.
+func specHeader(data []byte) (proto byte, id string, n int, err error) {
+	switch {
+	case len(data) < 3:
+		return 0, "", 0, errTruncated
+	case data[1] != headerVersion:
+		return 0, "", 0, errBadVersion
+	case data[2] == 0:
+		return 0, "", 0, errBadHeader
+	case len(data) < 3+int(data[2]):
+		return 0, "", 0, errTruncated
+	}
+	n = 3 + int(data[2])
+	return data[0], string(data[3:n]), n, nil
+}
+
+// FuzzHeader checks the header parsing on arbitrary bytes, and with hold
+// the connection left open after them:
+//
+//   - readProto and readNodeID read exactly the header specHeader reads,
+//     fail as it says otherwise (an input that ends early with io.EOF or
+//     io.ErrUnexpectedEOF), consume no byte after the header and return an
+//     ID of 1 to MaxNodeIDLen bytes;
+//   - Mux.readHeader on a connection agrees with them, turns away a byte
+//     no Layer listens on after reading that byte alone, reads only under
+//     a deadline at most the header timeout away, clears it once the
+//     header is read, never blocks longer than the header timeout, and
+//     leaves the bytes after the header for the Layer;
+//   - a header writeHeader sends for a protocol and an ID drawn from the
+//     input parses back to that protocol and ID, unless writeHeader
+//     refuses the ID.
+func FuzzHeader(f *testing.F) {
+	m := fuzzMux(f)
+	for _, s := range []struct {
+		data []byte
+		hold bool
+	}{
+		{[]byte{ProtoRaft, headerVersion, 1, 'a'}, false},
+		{append([]byte{ProtoForward, headerVersion, 6}, "node-1\x01raft data"...), true},
+		{append([]byte{ProtoLease, headerVersion, MaxNodeIDLen}, strings.Repeat("n", MaxNodeIDLen)...), false},
+		{[]byte{99, headerVersion, 1, 'x'}, false},
+		{[]byte{ProtoRaft, 9, 1, 'x'}, false},
+		{[]byte{ProtoRaft, headerVersion, 0}, false},
+		{[]byte{ProtoRaft, headerVersion, 5, 'x'}, true},
+		{[]byte{ProtoRing, headerVersion}, false},
+		{[]byte{}, true},
+	} {
+		f.Add(s.data, s.hold)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, hold bool) {
+		checkReaders(t, data)
+		checkReadHeader(t, m, data, hold)
+		checkWriteHeader(t, m, data)
+	})
+}
+
+// fuzzMux returns a Mux with a Layer for every protocol byte the package
+// names. It listens on a Unix socket, which it never serves: FuzzHeader
+// accepts the connections itself (connPair) and calls readHeader. A Unix
+// socket behaves as TCP does here (a peer's close reads as EOF after its
+// bytes, deadlines work) without leaving a TIME_WAIT socket per execution.
+func fuzzMux(f *testing.F) *Mux {
+	ln, err := net.Listen("unix", filepath.Join(f.TempDir(), "mux.sock"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	m := New(ln, "fuzz", nil, WithHeaderTimeout(fuzzHeaderTimeout))
+	for _, p := range fuzzProtos {
+		m.Listen(p)
+	}
+	f.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+// connPair returns the two ends of a new connection to m's listener.
+func connPair(t *testing.T, m *Mux) (client, server net.Conn) {
+	client, err := net.Dial("unix", m.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = m.ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, server
+}
+
+var fuzzProtos = []byte{ProtoRaft, ProtoRing, ProtoBully, ProtoInvitation, ProtoLease, ProtoForward}
+
+// checkReaders checks readProto and readNodeID on data against specHeader.
+func checkReaders(t *testing.T, data []byte) {
+	r := bytes.NewReader(data)
+	proto, err := readProto(r)
+	if len(data) == 0 {
+		if err != io.EOF {
+			t.Fatalf("readProto of nothing: %d, %v", proto, err)
+		}
+		return
+	}
+	if err != nil || proto != data[0] {
+		t.Fatalf("readProto of %q: %d, %v", data, proto, err)
+	}
+	id, err := readNodeID(r)
+	_, wantID, n, wantErr := specHeader(data)
+	switch {
+	case wantErr == errTruncated:
+		if err != io.EOF && err != io.ErrUnexpectedEOF {
+			t.Fatalf("readNodeID of the truncated %q: %q, %v", data, id, err)
+		}
+	case wantErr != nil:
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("readNodeID of %q: %q, %v; want %v", data, id, err, wantErr)
+		}
+	case err != nil || id != wantID || !validNodeID(id):
+		t.Fatalf("readNodeID of %q: %q, %v; want %q", data, id, err, wantID)
+	case r.Len() != len(data)-n:
+		t.Fatalf("readNodeID of %q read %d bytes of a %d-byte header", data, len(data)-r.Len(), n)
+	}
+}
+
+// deadlineConn is the accepting end of a connection that fails a Read not
+// made under a read deadline at most the header timeout away, and records
+// the last read deadline set.
+type deadlineConn struct {
+	net.Conn
+	t        *testing.T
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (c *deadlineConn) SetReadDeadline(d time.Time) error {
+	c.mu.Lock()
+	c.deadline = d
+	c.mu.Unlock()
+	return c.Conn.SetReadDeadline(d)
+}
+
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	d := c.deadline
+	c.mu.Unlock()
+	if d.IsZero() || time.Until(d) > fuzzHeaderTimeout {
+		c.t.Errorf("header read with the read deadline %v (%v away)", d, time.Until(d))
+	}
+	return c.Conn.Read(b)
+}
+
+// checkReadHeader sends data on a connection and checks what readHeader
+// makes of it. With hold the sender keeps the connection open after data.
+func checkReadHeader(t *testing.T, m *Mux, data []byte, hold bool) {
+	client, server := connPair(t, m)
+	defer client.Close()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		_, _ = client.Write(data) // fails once the server end closes
+		if !hold {
+			_ = client.Close()
+		}
+	}()
+	conn := &deadlineConn{Conn: server, t: t}
+	start := time.Now()
+	l, id, err := m.readHeader(conn)
+	elapsed := time.Since(start)
+	if elapsed > fuzzHeaderTimeout+fuzzBlockLimit {
+		t.Fatalf("readHeader of %q took %v", data, elapsed)
+	}
+	wantProto, wantID, n, wantErr := specHeader(data)
+	switch {
+	case len(data) > 0 && m.layer(data[0]) == nil:
+		if !errors.Is(err, errUnknownProto) {
+			t.Fatalf("readHeader of %q, an unknown protocol byte: %v", data, err)
+		}
+	case wantErr == errTruncated && hold:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("readHeader of the truncated %q, held open: %v; want the header timeout", data, err)
+		}
+	case wantErr == errTruncated:
+		if err != io.EOF && err != io.ErrUnexpectedEOF {
+			t.Fatalf("readHeader of the truncated %q: %v", data, err)
+		}
+	case wantErr != nil:
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("readHeader of %q: %v; want %v", data, err, wantErr)
+		}
+	case err != nil || l == nil || l.proto != wantProto || id != wantID:
+		t.Fatalf("readHeader of %q: layer %v, id %q, %v; want protocol %d, id %q", data, l, id, err, wantProto, wantID)
+	default:
+		if !conn.deadline.IsZero() {
+			t.Fatalf("readHeader of %q left the read deadline %v", data, conn.deadline)
+		}
+		checkRest(t, server, data[n:], hold)
+	}
+	_ = server.Close()
+	select {
+	case <-sent:
+	case <-time.After(fuzzBlockLimit):
+		t.Fatalf("the sender of %q is still blocked", data)
+	}
+}
+
+// checkRest checks that the bytes after the header reach the Layer whole.
+func checkRest(t *testing.T, server net.Conn, rest []byte, hold bool) {
+	if err := server.SetReadDeadline(time.Now().Add(fuzzBlockLimit)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(rest))
+	if _, err := io.ReadFull(server, got); err != nil || !bytes.Equal(got, rest) {
+		t.Fatalf("after the header: %q, %v; want %q", got, err, rest)
+	}
+	if !hold {
+		if n, err := server.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Fatalf("after the data: %d bytes, %v; want EOF", n, err)
+		}
+	}
+}
+
+// checkWriteHeader sends the header writeHeader writes for a protocol of
+// the Mux's (picked by data's first byte) and the ID made of the rest of
+// data, and checks that readHeader reads that protocol and ID from it.
+func checkWriteHeader(t *testing.T, m *Mux, data []byte) {
+	proto, id := ProtoRaft, ""
+	if len(data) > 0 {
+		proto, id = fuzzProtos[int(data[0])%len(fuzzProtos)], string(data[1:])
+	}
+	client, server := connPair(t, m)
+	defer server.Close()
+	written := make(chan error, 1)
+	go func() {
+		written <- writeHeader(client, proto, id, time.Now().Add(fuzzBlockLimit))
+		_ = client.Close()
+	}()
+	l, got, err := m.readHeader(server)
+	_ = server.Close()
+	var werr error
+	select {
+	case werr = <-written:
+	case <-time.After(fuzzBlockLimit):
+		t.Fatalf("writeHeader(%d, %q) blocked", proto, id)
+	}
+	if werr != nil {
+		return // refused: nothing to read back
+	}
+	if err != nil || l == nil || l.proto != proto || got != id {
+		t.Fatalf("writeHeader(%d, %q) read back as layer %v, id %q, %v", proto, id, l, got, err)
+	}
+}
