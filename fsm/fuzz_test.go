@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"os"
@@ -125,9 +124,14 @@ func canonical(c Command) Command {
 	return c
 }
 
-// fuzzMaxEntries bounds the entries one FuzzApply input applies, so that
-// an execution stays short.
-const fuzzMaxEntries = 32
+// Bounds of a FuzzApply and a FuzzRestore input: the entries one applies,
+// and the bytes of either (larger inputs are skipped). They keep an
+// execution short, and so the minimizing of an input that finds new
+// coverage, which runs it again for every byte it tries to drop.
+const (
+	fuzzMaxEntries = 32
+	fuzzMaxInput   = 4 << 10
+)
 
 // entrySep separates the entries of a FuzzApply input. No encoded command
 // contains it (a version byte, an op byte below 0xff, then UTF-8 JSON),
@@ -154,6 +158,9 @@ func FuzzApply(f *testing.F) {
 	f.Add(joinEntries(append(log[:5:5], []byte{Version, byte(OpAcquire), '{', '}'}, log[5])))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > fuzzMaxInput {
+			return
+		}
 		entries := bytes.SplitN(data, []byte{entrySep}, fuzzMaxEntries+1)
 		entries = entries[:min(len(entries), fuzzMaxEntries)]
 		fsm := New()
@@ -266,13 +273,16 @@ func FuzzRestore(f *testing.F) {
 		}
 		f.Add(b)
 	}
-	f.Add(version1Snapshot(f))
+	f.Add([]byte(readVersion1Log(f).Snapshot))
 	f.Add([]byte{})
 	f.Add([]byte("null"))
 	f.Add([]byte(`{"version":3}`))
 	f.Add([]byte(`{"version":3,"applied_index":1}{}`))
 	base := mustSnapshot(f, h.f)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > fuzzMaxInput {
+			return
+		}
 		fsm := mustRestore(t, base)
 		if err := fsm.Restore(bytes.NewReader(data)); err != nil {
 			if !errors.Is(err, ErrBadSnapshot) {
@@ -314,24 +324,4 @@ func checkRoundTrip(t *testing.T, f *FSM) {
 	if again := mustSnapshot(t, g); !bytes.Equal(snap, again) {
 		t.Fatalf("snapshot round trip differs:\n%s\n%s", snap, again)
 	}
-}
-
-// version1Snapshot returns the version-1 snapshot recorded at the end of
-// testdata/version1-log.json.gz.
-func version1Snapshot(t testing.TB) []byte {
-	t.Helper()
-	file, err := os.Open("testdata/version1-log.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	zr, err := gzip.NewReader(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec version1Log
-	if err := json.NewDecoder(zr).Decode(&rec); err != nil {
-		t.Fatal(err)
-	}
-	return rec.Snapshot
 }
