@@ -274,6 +274,13 @@ func FuzzRestore(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(readVersion1Log(f).Snapshot))
+	// Times at the edges of the years JSON encodes (0 to 9999), in zones
+	// other than UTC, which Restore converts to.
+	f.Add([]byte(`{"version":3,"applied_index":4,"locks_index":4,"elections_index":0,` +
+		`"sessions":[{"id":"a","ttl":1,"lock_delay":0,"create_index":1},{"id":"b","ttl":1,"lock_delay":0,"create_index":2}],` +
+		`"locks":[{"name":"x","mode":"exclusive","holders":[{"session":"a","token":3,"acquired_at":"9999-12-31T23:59:59+01:00"}],` +
+		`"waiters":[{"session":"b","mode":"exclusive","deadline":"0000-01-01T00:00:00-01:00","wait":1,"since":4}],"modify_index":4}],` +
+		`"elections":[],"members":[]}`))
 	f.Add([]byte{})
 	f.Add([]byte("null"))
 	f.Add([]byte(`{"version":3}`))

@@ -307,17 +307,25 @@ func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 		return errors.New("several exclusive holders")
 	case !s.election && l.Value != "":
 		return errors.New("value on a lock")
+	case !encodable(l.DelayUntil):
+		return fmt.Errorf("lock-delay shown to end in %v", l.DelayUntil)
 	}
 	seen := make(map[string]bool)
 	for _, h := range l.Holders {
 		if !sessions.has(h.Session) || seen[h.Session] || h.Token == 0 {
 			return fmt.Errorf("holder %q: unknown, repeated or without token", h.Session)
 		}
+		if !encodable(h.AcquiredAt) {
+			return fmt.Errorf("holder %q: acquired in %v", h.Session, h.AcquiredAt)
+		}
 		seen[h.Session] = true
 	}
 	for _, w := range l.Waiters {
 		if !sessions.has(w.Session) || seen[w.Session] || !validMode(s, w.Mode) {
 			return fmt.Errorf("waiter %q: unknown, repeated or of mode %q", w.Session, w.Mode)
+		}
+		if !encodable(w.Deadline) {
+			return fmt.Errorf("waiter %q: shown deadline in %v", w.Session, w.Deadline)
 		}
 		if !s.election && w.Value != "" {
 			return fmt.Errorf("waiter %q: value on a lock", w.Session)
@@ -328,6 +336,14 @@ func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 		seen[w.Session] = true
 	}
 	return nil
+}
+
+// encodable reports whether t, kept in UTC as the state keeps every time,
+// can be written in a snapshot: encoding/json refuses years outside 0 to
+// 9999. A time of another zone that encodes may not once in UTC.
+func encodable(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
 }
 
 func validMode(s *space, m Mode) bool {

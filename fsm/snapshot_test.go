@@ -149,6 +149,12 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"lock-delay without a length", mutate(func(f *snapshotFile, x *Lock) { x.DelayIndex, x.DelayUntil = 7, t0 })},
 		{"lock-delay without a starting entry", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayUntil = time.Second, t0 })},
 		{"lock-delay without a shown end", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayIndex = time.Second, 7 })},
+		{"holder acquired after year 9999 in UTC", mutate(func(f *snapshotFile, x *Lock) {
+			x.Holders[0].AcquiredAt = time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -3600))
+		})},
+		{"waiter's deadline before year 0 in UTC", mutate(func(f *snapshotFile, x *Lock) {
+			x.Waiters[0].Deadline = time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600))
+		})},
 		{"duplicate member", mutate(func(f *snapshotFile, x *Lock) { f.Members = append(f.Members, f.Members[0]) })},
 		{"window out of range", mutate(func(f *snapshotFile, x *Lock) { f.Sessions[0].SeqWindow = MaxSeqWindow + 1 })},
 		{"floor of an unbounded session", mutate(func(f *snapshotFile, x *Lock) { f.SeqFloors = map[string]uint64{"a": 3} })},
