@@ -254,10 +254,11 @@ func checkGranted(t *testing.T, f *FSM, index uint64, c Command, res Result) {
 }
 
 // FuzzRestore: Restore never panics; what it refuses wraps ErrBadSnapshot
-// and leaves the state as it was; a state it accepts snapshots to bytes
-// that restore to a state with the same snapshot, and takes the entries
-// that end every timer and every session without panicking, after which
-// the same holds.
+// and leaves the state as it was; a state it accepts keeps the invariants
+// of checkInvariants (it could have been built by entries, as Restore
+// promises), snapshots to bytes that restore to a state with the same
+// snapshot, and takes the entries that end every timer and every session
+// without panicking, after which the round trip still holds.
 func FuzzRestore(f *testing.F) {
 	h := newHarness(f)
 	for i, c := range seedLog() {
@@ -300,6 +301,7 @@ func FuzzRestore(f *testing.F) {
 			}
 			return
 		}
+		checkInvariants(t, fsm)
 		checkRoundTrip(t, fsm)
 		applied := fsm.AppliedIndex()
 		var refs []TimerRef
