@@ -182,9 +182,9 @@ func (c *deadlineConn) Read(b []byte) (int, error) {
 
 // fuzzSentFirst is how much of an input checkReadHeader sends before it
 // reads: the longest header and more, which a Unix socket's buffer takes
-// without a reader. So readHeader's outcome does not hang on how soon a
-// sending goroutine runs, which on a busy machine can exceed the header
-// timeout.
+// without a reader. The sender also closes before the read when that was
+// all. So readHeader's outcome does not hang on how soon a sending
+// goroutine runs, which on a busy machine can exceed the header timeout.
 const fuzzSentFirst = 4 << 10
 
 // checkReadHeader sends data on a connection and checks what readHeader
@@ -196,9 +196,15 @@ func checkReadHeader(t *testing.T, m *Mux, data []byte, hold bool) {
 	if _, err := client.Write(first); err != nil {
 		t.Fatal(err)
 	}
+	if len(rest) == 0 && !hold {
+		_ = client.Close()
+	}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
+		if len(rest) == 0 {
+			return
+		}
 		_, _ = client.Write(rest) // fails once the server end closes
 		if !hold {
 			_ = client.Close()
