@@ -161,7 +161,7 @@ func checkReaders(t *testing.T, data []byte) {
 
 // deadlineConn is the accepting end of a connection that fails a Read not
 // made under a read deadline at most the header timeout away, and records
-// the last read deadline set.
+// the last read deadline set (by SetReadDeadline or SetDeadline).
 type deadlineConn struct {
 	net.Conn
 	t        *testing.T
@@ -171,10 +171,19 @@ type deadlineConn struct {
 }
 
 func (c *deadlineConn) SetReadDeadline(d time.Time) error {
+	c.record(d)
+	return c.Conn.SetReadDeadline(d)
+}
+
+func (c *deadlineConn) SetDeadline(d time.Time) error {
+	c.record(d)
+	return c.Conn.SetDeadline(d)
+}
+
+func (c *deadlineConn) record(d time.Time) {
 	c.mu.Lock()
 	c.deadline = d
 	c.mu.Unlock()
-	return c.Conn.SetReadDeadline(d)
 }
 
 func (c *deadlineConn) Read(b []byte) (int, error) {
