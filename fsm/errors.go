@@ -8,7 +8,8 @@ import (
 
 // Errors returned in Result.Err. They are deterministic outcomes of a
 // command, not failures of the state machine: the state is unchanged when
-// one is returned.
+// one is returned, but for the request number a refused command with a
+// new one records (seq.go), so that a late copy of it is refused too.
 var (
 	// ErrBadCommand: the entry could not be decoded or is missing a field.
 	ErrBadCommand = errors.New("fsm: bad command")

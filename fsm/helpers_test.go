@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -262,7 +263,7 @@ func checkObject(t testing.TB, s *space, st *state, name string, l *Lock) {
 	if s.election && len(l.Holders) > 1 {
 		t.Fatalf("%s: election with %d leaders", name, len(l.Holders))
 	}
-	if !slices.IsSortedFunc(l.Holders, func(a, b Holder) int { return int(a.Token) - int(b.Token) }) {
+	if !slices.IsSortedFunc(l.Holders, func(a, b Holder) int { return cmp.Compare(a.Token, b.Token) }) {
 		t.Fatalf("%s: holders not in grant order", name)
 	}
 }

@@ -231,41 +231,6 @@ func TestApply_UndecodableEntry(t *testing.T) {
 	}
 }
 
-func FuzzApply(f *testing.F) {
-	for _, c := range []Command{
-		acquire("a", "x", "", 0), acquire("c", "x", Shared, time.Minute), release("a", "x"),
-		expire("a"), expireAll("b", "a"), due(TimerRef{Name: "dl", Armed: 9}), campaign("b", "e", "v", time.Second), proclaim("c", "e", "v"),
-		{Op: OpSetMember, Member: &Member{ID: "n"}}, create("z", time.Second),
-	} {
-		c.Now = t0.Add(time.Minute)
-		b, err := Encode(c)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte{})
-	f.Add([]byte{Version, byte(OpAcquire), '{', '}'})
-	f.Add([]byte{Version, byte(OpAcquire), 'n', 'u', 'l', 'l'})
-	f.Add(append([]byte{version1, byte(OpTick)}, `{"now":"9999-12-31T23:59:59Z"}`...))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		h := refusalState(t)
-		before := mustStateJSON(t, h.f)
-		res := h.f.Apply(h.idx+1, data)
-		if res.Index != h.idx+1 || h.f.AppliedIndex() != h.idx+1 {
-			t.Fatalf("index %d applied %d, want %d", res.Index, h.f.AppliedIndex(), h.idx+1)
-		}
-		if res.Err != nil && !bytes.Equal(before, mustStateJSON(t, h.f)) {
-			t.Fatalf("refusal %v changed the state", res.Err)
-		}
-		checkInvariants(t, h.f)
-		snap := mustSnapshot(t, h.f)
-		if again := mustSnapshot(t, mustRestore(t, snap)); !bytes.Equal(snap, again) {
-			t.Fatal("state does not survive a snapshot round trip")
-		}
-	})
-}
-
 func TestChanged_FiresOnApply(t *testing.T) {
 	h := newHarness(t)
 	ch := h.f.Changed()

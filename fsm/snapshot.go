@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -267,10 +268,10 @@ func (file *snapshotFile) state() (*state, error) {
 		}
 		st.members[m.ID] = m
 	}
-	if err := st.locks.load(file.Locks, file.LocksIndex, st.sessions); err != nil {
+	if err := st.locks.load(file.Locks, file.LocksIndex, file.AppliedIndex, st.sessions); err != nil {
 		return nil, fmt.Errorf("locks: %w", err)
 	}
-	if err := st.elections.load(file.Elections, file.ElectionsIndex, st.sessions); err != nil {
+	if err := st.elections.load(file.Elections, file.ElectionsIndex, file.AppliedIndex, st.sessions); err != nil {
 		return nil, fmt.Errorf("elections: %w", err)
 	}
 	st.touched = nil // a restore wakes every watcher anyway
@@ -289,12 +290,19 @@ func (file *snapshotFile) state() (*state, error) {
 
 // load fills an empty space with locks through the same methods commands
 // use, so the reverse indexes and the timed set come out as they would.
-func (s *space) load(locks []Lock, index uint64, sessions *cowMap[Session]) error {
+// index is the space's index, applied the snapshot's applied index.
+func (s *space) load(locks []Lock, index, applied uint64, sessions *cowMap[Session]) error {
+	if index > applied {
+		return fmt.Errorf("index %d after the applied index %d", index, applied)
+	}
 	for _, in := range locks {
 		if s.objs.has(in.Name) || in.Name == "" {
 			return fmt.Errorf("empty or duplicate name %q", in.Name)
 		}
 		if err := s.validate(in, sessions); err != nil {
+			return fmt.Errorf("%q: %w", in.Name, err)
+		}
+		if err := validateOrder(in, index, applied); err != nil {
 			return fmt.Errorf("%q: %w", in.Name, err)
 		}
 		l := &Lock{
@@ -340,17 +348,25 @@ func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 		return errors.New("several exclusive holders")
 	case !s.election && l.Value != "":
 		return errors.New("value on a lock")
+	case !encodable(l.DelayUntil):
+		return fmt.Errorf("lock-delay shown to end in %v", l.DelayUntil)
 	}
 	seen := make(map[string]bool)
 	for _, h := range l.Holders {
 		if !sessions.has(h.Session) || seen[h.Session] || h.Token == 0 {
 			return fmt.Errorf("holder %q: unknown, repeated or without token", h.Session)
 		}
+		if !encodable(h.AcquiredAt) {
+			return fmt.Errorf("holder %q: acquired in %v", h.Session, h.AcquiredAt)
+		}
 		seen[h.Session] = true
 	}
 	for _, w := range l.Waiters {
 		if !sessions.has(w.Session) || seen[w.Session] || !validMode(s, w.Mode) {
 			return fmt.Errorf("waiter %q: unknown, repeated or of mode %q", w.Session, w.Mode)
+		}
+		if !encodable(w.Deadline) {
+			return fmt.Errorf("waiter %q: shown deadline in %v", w.Session, w.Deadline)
 		}
 		if !s.election && w.Value != "" {
 			return fmt.Errorf("waiter %q: value on a lock", w.Session)
@@ -361,6 +377,33 @@ func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 		seen[w.Session] = true
 	}
 	return nil
+}
+
+// validateOrder checks one object of a snapshot against the order the
+// entries that built it keep: it changed last at or before the space's
+// index, its tokens are indexes of entries applied, in grant order (so a
+// later grant's token is higher than any held), and its queue waits only
+// behind a holder or a lock-delay (a hand-off grants the head otherwise).
+func validateOrder(l Lock, index, applied uint64) error {
+	switch {
+	case l.ModifyIndex > index:
+		return fmt.Errorf("modify index %d after the space's index %d", l.ModifyIndex, index)
+	case slices.ContainsFunc(l.Holders, func(h Holder) bool { return h.Token > applied }):
+		return fmt.Errorf("a token after the applied index %d", applied)
+	case !slices.IsSortedFunc(l.Holders, func(a, b Holder) int { return cmp.Compare(a.Token, b.Token) }):
+		return errors.New("holders not in grant order")
+	case l.DelayIndex == 0 && len(l.Waiters) > 0 && l.admits(l.Waiters[0].Mode):
+		return fmt.Errorf("waiter %q queued though it could hold", l.Waiters[0].Session)
+	}
+	return nil
+}
+
+// encodable reports whether t, kept in UTC as the state keeps every time,
+// can be written in a snapshot: encoding/json refuses years outside 0 to
+// 9999. A time of another zone that encodes may not once in UTC.
+func encodable(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
 }
 
 func validMode(s *space, m Mode) bool {

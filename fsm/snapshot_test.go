@@ -149,6 +149,21 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"lock-delay without a length", mutate(func(f *snapshotFile, x *Lock) { x.DelayIndex, x.DelayUntil = 7, t0 })},
 		{"lock-delay without a starting entry", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayUntil = time.Second, t0 })},
 		{"lock-delay without a shown end", mutate(func(f *snapshotFile, x *Lock) { x.Delay, x.DelayIndex = time.Second, 7 })},
+		{"token after the applied index", mutate(func(f *snapshotFile, x *Lock) { x.Holders[0].Token = f.AppliedIndex + 1 })},
+		{"modify index after the space's", mutate(func(f *snapshotFile, x *Lock) { x.ModifyIndex = f.LocksIndex + 1 })},
+		{"space index after the applied index", mutate(func(f *snapshotFile, x *Lock) { f.ElectionsIndex = f.AppliedIndex + 1 })},
+		{"holders out of grant order", mutate(func(f *snapshotFile, x *Lock) {
+			i := slices.IndexFunc(f.Locks, func(l Lock) bool { return l.Name == "sh" })
+			sh := &f.Locks[i]
+			sh.Holders = append(sh.Holders, Holder{Session: "c", Token: sh.Holders[0].Token - 1})
+		})},
+		{"waiter behind a free lock", mutate(func(f *snapshotFile, x *Lock) { x.Holders, x.Mode = nil, "" })},
+		{"holder acquired after year 9999 in UTC", mutate(func(f *snapshotFile, x *Lock) {
+			x.Holders[0].AcquiredAt = time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -3600))
+		})},
+		{"waiter's deadline before year 0 in UTC", mutate(func(f *snapshotFile, x *Lock) {
+			x.Waiters[0].Deadline = time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600))
+		})},
 		{"duplicate member", mutate(func(f *snapshotFile, x *Lock) { f.Members = append(f.Members, f.Members[0]) })},
 		{"window out of range", mutate(func(f *snapshotFile, x *Lock) { f.Sessions[0].SeqWindow = MaxSeqWindow + 1 })},
 		{"floor of an unbounded session", mutate(func(f *snapshotFile, x *Lock) { f.SeqFloors = map[string]uint64{"a": 3} })},

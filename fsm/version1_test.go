@@ -27,6 +27,25 @@ type version1Log struct {
 	Snapshot json.RawMessage `json:"snapshot"`
 }
 
+// readVersion1Log reads testdata/version1-log.json.gz.
+func readVersion1Log(t testing.TB) version1Log {
+	t.Helper()
+	file, err := os.Open("testdata/version1-log.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	zr, err := gzip.NewReader(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec version1Log
+	if err := json.NewDecoder(zr).Decode(&rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 // errKind names the package error err wraps, as the recorded results do.
 func errKind(err error) string {
 	for _, e := range []error{ErrBadCommand, ErrSessionNotFound, ErrSessionExists, ErrLockHeld, ErrNotHolder, ErrLockDelay, ErrModeConflict} {
@@ -44,19 +63,7 @@ func errKind(err error) string {
 // time replays here to the same answers, tokens and final state (apart
 // from the timer fields this build adds).
 func TestVersion1Log_ReplaysAsRecorded(t *testing.T) {
-	file, err := os.Open("testdata/version1-log.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	zr, err := gzip.NewReader(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec version1Log
-	if err := json.NewDecoder(zr).Decode(&rec); err != nil {
-		t.Fatal(err)
-	}
+	rec := readVersion1Log(t)
 	f := New()
 	delays := 0
 	for i, enc := range rec.Entries {

@@ -49,8 +49,13 @@ func validNodeID(id string) bool {
 }
 
 // writeHeader sends the header for proto and id on c, under the deadline
-// the caller has set.
+// the caller has set. It sends nothing and returns ErrBadNodeID for an ID
+// the header cannot carry: its length byte would wrap, and the acceptor
+// would read another ID and take the rest of it for protocol data.
 func writeHeader(c net.Conn, proto byte, id string) error {
+	if !validNodeID(id) {
+		return ErrBadNodeID
+	}
 	buf := make([]byte, 0, 3+len(id))
 	buf = append(buf, proto, headerVersion, byte(len(id)))
 	buf = append(buf, id...)
