@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,16 @@ type Config struct {
 	Callers int
 	// TTL of the keepalive rows' sessions.
 	TTL time.Duration
+	// Queue are the waiters rows' queue depths.
+	Queue []int
+	// Watchers are the watchers rows' counts of blocking queries; a run
+	// of them starts with a row of 0 (the baseline) unless they name 0.
+	Watchers []int
+	// SetupTimeout bounds the setup of a waiters or watchers row
+	// (creating its sessions, queueing its waiters, parking its
+	// queries); a row whose setup runs out of time is measured as far
+	// as it got.
+	SetupTimeout time.Duration
 	// Progress, if set, receives a line about every two seconds while a
 	// row runs, and one when it ends.
 	Progress func(line string)
@@ -41,12 +52,15 @@ type Config struct {
 // measured for 10 s.
 func DefaultConfig() Config {
 	return Config{
-		Duration: 10 * time.Second,
-		Workers:  []int{1, 16, 64, 256},
-		Waiters:  []int{2, 16, 64},
-		Sessions: []int{1000, 10000, 100000},
-		Callers:  64,
-		TTL:      30 * time.Second,
+		Duration:     10 * time.Second,
+		Workers:      []int{1, 16, 64, 256},
+		Waiters:      []int{2, 16, 64},
+		Sessions:     []int{1000, 10000, 100000},
+		Callers:      64,
+		TTL:          30 * time.Second,
+		Queue:        []int{10000},
+		Watchers:     []int{10000},
+		SetupTimeout: 2 * time.Minute,
 	}
 }
 
@@ -61,15 +75,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("callers %d out of range 1..4096", c.Callers)
 	case c.TTL < 3*time.Second || c.TTL > time.Hour:
 		return fmt.Errorf("ttl %v out of range 3s..1h", c.TTL)
+	case c.SetupTimeout < time.Second || c.SetupTimeout > time.Hour:
+		return fmt.Errorf("setup timeout %v out of range 1s..1h", c.SetupTimeout)
 	}
 	for _, list := range []struct {
-		name string
-		ns   []int
-		max  int
-	}{{"workers", c.Workers, 4096}, {"waiters", c.Waiters, 4096}, {"sessions", c.Sessions, 1_000_000}} {
+		name     string
+		ns       []int
+		min, max int
+	}{{"workers", c.Workers, 1, 4096}, {"waiters", c.Waiters, 1, 4096}, {"sessions", c.Sessions, 1, 1_000_000},
+		{"queue", c.Queue, 1, maxScale}, {"watchers", c.Watchers, 0, maxScale}} {
 		for _, n := range list.ns {
-			if n < 1 || n > list.max {
-				return fmt.Errorf("%s: %d out of range 1..%d", list.name, n, list.max)
+			if n < list.min || n > list.max {
+				return fmt.Errorf("%s: %d out of range %d..%d", list.name, n, list.min, list.max)
 			}
 		}
 	}
@@ -78,21 +95,24 @@ func (c Config) Validate() error {
 
 // Row is one measured row.
 type Row struct {
-	Bench string `json:"bench"` // locks, handoff or keepalive
-	// N is the row's workers, waiters or sessions.
+	Bench string `json:"bench"` // locks, handoff, keepalive, waiters or watchers
+	// N is the row's workers, waiters, sessions, queue depth or blocking
+	// queries.
 	N int `json:"n"`
-	// Ops are the cycles, grants or renewals completed in the measured
-	// time, Rate the same per second.
+	// Ops are the cycles (locks, watchers), grants (handoff, waiters) or
+	// renewals completed in the measured time, Rate the same per second.
 	Ops     int     `json:"ops"`
 	Seconds float64 `json:"seconds"`
 	Rate    float64 `json:"per_second"`
-	// Latency is a cycle's (locks), a release-to-grant's (handoff) or a
-	// renewal's (keepalive).
+	// Latency is a cycle's (locks, watchers), a release-to-grant's
+	// (handoff, waiters) or a renewal's (keepalive).
 	Latency Latency `json:"latency"`
 	// Errors are failed requests; FirstError is the first one's text.
 	Errors     int64  `json:"errors"`
 	FirstError string `json:"first_error,omitempty"`
-	// Setup is the time taken to create the row's sessions.
+	// Setup is the time taken to create the row's sessions; waiters rows:
+	// to queue the N waiters, watchers rows: to send the N blocking
+	// queries.
 	Setup float64 `json:"setup_seconds"`
 	// Keepalive rows only: sessions the cluster expired after they went a
 	// TTL without a successful renewal (the renewers fell behind), and
@@ -101,14 +121,26 @@ type Row struct {
 	Lapsed        int64   `json:"lapsed,omitempty"`
 	WrongExpiries int64   `json:"wrong_expiries,omitempty"`
 	RaftEntries   *uint64 `json:"raft_entries,omitempty"`
+	// Waiters and watchers rows only: the sessions queued when the
+	// measured time began (waiters: N, unless the setup ran out of time),
+	// or the blocking queries still waiting when it ended (watchers: N,
+	// less those refused, failed or answered).
+	Parked int64 `json:"parked,omitempty"`
+	// Watchers rows: blocking queries the cluster refused (429
+	// too_many_requests, beyond its --max-blocking-queries); not errors.
+	Refused int64 `json:"refused,omitempty"`
+	// Waiters rows: the time from the end of the measured time until the
+	// row's sessions were destroyed and every queued acquire had
+	// returned.
+	Drain float64 `json:"drain_seconds,omitempty"`
 }
 
 // Unit names what a row's Ops count.
 func (r Row) Unit() string {
 	switch r.Bench {
-	case "locks":
+	case "locks", "watchers":
 		return "cycles"
-	case "handoff":
+	case "handoff", "waiters":
 		return "grants"
 	}
 	return "renewals"
@@ -141,9 +173,9 @@ func newBench(cfg Config) *bench {
 		run = fmt.Sprintf("%08x", rand.Uint32())
 	}
 	conns := max(cfg.Callers, 64)
-	for _, ns := range [][]int{cfg.Workers, cfg.Waiters} {
+	for _, ns := range [][]int{cfg.Workers, cfg.Waiters, cfg.Queue, cfg.Watchers} {
 		for _, n := range ns {
-			conns = max(conns, n)
+			conns = max(conns, n+1)
 		}
 	}
 	sys := cfg.System
@@ -291,22 +323,33 @@ func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
 	var errs errorCount
+	label := fmt.Sprintf("locks, %d workers", workers)
+	err = b.cycles(ctx, &row, ss, func(i int) string { return fmt.Sprintf("bench/locks/%s/%d/%d", b.run, workers, i) }, label, &errs)
+	b.progress("%s: %.0f cycles/s, p50 %s, p99 %s, %d errors", label, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
+	return row, err
+}
+
+// cycles is the measured time of the locks and watchers rows: session i
+// of ss takes and releases the lock name(i) (acquire with wait 0, then
+// release), again and again, for the row's duration. It fills in row
+// from the cycles that ended in that time, with errs as the row's
+// errors.
+func (b *bench) cycles(ctx context.Context, row *Row, ss []Session, name func(i int) string, label string, errs *errorCount) error {
 	var done atomic.Int64
-	lat := make([]samples, workers)
+	lat := make([]samples, len(ss))
 	start := time.Now()
 	end := start.Add(b.cfg.Duration)
 	stop := b.ticker(func() string {
-		return fmt.Sprintf("locks, %d workers: %.0fs of %v, %d cycles", workers, time.Since(start).Seconds(), b.cfg.Duration, done.Load())
+		return fmt.Sprintf("%s: %.0fs of %v, %d cycles", label, time.Since(start).Seconds(), b.cfg.Duration, done.Load())
 	})
 	rctx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
-	for i := range workers {
+	for i, s := range ss {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := ss[i]
-			name := fmt.Sprintf("bench/locks/%s/%d/%d", b.run, workers, i)
+			name := name(i)
 			for rctx.Err() == nil {
 				c0 := time.Now()
 				if !c0.Before(end) {
@@ -330,9 +373,8 @@ func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 	}
 	wg.Wait()
 	stop()
-	b.finish(&row, lat, &errs)
-	b.progress("locks, %d workers: %.0f cycles/s, p50 %s, p99 %s, %d errors", workers, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
-	return row, ctx.Err()
+	b.finish(row, lat, errs)
+	return ctx.Err()
 }
 
 // Handoff measures hand-offs of one contended lock.
@@ -351,52 +393,98 @@ func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 	// queued when the row ends.
 	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
-	name := fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters)
-	var errs errorCount
-	var grants atomic.Int64
-	lat := make([]samples, waiters)
-	start := time.Now()
-	end := start.Add(b.cfg.Duration)
-	// released is when the last release was sent, in ns after start; 0
-	// before the first.
-	var released atomic.Int64
+	q := newQueue(fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters), 30*time.Second, waiters)
+	q.measure(b.cfg.Duration) // from the start: the first grant needs no release
 	stop := b.ticker(func() string {
-		return fmt.Sprintf("handoff, %d waiters: %.0fs of %v, %d grants", waiters, time.Since(start).Seconds(), b.cfg.Duration, grants.Load())
+		return fmt.Sprintf("handoff, %d waiters: %.0fs of %v, %d grants", waiters, time.Since(q.t0).Seconds(), b.cfg.Duration, q.grants.Load())
 	})
-	rctx, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
+	rctx, cancel := context.WithDeadline(ctx, q.t0.Add(b.cfg.Duration+time.Minute))
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := range waiters {
-		wg.Add(1)
+	q.run(rctx, ss)
+	q.wg.Wait()
+	stop()
+	b.finish(&row, q.lat, &q.errs)
+	b.progress("handoff, %d waiters: %.0f grants/s, release-to-grant p50 %s, p99 %s, %d errors", waiters, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
+	return row, ctx.Err()
+}
+
+// queue is the loop of the handoff and waiters rows: sessions queue for
+// one lock with blocking acquires; each, once granted, releases at once
+// and queues again at the tail, until the measured time ends. A grant in
+// the measured time counts with its release-to-grant latency: from the
+// send of the release before it (whoever sent it) to the moment the
+// acquire returns with the grant.
+type queue struct {
+	name string
+	wait time.Duration // of each blocking acquire
+	t0   time.Time     // times below are in ns after t0
+	// start and end bound the measured time; start is MaxInt64 and end 0
+	// until they are known.
+	start, end atomic.Int64
+	// released is when the last release was sent; -1 before the first.
+	released atomic.Int64
+	grants   atomic.Int64
+	// timeouts are blocking acquires whose wait ran out in the measured
+	// time.
+	timeouts atomic.Int64
+	lat      []samples
+	errs     errorCount
+	wg       sync.WaitGroup
+}
+
+func newQueue(name string, wait time.Duration, sessions int) *queue {
+	q := &queue{name: name, wait: wait, t0: time.Now(), lat: make([]samples, sessions)}
+	q.start.Store(math.MaxInt64)
+	q.released.Store(-1)
+	return q
+}
+
+func (q *queue) now() int64 { return int64(time.Since(q.t0)) }
+
+// measure starts the measured time now, for d.
+func (q *queue) measure(d time.Duration) int64 {
+	now := q.now()
+	q.start.Store(now)
+	q.end.Store(now + int64(d))
+	return now
+}
+
+// ended says whether the measured time is over at t.
+func (q *queue) ended(t int64) bool { e := q.end.Load(); return e != 0 && t >= e }
+
+// run starts session i of ss queueing; q.wg waits for them. A session
+// stops once the measured time is over, or ctx ends; errors after the
+// end (a row that destroys its sessions ends their waits) do not count.
+func (q *queue) run(ctx context.Context, ss []Session) {
+	for i, s := range ss {
+		q.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			s := ss[i]
-			for rctx.Err() == nil && time.Now().Before(end) {
-				err := s.Acquire(rctx, name, 30*time.Second)
-				got := time.Since(start)
+			defer q.wg.Done()
+			for ctx.Err() == nil && !q.ended(q.now()) {
+				err := s.Acquire(ctx, q.name, q.wait)
+				got := q.now()
 				if err != nil {
-					if !errors.Is(err, ErrLockHeld) { // not a wait that ran out
-						errs.add(err)
-						pause(rctx)
+					switch {
+					case ctx.Err() != nil || q.ended(got):
+					case errors.Is(err, ErrLockHeld): // the wait ran out
+						q.timeouts.Add(1)
+					default:
+						q.errs.add(err)
+						pause(ctx)
 					}
 					continue
 				}
-				if rel := released.Load(); rel > 0 && start.Add(got).Before(end) {
-					lat[i] = append(lat[i], got-time.Duration(rel))
-					grants.Add(1)
+				if rel := q.released.Load(); rel >= 0 && got >= q.start.Load() && !q.ended(got) {
+					q.lat[i] = append(q.lat[i], time.Duration(got-rel))
+					q.grants.Add(1)
 				}
-				released.Store(int64(time.Since(start)))
-				if err := s.Release(rctx, name); err != nil {
-					errs.add(err)
+				q.released.Store(q.now())
+				if err := s.Release(ctx, q.name); err != nil && ctx.Err() == nil && !q.ended(q.now()) {
+					q.errs.add(err)
 				}
 			}
 		}()
 	}
-	wg.Wait()
-	stop()
-	b.finish(&row, lat, &errs)
-	b.progress("handoff, %d waiters: %.0f grants/s, release-to-grant p50 %s, p99 %s, %d errors", waiters, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
-	return row, ctx.Err()
 }
 
 // Keepalive measures session renewals.

@@ -1,0 +1,278 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// maxScale bounds the waiters and watchers rows' N: each holds a
+// connection (and an open file on both sides) for the whole row.
+const maxScale = 100_000
+
+// Waiters measures hand-offs of one lock through a deep queue.
+func Waiters(ctx context.Context, cfg Config) ([]Row, error) {
+	return newBench(cfg).rows(ctx, cfg.Queue, (*bench).waiters)
+}
+
+// waiters queues n sessions behind a holder of one lock, then releases it
+// and measures the hand-offs as the handoff row does (queue.run): each
+// granted waiter releases at once and queues again at the tail, so the
+// queue stays n-1 deep. When the measured time ends the sessions are
+// destroyed, which ends the waits still queued; the time that takes is the
+// row's drain.
+func (b *bench) waiters(ctx context.Context, n int) (Row, error) {
+	row := Row{Bench: "waiters", N: n}
+	label := fmt.Sprintf("waiters, queue of %d", n)
+	name := fmt.Sprintf("bench/waiters/%s/%d", b.run, n)
+	if _, err := b.sys.Waiters(ctx, name); err != nil {
+		return row, fmt.Errorf("reading the queue of %s: %w", name, err)
+	}
+	if err := b.openFiles(n); err != nil {
+		return row, err
+	}
+	// A blocking acquire waits as long as the API allows, so that a
+	// waiter at the tail is granted before its wait runs out as long as
+	// the queue moves n places in that time.
+	wait := wire.MaxWait
+	sctx, cancelSetup := context.WithTimeout(ctx, b.cfg.SetupTimeout)
+	defer cancelSetup()
+	t0 := time.Now()
+	// Session n holds the lock while sessions 0..n-1 queue for it. No
+	// keepalive runs beside the row: the sessions' TTL outlasts it.
+	ss, err := b.sessions(sctx, n+1, 64, b.cfg.SetupTimeout+b.cfg.Duration+wait+time.Minute)
+	if err != nil {
+		b.destroy(ss, 64)
+		return row, fmt.Errorf("%s: setup: %w", label, err)
+	}
+	b.progress("%s: %d sessions created in %.1fs", label, n+1, time.Since(t0).Seconds())
+	holder := ss[n]
+	if err := holder.TryAcquire(sctx, name); err != nil {
+		b.destroy(ss, 64)
+		return row, fmt.Errorf("%s: the holder's acquire: %w", label, err)
+	}
+
+	q := newQueue(name, wait, n)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var depth atomic.Int64
+	stop := b.ticker(func() string {
+		return fmt.Sprintf("%s: %d queued after %.0fs", label, depth.Load(), time.Since(q.t0).Seconds())
+	})
+	q.run(rctx, ss[:n])
+	for depth.Load() < int64(n) && sctx.Err() == nil {
+		select {
+		case <-sctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+		d, err := b.sys.Waiters(sctx, name)
+		switch {
+		case err == nil:
+			depth.Store(int64(d))
+		case sctx.Err() == nil:
+			q.errs.add(err)
+		}
+	}
+	stop()
+	row.Setup, row.Parked = time.Since(q.t0).Seconds(), depth.Load()
+	if ctx.Err() != nil {
+		cancel()
+		q.wg.Wait()
+		b.destroy(ss, 64)
+		return row, ctx.Err()
+	}
+	if row.Parked < int64(n) {
+		b.progress("%s: the setup ran out of time (%v) with %d queued: measuring the queue as it is", label, b.cfg.SetupTimeout, row.Parked)
+	} else {
+		b.progress("%s: queued in %.1fs", label, row.Setup)
+	}
+
+	start := q.measure(b.cfg.Duration)
+	q.released.Store(start)
+	if err := holder.Release(rctx, name); err != nil {
+		q.errs.add(err)
+	}
+	stop = b.ticker(func() string {
+		return fmt.Sprintf("%s: %.0fs of %v, %d grants", label, time.Duration(q.now()-start).Seconds(), b.cfg.Duration, q.grants.Load())
+	})
+	select {
+	case <-ctx.Done():
+	case <-time.After(b.cfg.Duration):
+	}
+	stop()
+	b.progress("%s: destroying the sessions", label)
+	d0 := time.Now()
+	b.destroy(ss, 64)
+	cancel() // a wait that the destroy did not end
+	q.wg.Wait()
+	row.Drain = time.Since(d0).Seconds()
+	b.finish(&row, q.lat, &q.errs)
+	if t := q.timeouts.Load(); t > 0 {
+		row.Errors += t
+		if row.FirstError == "" {
+			row.FirstError = fmt.Sprintf("%d blocking acquires' waits of %v ran out", t, wait)
+		}
+	}
+	b.progress("%s: %.0f grants/s, release-to-grant p50 %s, p99 %s, max %s, drained in %.1fs, %d errors",
+		label, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), ms(row.Latency.Max), row.Drain, row.Errors)
+	return row, ctx.Err()
+}
+
+// Watchers measures uncontended lock cycles while blocking queries wait on
+// other locks. The rows start with one of 0 queries, the baseline, unless
+// cfg.Watchers names 0 itself.
+func Watchers(ctx context.Context, cfg Config) ([]Row, error) {
+	ns := cfg.Watchers
+	if len(ns) > 0 && !slices.Contains(ns, 0) {
+		ns = append([]int{0}, ns...)
+	}
+	return newBench(cfg).rows(ctx, ns, (*bench).watchers)
+}
+
+// watchers parks n blocking queries, each on a lock of its own that
+// nothing changes (query i through endpoint i), then measures one
+// session's acquire+release cycles of yet another lock as the locks row
+// does. A query whose wait ran out is sent again; one answered sooner
+// with its lock's index unchanged is an error (nothing changes the lock);
+// one that is refused is counted and not sent again.
+func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
+	row := Row{Bench: "watchers", N: n}
+	label := fmt.Sprintf("watchers, %d blocking queries", n)
+	prefix := fmt.Sprintf("bench/watchers/%s/%d", b.run, n)
+	if _, err := b.sys.Watch(ctx, 0, prefix+"/cycle", 0, 0, nil); err != nil {
+		return row, fmt.Errorf("reading %s/cycle: %w", prefix, err)
+	}
+	if err := b.openFiles(n); err != nil {
+		return row, err
+	}
+	sctx, cancelSetup := context.WithTimeout(ctx, b.cfg.SetupTimeout)
+	defer cancelSetup()
+	ss, err := b.sessions(sctx, 1, 1, b.cfg.SetupTimeout+b.cfg.Duration+time.Minute)
+	if err != nil {
+		b.destroy(ss, 1)
+		return row, fmt.Errorf("%s: setup: %w", label, err)
+	}
+	defer b.destroy(ss, 1)
+
+	var errs errorCount
+	// settled counts the queries sent, refused or failed once each;
+	// waiting those sent and not yet answered.
+	var settled, waiting, refused atomic.Int64
+	wctx, stopWatchers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stopWatchers(); wg.Wait() }()
+	// Up to 256 queries are on their way at once, so that n connections
+	// are not all dialled in the same instant.
+	slots := make(chan struct{}, 256)
+	wait := wire.MaxQueryWait
+	t0 := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("%s/w%d", prefix, i)
+			var settle sync.Once
+			var index uint64
+			for {
+				select {
+				case <-wctx.Done():
+					return
+				case slots <- struct{}{}:
+				}
+				var freed sync.Once
+				free := func() { freed.Do(func() { <-slots }) }
+				var state atomic.Int32 // 0: not sent yet, 1: sent, 2: returned
+				sent := time.Now()
+				idx, err := b.sys.Watch(wctx, i, name, index, wait, func() {
+					if state.CompareAndSwap(0, 1) {
+						waiting.Add(1)
+					}
+					free()
+					settle.Do(func() { settled.Add(1) })
+				})
+				if state.Swap(2) == 1 {
+					waiting.Add(-1)
+				}
+				free()
+				switch {
+				case wctx.Err() != nil:
+					return
+				case err == nil && idx <= index && time.Since(sent) < wait*99/100:
+					// Nothing changes the lock: the query has no cause
+					// to answer before its wait runs out.
+					err = fmt.Errorf("a blocking query on %s was answered after %v, before its wait of %v ran out, with its index unchanged (%d)",
+						name, time.Since(sent).Round(time.Millisecond), wait, idx)
+				case err == nil:
+					index = idx
+					continue
+				}
+				settle.Do(func() { settled.Add(1) })
+				if errors.Is(err, ErrTooMany) {
+					refused.Add(1)
+					return
+				}
+				errs.add(err)
+				pause(wctx)
+			}
+		}()
+	}
+	if n > 0 {
+		stop := b.ticker(func() string {
+			return fmt.Sprintf("%s: %d sent, %d refused, after %.0fs", label, settled.Load()-refused.Load(), refused.Load(), time.Since(t0).Seconds())
+		})
+		for settled.Load() < int64(n) && sctx.Err() == nil {
+			select {
+			case <-sctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		stop()
+		row.Setup = time.Since(t0).Seconds()
+		if ctx.Err() != nil {
+			return row, ctx.Err()
+		}
+		if settled.Load() < int64(n) {
+			b.progress("%s: the setup ran out of time (%v) with %d sent: measuring as it is", label, b.cfg.SetupTimeout, settled.Load())
+		}
+		// The server reads the last queries a moment after they were
+		// written.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+		b.progress("%s: %d waiting, %d refused, %d failed, sent in %.1fs", label, waiting.Load(), refused.Load(), errs.n.Load(), row.Setup)
+	}
+	err = b.cycles(ctx, &row, ss, func(int) string { return prefix + "/cycle" }, label, &errs)
+	row.Parked, row.Refused = waiting.Load(), refused.Load()
+	b.progress("%s: %.0f cycles/s, p50 %s, p99 %s, %d waiting at the end, %d refused, %d errors",
+		label, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Parked, row.Refused, row.Errors)
+	return row, err
+}
+
+// openFiles makes sure that this process may hold n more connections
+// open. Go raises the soft limit of open files to the hard limit when a
+// program starts; if the limit is still short, it is raised here as far
+// as the hard limit allows, and the row is refused if that is too little.
+func (b *bench) openFiles(n int) error {
+	if n == 0 {
+		return nil
+	}
+	want := uint64(n) + 1024
+	before, after, err := raiseOpenFiles(want)
+	if err != nil {
+		return fmt.Errorf("raising the limit of open files to %d: %w", want, err)
+	}
+	if after > before {
+		b.progress("raised this process's limit of open files from %d to %d", before, after)
+	}
+	if after < want {
+		return fmt.Errorf("%d connections want about %d open files, and this process may have %d (ulimit -n, at most ulimit -Hn): raise the limit or ask for fewer", n, want, after)
+	}
+	return nil
+}
