@@ -300,10 +300,15 @@ func (b *bench) finish(row *Row, lat []samples, errs *errorCount) {
 
 // pause backs off after an error, so that a failing cluster is not
 // hammered.
-func pause(ctx context.Context) {
+func pause(ctx context.Context) { backoff(ctx, 0) }
+
+// backoff is pause after the fails-th error in a row (from 0): 20 ms,
+// doubled with each error up to 1 s, for the rows whose thousands of
+// waiting callers would otherwise all come back every 20 ms.
+func backoff(ctx context.Context, fails int) {
 	select {
 	case <-ctx.Done():
-	case <-time.After(20 * time.Millisecond):
+	case <-time.After(20 * time.Millisecond << min(fails, 6)):
 	}
 }
 
@@ -452,39 +457,48 @@ func (q *queue) measure(d time.Duration) int64 {
 // ended says whether the measured time is over at t.
 func (q *queue) ended(t int64) bool { e := q.end.Load(); return e != 0 && t >= e }
 
-// run starts session i of ss queueing; q.wg waits for them. A session
-// stops once the measured time is over, or ctx ends; errors after the
-// end (a row that destroys its sessions ends their waits) do not count.
+// run starts every session of ss queueing.
 func (q *queue) run(ctx context.Context, ss []Session) {
 	for i, s := range ss {
-		q.wg.Add(1)
-		go func() {
-			defer q.wg.Done()
-			for ctx.Err() == nil && !q.ended(q.now()) {
-				err := s.Acquire(ctx, q.name, q.wait)
-				got := q.now()
-				if err != nil {
-					switch {
-					case ctx.Err() != nil || q.ended(got):
-					case errors.Is(err, ErrLockHeld): // the wait ran out
-						q.timeouts.Add(1)
-					default:
-						q.errs.add(err)
-						pause(ctx)
-					}
-					continue
-				}
-				if rel := q.released.Load(); rel >= 0 && got >= q.start.Load() && !q.ended(got) {
-					q.lat[i] = append(q.lat[i], time.Duration(got-rel))
-					q.grants.Add(1)
-				}
-				q.released.Store(q.now())
-				if err := s.Release(ctx, q.name); err != nil && ctx.Err() == nil && !q.ended(q.now()) {
-					q.errs.add(err)
-				}
-			}
-		}()
+		q.join(ctx, i, s)
 	}
+}
+
+// join starts session s, the i-th of the row's, queueing; q.wg waits for
+// it. It stops once the measured time is over, or ctx ends; errors after
+// the end (a row that destroys its sessions ends their waits) do not
+// count.
+func (q *queue) join(ctx context.Context, i int, s Session) {
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		fails := 0
+		for ctx.Err() == nil && !q.ended(q.now()) {
+			err := s.Acquire(ctx, q.name, q.wait)
+			got := q.now()
+			if err != nil {
+				switch {
+				case ctx.Err() != nil || q.ended(got):
+				case errors.Is(err, ErrLockHeld): // the wait ran out
+					q.timeouts.Add(1)
+				default:
+					q.errs.add(err)
+					backoff(ctx, fails)
+					fails++
+				}
+				continue
+			}
+			fails = 0
+			if rel := q.released.Load(); rel >= 0 && got >= q.start.Load() && !q.ended(got) {
+				q.lat[i] = append(q.lat[i], time.Duration(got-rel))
+				q.grants.Add(1)
+			}
+			q.released.Store(q.now())
+			if err := s.Release(ctx, q.name); err != nil && ctx.Err() == nil && !q.ended(q.now()) {
+				q.errs.add(err)
+			}
+		}
+	}()
 }
 
 // Keepalive measures session renewals.

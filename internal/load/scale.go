@@ -16,6 +16,10 @@ import (
 // connection (and an open file on both sides) for the whole row.
 const maxScale = 100_000
 
+// queueJoins bounds the waiters row's acquires sent and not yet queued
+// while it sets up.
+const queueJoins = 256
+
 // Waiters measures hand-offs of one lock through a deep queue.
 func Waiters(ctx context.Context, cfg Config) ([]Row, error) {
 	return newBench(cfg).rows(ctx, cfg.Queue, (*bench).waiters)
@@ -65,11 +69,18 @@ func (b *bench) waiters(ctx context.Context, n int) (Row, error) {
 	stop := b.ticker(func() string {
 		return fmt.Sprintf("%s: %d queued after %.0fs", label, depth.Load(), time.Since(q.t0).Seconds())
 	})
-	q.run(rctx, ss[:n])
+	// The waiters join a few hundred at a time, as the queue grows: ten
+	// thousand acquires sent at once would measure the burst (on two
+	// cores, enough to cost the leader its followers' heartbeats), not
+	// the queue.
+	joined := 0
 	for depth.Load() < int64(n) && sctx.Err() == nil {
+		for ; joined < n && int64(joined)-depth.Load() < queueJoins; joined++ {
+			q.join(rctx, joined, ss[joined])
+		}
 		select {
 		case <-sctx.Done():
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(200 * time.Millisecond):
 		}
 		d, err := b.sys.Waiters(sctx, name)
 		switch {
@@ -88,7 +99,8 @@ func (b *bench) waiters(ctx context.Context, n int) (Row, error) {
 		return row, ctx.Err()
 	}
 	if row.Parked < int64(n) {
-		b.progress("%s: the setup ran out of time (%v) with %d queued: measuring the queue as it is", label, b.cfg.SetupTimeout, row.Parked)
+		// The sessions that have not joined stay out of the queue.
+		b.progress("%s: the setup ran out of time (%v) with %d queued and %d joining: measuring the queue as it is", label, b.cfg.SetupTimeout, row.Parked, joined)
 	} else {
 		b.progress("%s: queued in %.1fs", label, row.Setup)
 	}
@@ -136,7 +148,8 @@ func Watchers(ctx context.Context, cfg Config) ([]Row, error) {
 }
 
 // watchers parks n blocking queries, each on a lock of its own that
-// nothing changes (query i through endpoint i), then measures one
+// nothing changes (query i through endpoint i, with the index a plain
+// read of the lock returned just before), then measures one
 // session's acquire+release cycles of yet another lock as the locks row
 // does. A query whose wait ran out is sent again; one answered sooner
 // with its lock's index unchanged is an error (nothing changes the lock);
@@ -163,13 +176,13 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 	var errs errorCount
 	// settled counts the queries sent, refused or failed once each;
 	// waiting those sent and not yet answered.
-	var settled, waiting, refused atomic.Int64
+	var settled, waiting, refused, answered atomic.Int64
 	wctx, stopWatchers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stopWatchers(); wg.Wait() }()
-	// Up to 256 queries are on their way at once, so that n connections
+	// Up to 64 queries are on their way at once, so that n connections
 	// are not all dialled in the same instant.
-	slots := make(chan struct{}, 256)
+	slots := make(chan struct{}, 64)
 	wait := wire.MaxQueryWait
 	t0 := time.Now()
 	for i := range n {
@@ -179,6 +192,8 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 			name := fmt.Sprintf("%s/w%d", prefix, i)
 			var settle sync.Once
 			var index uint64
+			read := false // index is the lock's, read before the first query
+			fails := 0
 			for {
 				select {
 				case <-wctx.Done():
@@ -187,6 +202,18 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 				}
 				var freed sync.Once
 				free := func() { freed.Do(func() { <-slots }) }
+				if !read {
+					idx, err := b.sys.Watch(wctx, i, name, 0, 0, nil)
+					if err == nil {
+						index, read = idx, true
+					} else if wctx.Err() == nil {
+						free()
+						errs.add(err)
+						backoff(wctx, fails)
+						fails++
+						continue
+					}
+				}
 				var state atomic.Int32 // 0: not sent yet, 1: sent, 2: returned
 				sent := time.Now()
 				idx, err := b.sys.Watch(wctx, i, name, index, wait, func() {
@@ -209,7 +236,8 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 					err = fmt.Errorf("a blocking query on %s was answered after %v, before its wait of %v ran out, with its index unchanged (%d)",
 						name, time.Since(sent).Round(time.Millisecond), wait, idx)
 				case err == nil:
-					index = idx
+					answered.Add(1)
+					index, fails = idx, 0
 					continue
 				}
 				settle.Do(func() { settled.Add(1) })
@@ -218,7 +246,8 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 					return
 				}
 				errs.add(err)
-				pause(wctx)
+				backoff(wctx, fails)
+				fails++
 			}
 		}()
 	}
@@ -246,7 +275,7 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
-		b.progress("%s: %d waiting, %d refused, %d failed, sent in %.1fs", label, waiting.Load(), refused.Load(), errs.n.Load(), row.Setup)
+		b.progress("%s: %d waiting, %d refused, %d failed, %d answered, sent in %.1fs", label, waiting.Load(), refused.Load(), errs.n.Load(), answered.Load(), row.Setup)
 	}
 	err = b.cycles(ctx, &row, ss, func(int) string { return prefix + "/cycle" }, label, &errs)
 	row.Parked, row.Refused = waiting.Load(), refused.Load()
