@@ -107,15 +107,19 @@ func (b *bench) waiters(ctx context.Context, n int) (Row, error) {
 
 	start := q.measure(b.cfg.Duration)
 	q.released.Store(start)
-	if err := holder.Release(rctx, name); err != nil {
-		q.errs.add(err)
-	}
+	q.wg.Add(1)
+	go func() { // the first hand-off, which may take a while
+		defer q.wg.Done()
+		if err := holder.Release(rctx, name); err != nil && rctx.Err() == nil && !q.ended(q.now()) {
+			q.errs.add(err)
+		}
+	}()
 	stop = b.ticker(func() string {
 		return fmt.Sprintf("%s: %.0fs of %v, %d grants", label, time.Duration(q.now()-start).Seconds(), b.cfg.Duration, q.grants.Load())
 	})
 	select {
 	case <-ctx.Done():
-	case <-time.After(b.cfg.Duration):
+	case <-time.After(time.Duration(q.end.Load() - q.now())):
 	}
 	stop()
 	b.progress("%s: destroying the sessions", label)
@@ -173,89 +177,19 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 	}
 	defer b.destroy(ss, 1)
 
-	var errs errorCount
-	// settled counts the queries sent, refused or failed once each;
-	// waiting those sent and not yet answered.
-	var settled, waiting, refused, answered atomic.Int64
+	w := &queries{sys: b.sys, wait: wire.MaxQueryWait, slots: make(chan struct{}, 64)}
 	wctx, stopWatchers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { stopWatchers(); wg.Wait() }()
-	// Up to 64 queries are on their way at once, so that n connections
-	// are not all dialled in the same instant.
-	slots := make(chan struct{}, 64)
-	wait := wire.MaxQueryWait
+	defer func() { stopWatchers(); w.wg.Wait() }()
 	t0 := time.Now()
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			name := fmt.Sprintf("%s/w%d", prefix, i)
-			var settle sync.Once
-			var index uint64
-			read := false // index is the lock's, read before the first query
-			fails := 0
-			for {
-				select {
-				case <-wctx.Done():
-					return
-				case slots <- struct{}{}:
-				}
-				var freed sync.Once
-				free := func() { freed.Do(func() { <-slots }) }
-				if !read {
-					idx, err := b.sys.Watch(wctx, i, name, 0, 0, nil)
-					if err == nil {
-						index, read = idx, true
-					} else if wctx.Err() == nil {
-						free()
-						errs.add(err)
-						backoff(wctx, fails)
-						fails++
-						continue
-					}
-				}
-				var state atomic.Int32 // 0: not sent yet, 1: sent, 2: returned
-				sent := time.Now()
-				idx, err := b.sys.Watch(wctx, i, name, index, wait, func() {
-					if state.CompareAndSwap(0, 1) {
-						waiting.Add(1)
-					}
-					free()
-					settle.Do(func() { settled.Add(1) })
-				})
-				if state.Swap(2) == 1 {
-					waiting.Add(-1)
-				}
-				free()
-				switch {
-				case wctx.Err() != nil:
-					return
-				case err == nil && idx <= index && time.Since(sent) < wait*99/100:
-					// Nothing changes the lock: the query has no cause
-					// to answer before its wait runs out.
-					err = fmt.Errorf("a blocking query on %s was answered after %v, before its wait of %v ran out, with its index unchanged (%d)",
-						name, time.Since(sent).Round(time.Millisecond), wait, idx)
-				case err == nil:
-					answered.Add(1)
-					index, fails = idx, 0
-					continue
-				}
-				settle.Do(func() { settled.Add(1) })
-				if errors.Is(err, ErrTooMany) {
-					refused.Add(1)
-					return
-				}
-				errs.add(err)
-				backoff(wctx, fails)
-				fails++
-			}
-		}()
+		w.wg.Add(1)
+		go w.watch(wctx, i, fmt.Sprintf("%s/w%d", prefix, i))
 	}
 	if n > 0 {
 		stop := b.ticker(func() string {
-			return fmt.Sprintf("%s: %d sent, %d refused, after %.0fs", label, settled.Load()-refused.Load(), refused.Load(), time.Since(t0).Seconds())
+			return fmt.Sprintf("%s: %d sent, %d refused, after %.0fs", label, w.settled.Load()-w.refused.Load(), w.refused.Load(), time.Since(t0).Seconds())
 		})
-		for settled.Load() < int64(n) && sctx.Err() == nil {
+		for w.settled.Load() < int64(n) && sctx.Err() == nil {
 			select {
 			case <-sctx.Done():
 			case <-time.After(20 * time.Millisecond):
@@ -266,8 +200,8 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 		if ctx.Err() != nil {
 			return row, ctx.Err()
 		}
-		if settled.Load() < int64(n) {
-			b.progress("%s: the setup ran out of time (%v) with %d sent: measuring as it is", label, b.cfg.SetupTimeout, settled.Load())
+		if w.settled.Load() < int64(n) {
+			b.progress("%s: the setup ran out of time (%v) with %d sent: measuring as it is", label, b.cfg.SetupTimeout, w.settled.Load())
 		}
 		// The server reads the last queries a moment after they were
 		// written.
@@ -275,13 +209,94 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
 		}
-		b.progress("%s: %d waiting, %d refused, %d failed, %d answered, sent in %.1fs", label, waiting.Load(), refused.Load(), errs.n.Load(), answered.Load(), row.Setup)
+		b.progress("%s: %d waiting, %d refused, %d failed, %d answered, sent in %.1fs", label, w.waiting.Load(), w.refused.Load(), w.errs.n.Load(), w.answered.Load(), row.Setup)
 	}
-	err = b.cycles(ctx, &row, ss, func(int) string { return prefix + "/cycle" }, label, &errs)
-	row.Parked, row.Refused = waiting.Load(), refused.Load()
+	err = b.cycles(ctx, &row, ss, func(int) string { return prefix + "/cycle" }, label, &w.errs)
+	row.Parked, row.Refused = w.waiting.Load(), w.refused.Load()
 	b.progress("%s: %.0f cycles/s, p50 %s, p99 %s, %d waiting at the end, %d refused, %d errors",
 		label, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Parked, row.Refused, row.Errors)
 	return row, err
+}
+
+// queries are the blocking queries of a watchers row.
+type queries struct {
+	sys  System
+	wait time.Duration // of each query
+	// slots bounds the queries on their way (sent, not yet written) at
+	// once, so that n connections are not all dialled in the same
+	// instant.
+	slots chan struct{}
+	// settled counts the queries sent, refused or failed once each;
+	// waiting those sent and not yet answered; answered those that came
+	// back with their lock changed.
+	settled, waiting, refused, answered atomic.Int64
+	errs                                errorCount
+	wg                                  sync.WaitGroup
+}
+
+// watch keeps a blocking query on the lock name waiting, through
+// endpoint i, until ctx ends or the query is refused.
+func (w *queries) watch(ctx context.Context, i int, name string) {
+	defer w.wg.Done()
+	var settle sync.Once
+	var index uint64
+	read := false // index is the lock's, read before the first query
+	fails := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case w.slots <- struct{}{}:
+		}
+		var freed sync.Once
+		free := func() { freed.Do(func() { <-w.slots }) }
+		if !read {
+			idx, err := w.sys.Watch(ctx, i, name, 0, 0, nil)
+			if err == nil {
+				index, read = idx, true
+			} else if ctx.Err() == nil {
+				free()
+				w.errs.add(err)
+				backoff(ctx, fails)
+				fails++
+				continue
+			}
+		}
+		var state atomic.Int32 // 0: not sent yet, 1: sent, 2: returned
+		sent := time.Now()
+		idx, err := w.sys.Watch(ctx, i, name, index, w.wait, func() {
+			if state.CompareAndSwap(0, 1) {
+				w.waiting.Add(1)
+			}
+			free()
+			settle.Do(func() { w.settled.Add(1) })
+		})
+		if state.Swap(2) == 1 {
+			w.waiting.Add(-1)
+		}
+		free()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil && idx <= index && time.Since(sent) < w.wait*99/100:
+			// Nothing changes the lock: the query has no cause to answer
+			// before its wait runs out.
+			err = fmt.Errorf("a blocking query on %s was answered after %v, before its wait of %v ran out, with its index unchanged (%d)",
+				name, time.Since(sent).Round(time.Millisecond), w.wait, idx)
+		case err == nil:
+			w.answered.Add(1)
+			index, fails = idx, 0
+			continue
+		}
+		settle.Do(func() { w.settled.Add(1) })
+		if errors.Is(err, ErrTooMany) {
+			w.refused.Add(1)
+			return
+		}
+		w.errs.add(err)
+		backoff(ctx, fails)
+		fails++
+	}
 }
 
 // openFiles makes sure that this process may hold n more connections
