@@ -216,8 +216,9 @@ func (b *bench) ticker(line func() string) (stop func()) {
 }
 
 // sessions creates n sessions with ttl, spread over the endpoints, with up
-// to par requests at once; session i is created through endpoint i.
-func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]Session, error) {
+// to par requests at once; session i is created through endpoint i (see
+// newSession; its failed tries count in errs).
+func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration, errs *errorCount) ([]Session, error) {
 	ss := make([]Session, n)
 	var next atomic.Int64
 	var firstErr error
@@ -232,7 +233,7 @@ func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				s, err := b.sys.NewSession(ctx, i, ttl)
+				s, err := b.newSession(ctx, i, ttl, errs)
 				if err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
@@ -249,6 +250,28 @@ func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]
 		return nil, fmt.Errorf("creating %d sessions: %w", n, firstErr)
 	}
 	return ss, ctx.Err()
+}
+
+// createTries is how many times a row sends a session's create when the
+// answer says that nothing was done or that the outcome is unknown (lockd:
+// no_leader, timeout), as while a leader is elected: one election should
+// not end a row that creates 100,000 sessions. A create whose outcome was
+// unknown may leave a session that nobody renews, which expires after its
+// TTL.
+const createTries = 5
+
+// newSession creates session i, trying again after an answer that a
+// later try may not get (createTries); each failed try counts in errs.
+func (b *bench) newSession(ctx context.Context, i int, ttl time.Duration, errs *errorCount) (Session, error) {
+	for try := 1; ; try++ {
+		s, err := b.sys.NewSession(ctx, i, ttl)
+		if err == nil || try == createTries || ctx.Err() != nil ||
+			!errors.Is(err, errNoLeader) && !errors.Is(err, errTimeout) {
+			return s, err
+		}
+		errs.add(err)
+		backoff(ctx, try+2) // 160 ms, then doubled
+	}
 }
 
 // destroy destroys the sessions, best effort, with up to par requests at
@@ -320,14 +343,14 @@ func Locks(ctx context.Context, cfg Config) ([]Row, error) {
 func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 	row := Row{Bench: "locks", N: workers}
 	t0 := time.Now()
+	var errs errorCount
 	// The sessions outlive the row, so no keepalive runs beside it.
-	ss, err := b.sessions(ctx, workers, 64, b.cfg.Duration+time.Minute)
+	ss, err := b.sessions(ctx, workers, 64, b.cfg.Duration+time.Minute, &errs)
 	if err != nil {
 		return row, err
 	}
 	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
-	var errs errorCount
 	label := fmt.Sprintf("locks, %d workers", workers)
 	err = b.cycles(ctx, &row, ss, func(i int) string { return fmt.Sprintf("bench/locks/%s/%d/%d", b.run, workers, i) }, label, &errs)
 	b.progress("%s: %.0f cycles/s, p50 %s, p99 %s, %d errors", label, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
@@ -390,7 +413,8 @@ func Handoff(ctx context.Context, cfg Config) ([]Row, error) {
 func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 	row := Row{Bench: "handoff", N: waiters}
 	t0 := time.Now()
-	ss, err := b.sessions(ctx, waiters, 64, b.cfg.Duration+time.Minute)
+	q := newQueue(fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters), 30*time.Second, waiters)
+	ss, err := b.sessions(ctx, waiters, 64, b.cfg.Duration+time.Minute, &q.errs)
 	if err != nil {
 		return row, err
 	}
@@ -398,12 +422,11 @@ func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 	// queued when the row ends.
 	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
-	q := newQueue(fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters), 30*time.Second, waiters)
-	q.measure(b.cfg.Duration) // from the start: the first grant needs no release
+	start := q.measure(b.cfg.Duration) // the first grant needs no release
 	stop := b.ticker(func() string {
-		return fmt.Sprintf("handoff, %d waiters: %.0fs of %v, %d grants", waiters, time.Since(q.t0).Seconds(), b.cfg.Duration, q.grants.Load())
+		return fmt.Sprintf("handoff, %d waiters: %.0fs of %v, %d grants", waiters, time.Duration(q.now()-start).Seconds(), b.cfg.Duration, q.grants.Load())
 	})
-	rctx, cancel := context.WithDeadline(ctx, q.t0.Add(b.cfg.Duration+time.Minute))
+	rctx, cancel := context.WithDeadline(ctx, time.Now().Add(b.cfg.Duration+time.Minute))
 	defer cancel()
 	q.run(rctx, ss)
 	q.wg.Wait()
@@ -603,7 +626,7 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 					return
 				}
 				sent := time.Since(t0)
-				s, err := b.sys.NewSession(rctx, i, ttl)
+				s, err := b.newSession(rctx, i, ttl, &errs)
 				if err != nil {
 					mu.Lock()
 					createErr = cmpErr(createErr, err)

@@ -235,3 +235,39 @@ func TestScaleRows_Unsupported(t *testing.T) {
 		t.Errorf("%d sessions created", sys.next)
 	}
 }
+
+// A create answered no_leader (nothing was done) is sent again and the
+// row goes on, with the failed try counted as an error; a create that
+// keeps failing ends the row.
+func TestRows_CreateAgainAfterNoLeader(t *testing.T) {
+	var creates atomic.Uint64
+	var always atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/sessions" {
+			if n := creates.Add(1); n%3 == 0 || always.Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				json.NewEncoder(w).Encode(wire.Error{Message: "no leader", Code: wire.CodeNoLeader})
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", creates.Load())})
+			return
+		}
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	cfg := small([]string{srv.URL})
+	cfg.Workers = []int{8}
+	rows, err := load.Locks(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rows[0]; r.Ops == 0 || r.Errors == 0 || !strings.Contains(r.FirstError, "no leader") {
+		t.Errorf("%d cycles, %d errors (%s): want cycles, and the failed creates counted", r.Ops, r.Errors, r.FirstError)
+	}
+	always.Store(true)
+	if _, err := load.Locks(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no leader") {
+		t.Errorf("error %v, want the create's no_leader after its last try", err)
+	}
+}

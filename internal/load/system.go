@@ -68,4 +68,9 @@ var (
 	// ErrTooMany is a System's refusal of one more waiting read (lockd:
 	// 429 too_many_requests, beyond --max-blocking-queries).
 	ErrTooMany error = &wire.Error{Code: wire.CodeTooMany, Message: "too many blocking queries"}
+
+	// lockd's answers that nothing was done (no leader now) or that the
+	// outcome is unknown, after which the rows create a session again.
+	errNoLeader error = &wire.Error{Code: wire.CodeNoLeader}
+	errTimeout  error = &wire.Error{Code: wire.CodeTimeout}
 )
