@@ -12,6 +12,7 @@ package compare
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -184,4 +185,10 @@ func leaderOf(ctx context.Context, system string, endpoints []string) (int, erro
 		}
 	}
 	return -1, cmp(first, fmt.Errorf("no endpoint of %v says it leads", endpoints))
+}
+
+// scaleRowsUnsupported is what etcd's and ZooKeeper's Waiters and Watch
+// answer: lockd-compare runs neither the waiters nor the watchers rows.
+func scaleRowsUnsupported(system string) error {
+	return fmt.Errorf("%s: the waiters and watchers rows are not built for it: %w", system, errors.ErrUnsupported)
 }

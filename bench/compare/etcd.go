@@ -296,3 +296,11 @@ func (p *etcdProber) close() {
 		c.Close()
 	}
 }
+
+func (e *etcd) Waiters(context.Context, string) (int, error) {
+	return 0, scaleRowsUnsupported(Etcd)
+}
+
+func (e *etcd) Watch(context.Context, int, string, uint64, time.Duration, func()) (uint64, error) {
+	return 0, scaleRowsUnsupported(Etcd)
+}

@@ -402,3 +402,11 @@ func (p *zkProber) close() {
 	p.conn.Close()
 	p.calls.Wait()
 }
+
+func (z *zookeeper) Waiters(context.Context, string) (int, error) {
+	return 0, scaleRowsUnsupported(ZooKeeper)
+}
+
+func (z *zookeeper) Watch(context.Context, int, string, uint64, time.Duration, func()) (uint64, error) {
+	return 0, scaleRowsUnsupported(ZooKeeper)
+}

@@ -16,16 +16,18 @@ import (
 const benchUsage = `lockd bench elections [--n 3,5,7,9,16] [--seeds 10] [--algorithms ring,bully,invitation,raft] [--out DIR]
   lockd bench locks|handoff|keepalive|serving [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256]
               [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--json FILE]
+  lockd bench waiters [--addr ADDRS] [--duration 10s] [--queue 10000] [--setup-timeout 2m] [--json FILE]
+  lockd bench watchers [--addr ADDRS] [--duration 10s] [--watchers 10000] [--setup-timeout 2m] [--json FILE]
   lockd bench failover [--nodes 3] [--trials 10] [--faults kill,stop] [--workers 8] [--settle 2s]
               [--serve-flags FLAGS] [--keep] [--json FILE]`
 
 // benchCmd runs "lockd bench": elections (flags -> bench.Config ->
 // bench.Run), or the serving benchmarks against a running cluster (flags
-// -> load.Config -> load.Locks, Handoff, Keepalive).
+// -> load.Config -> load.Locks, Handoff, Keepalive, Waiters, Watchers).
 func benchCmd(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
-		case "locks", "handoff", "keepalive", "serving":
+		case "locks", "handoff", "keepalive", "serving", "waiters", "watchers":
 			return loadCmd(args[0], args[1:])
 		case "failover":
 			return failoverCmd(args[1:])
@@ -44,10 +46,10 @@ func benchCmd(args []string) int {
 			fs.Usage()
 			return exitOK
 		}
-		return usageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving, failover)")
+		return usageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving, waiters, watchers, failover)")
 	}
 	if args[0] != "elections" {
-		return usageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive, serving or failover)", args[0])
+		return usageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive, serving, waiters, watchers or failover)", args[0])
 	}
 	pos, command, err := parseArgs(fs, args[1:])
 	if err != nil {
@@ -93,13 +95,15 @@ func joinInts(ns []int) string {
 }
 
 // loadCmd runs the serving benchmarks against the cluster at --addr:
-// "serving" runs locks, handoff and keepalive one after another.
+// "serving" runs locks, handoff and keepalive one after another; the
+// scale rows, waiters and watchers, run only when named.
 func loadCmd(which string, args []string) int {
 	fs := newFlagSet("lockd bench "+which, benchUsage)
 	def := load.DefaultConfig()
 	var cf clientFlags
 	cf.register(fs, false)
 	rowFlags := load.RowFlags(fs, def)
+	scaleFlags := load.ScaleFlags(fs, def)
 	jsonOut := fs.String("json", "", "also write the rows as JSON to this file")
 	quiet := fs.Bool("quiet", false, "print the table only: no progress on stderr")
 	pos, command, err := parseArgs(fs, args)
@@ -110,6 +114,9 @@ func loadCmd(which string, args []string) int {
 		return usageErr(fs, "unexpected arguments %q", append(pos, command...))
 	}
 	cfg, err := rowFlags()
+	if err == nil {
+		cfg, err = scaleFlags(cfg)
+	}
 	if err != nil {
 		return usageErr(fs, "%v", err)
 	}
@@ -126,10 +133,12 @@ func loadCmd(which string, args []string) int {
 	defer stop()
 	var rows []load.Row
 	for _, b := range []struct {
-		name string
-		run  func(context.Context, load.Config) ([]load.Row, error)
-	}{{"locks", load.Locks}, {"handoff", load.Handoff}, {"keepalive", load.Keepalive}} {
-		if which != b.name && which != "serving" {
+		name    string
+		run     func(context.Context, load.Config) ([]load.Row, error)
+		serving bool // run by "serving"
+	}{{"locks", load.Locks, true}, {"handoff", load.Handoff, true}, {"keepalive", load.Keepalive, true},
+		{"waiters", load.Waiters, false}, {"watchers", load.Watchers, false}} {
+		if which != b.name && (which != "serving" || !b.serving) {
 			continue
 		}
 		got, err := b.run(ctx, cfg)

@@ -1,12 +1,14 @@
 // Package load measures a running lockd cluster's serving path from the
-// outside, over its HTTP API: `lockd bench locks`, `handoff` and
-// `keepalive`.
+// outside, over its HTTP API: `lockd bench locks`, `handoff`,
+// `keepalive`, `waiters` and `watchers`.
 //
 // The rows' loops talk to a System (create a session, renew it, take a
 // lock with or without waiting, release it, end the session, count the
-// writes committed), so that the same loops measure other lock services
-// too: lockd's HTTP API is the System used unless Config.System names
-// another (bench/compare has etcd and ZooKeeper).
+// writes committed, count a lock's waiters, a blocking read of a lock),
+// so that the same loops measure other lock services too: lockd's HTTP
+// API is the System used unless Config.System names another
+// (bench/compare has etcd and ZooKeeper, without the last two, so
+// without the waiters and watchers rows).
 //
 //   - locks: W workers, each with its own session and its own lock, take
 //     and release it as fast as they can (acquire with wait 0, then
@@ -29,10 +31,24 @@
 //     and the Raft entries
 //     committed while only keepalives ran (must be 0: a keepalive writes
 //     nothing).
+//   - waiters: N sessions queue for one lock behind a holder (the setup:
+//     until a read of the lock shows N waiters); then the holder releases
+//     and the handoff row's loop runs with the queue N-1 deep (each
+//     granted waiter queues again at the tail). Reported: grants per
+//     second, release-to-grant latency, the setup, and the drain: the time
+//     to destroy the sessions and see every queued acquire return.
+//   - watchers: N blocking queries wait on N locks that nothing changes,
+//     while one session's acquire+release cycles of another lock are
+//     measured as the locks row measures them; a run starts with a row of
+//     0 queries. Reported: cycles per second and their latency, the
+//     queries still waiting at the end, and those the cluster refused
+//     (429 too_many_requests), apart from errors.
 //
 // lockd's requests are plain HTTP with JSON bodies through one shared
 // connection pool, with no retries: an error is counted and the cycle is
-// not. The package uses httpapi/wire's types, not the client library, so
+// not. The one exception is a session's create answered no_leader or
+// timeout, which is sent again (up to 5 tries, each failed one counted)
+// so that an election does not end a row of 100,000 sessions. The package uses httpapi/wire's types, not the client library, so
 // that what is measured is the server (and the library's own costs stay
 // out of the numbers).
 //

@@ -21,19 +21,43 @@ func RowFlags(fs *flag.FlagSet, def Config) func() (Config, error) {
 	return func() (Config, error) {
 		cfg := def
 		cfg.Duration, cfg.Callers, cfg.TTL = *duration, *callers, *ttl
-		for _, l := range []struct {
-			flag string
-			in   string
-			out  *[]int
-		}{{"workers", *workers, &cfg.Workers}, {"waiters", *waiters, &cfg.Waiters}, {"sessions", *sessions, &cfg.Sessions}} {
-			ns, err := parseInts(l.in)
-			if err != nil {
-				return cfg, fmt.Errorf("--%s: %v", l.flag, err)
-			}
-			*l.out = ns
-		}
-		return cfg, nil
+		return cfg, parseLists(intList{"workers", *workers, &cfg.Workers}, intList{"waiters", *waiters, &cfg.Waiters},
+			intList{"sessions", *sessions, &cfg.Sessions})
 	}
+}
+
+// ScaleFlags registers the waiters and watchers rows' flags on fs
+// (--queue, --watchers, --setup-timeout), with def's values as defaults.
+// After fs.Parse, the function it returns puts the flags' values into a
+// Config, or returns an error that names the flag at fault.
+func ScaleFlags(fs *flag.FlagSet, def Config) func(Config) (Config, error) {
+	queue := fs.String("queue", joinInts(def.Queue), "waiters: comma-separated queue depths (sessions queued on one lock)")
+	watchers := fs.String("watchers", joinInts(def.Watchers), "watchers: comma-separated counts of blocking queries (a row of 0 comes first unless named)")
+	setup := fs.Duration("setup-timeout", def.SetupTimeout, "waiters, watchers: bound on a row's setup; a row past it is measured as far as it got")
+	return func(cfg Config) (Config, error) {
+		cfg.SetupTimeout = *setup
+		return cfg, parseLists(intList{"queue", *queue, &cfg.Queue}, intList{"watchers", *watchers, &cfg.Watchers})
+	}
+}
+
+// intList is a flag's comma-separated list of counts and where it goes.
+type intList struct {
+	flag string
+	in   string
+	out  *[]int
+}
+
+// parseLists parses each list into its place, and names the flag of the
+// first that is not a list of counts.
+func parseLists(ls ...intList) error {
+	for _, l := range ls {
+		ns, err := parseInts(l.in)
+		if err != nil {
+			return fmt.Errorf("--%s: %v", l.flag, err)
+		}
+		*l.out = ns
+	}
+	return nil
 }
 
 func joinInts(ns []int) string {

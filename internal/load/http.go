@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
@@ -56,6 +60,12 @@ func (a *lockd) endpoint(i int) string { return a.endpoints[i%len(a.endpoints)] 
 // do sends one request to base+path and decodes a 2xx answer into out.
 // Any other answer is returned as a *wire.Error.
 func (a *lockd) do(ctx context.Context, base, method, path string, in, out any) error {
+	return a.doSent(ctx, base, method, path, in, out, nil)
+}
+
+// doSent is do that calls sent, if not nil, once the request has been
+// written to its connection.
+func (a *lockd) doSent(ctx context.Context, base, method, path string, in, out any, sent func()) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -70,6 +80,16 @@ func (a *lockd) do(ctx context.Context, base, method, path string, in, out any) 
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if sent != nil {
+		var once sync.Once // the transport may write a request again on a new connection
+		req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			WroteRequest: func(w httptrace.WroteRequestInfo) {
+				if w.Err == nil {
+					once.Do(sent)
+				}
+			},
+		}))
 	}
 	resp, err := a.hc.Do(req)
 	if err != nil {
@@ -109,6 +129,31 @@ func (a *lockd) NewSession(ctx context.Context, i int, ttl time.Duration) (Sessi
 
 // Writes returns the leader's commit index.
 func (a *lockd) Writes(ctx context.Context) (uint64, error) { return a.commitIndex(ctx) }
+
+// Waiters reads the lock name (a default read: on the leader) and counts
+// its waiters.
+func (a *lockd) Waiters(ctx context.Context, name string) (int, error) {
+	var l wire.Lock
+	if err := a.do(ctx, a.endpoint(0), http.MethodGet, "/v1/locks/"+name, nil, &l); err != nil {
+		return 0, err
+	}
+	return len(l.Waiters), nil
+}
+
+// Watch reads the lock name through endpoint i as a blocking query
+// (?index=&wait=; a default read, which a follower forwards to the
+// leader), or as a plain read if wait is 0.
+func (a *lockd) Watch(ctx context.Context, i int, name string, index uint64, wait time.Duration, sent func()) (uint64, error) {
+	path := "/v1/locks/" + name
+	if wait > 0 {
+		path += "?" + url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {wait.String()}}.Encode()
+	}
+	var l wire.Lock
+	if err := a.doSent(ctx, a.endpoint(i), http.MethodGet, path, nil, &l, sent); err != nil {
+		return 0, err
+	}
+	return l.ModifyIndex, nil
+}
 
 // lockdSession is a session of a lockd cluster; seq numbers its lock
 // requests, as the API asks.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,16 @@ type Config struct {
 	Callers int
 	// TTL of the keepalive rows' sessions.
 	TTL time.Duration
+	// Queue are the waiters rows' queue depths.
+	Queue []int
+	// Watchers are the watchers rows' counts of blocking queries; a run
+	// of them starts with a row of 0 (the baseline) unless they name 0.
+	Watchers []int
+	// SetupTimeout bounds the setup of a waiters or watchers row
+	// (creating its sessions, queueing its waiters, parking its
+	// queries); a row whose setup runs out of time is measured as far
+	// as it got.
+	SetupTimeout time.Duration
 	// Progress, if set, receives a line about every two seconds while a
 	// row runs, and one when it ends.
 	Progress func(line string)
@@ -45,12 +56,15 @@ type Config struct {
 // measured for 10 s.
 func DefaultConfig() Config {
 	return Config{
-		Duration: 10 * time.Second,
-		Workers:  []int{1, 16, 64, 256},
-		Waiters:  []int{2, 16, 64},
-		Sessions: []int{1000, 10000, 100000},
-		Callers:  64,
-		TTL:      30 * time.Second,
+		Duration:     10 * time.Second,
+		Workers:      []int{1, 16, 64, 256},
+		Waiters:      []int{2, 16, 64},
+		Sessions:     []int{1000, 10000, 100000},
+		Callers:      64,
+		TTL:          30 * time.Second,
+		Queue:        []int{10000},
+		Watchers:     []int{10000},
+		SetupTimeout: 2 * time.Minute,
 	}
 }
 
@@ -65,15 +79,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("callers %d out of range 1..4096", c.Callers)
 	case c.TTL < 3*time.Second || c.TTL > time.Hour:
 		return fmt.Errorf("ttl %v out of range 3s..1h", c.TTL)
+	case c.SetupTimeout < time.Second || c.SetupTimeout > time.Hour:
+		return fmt.Errorf("setup timeout %v out of range 1s..1h", c.SetupTimeout)
 	}
 	for _, list := range []struct {
-		name string
-		ns   []int
-		max  int
-	}{{"workers", c.Workers, 4096}, {"waiters", c.Waiters, 4096}, {"sessions", c.Sessions, 1_000_000}} {
+		name     string
+		ns       []int
+		min, max int
+	}{{"workers", c.Workers, 1, 4096}, {"waiters", c.Waiters, 1, 4096}, {"sessions", c.Sessions, 1, 1_000_000},
+		{"queue", c.Queue, 1, maxScale}, {"watchers", c.Watchers, 0, maxScale}} {
 		for _, n := range list.ns {
-			if n < 1 || n > list.max {
-				return fmt.Errorf("%s: %d out of range 1..%d", list.name, n, list.max)
+			if n < list.min || n > list.max {
+				return fmt.Errorf("%s: %d out of range %d..%d", list.name, n, list.min, list.max)
 			}
 		}
 	}
@@ -82,21 +99,24 @@ func (c Config) Validate() error {
 
 // Row is one measured row.
 type Row struct {
-	Bench string `json:"bench"` // locks, handoff or keepalive
-	// N is the row's workers, waiters or sessions.
+	Bench string `json:"bench"` // locks, handoff, keepalive, waiters or watchers
+	// N is the row's workers, waiters, sessions, queue depth or blocking
+	// queries.
 	N int `json:"n"`
-	// Ops are the cycles, grants or renewals completed in the measured
-	// time, Rate the same per second.
+	// Ops are the cycles (locks, watchers), grants (handoff, waiters) or
+	// renewals completed in the measured time, Rate the same per second.
 	Ops     int     `json:"ops"`
 	Seconds float64 `json:"seconds"`
 	Rate    float64 `json:"per_second"`
-	// Latency is a cycle's (locks), a release-to-grant's (handoff) or a
-	// renewal's (keepalive).
+	// Latency is a cycle's (locks, watchers), a release-to-grant's
+	// (handoff, waiters) or a renewal's (keepalive).
 	Latency Latency `json:"latency"`
 	// Errors are failed requests; FirstError is the first one's text.
 	Errors     int64  `json:"errors"`
 	FirstError string `json:"first_error,omitempty"`
-	// Setup is the time taken to create the row's sessions.
+	// Setup is the time taken to create the row's sessions; waiters rows:
+	// to queue the N waiters, watchers rows: to send the N blocking
+	// queries.
 	Setup float64 `json:"setup_seconds"`
 	// Keepalive rows only: sessions the cluster expired after they went a
 	// TTL without a successful renewal (the renewers fell behind), and
@@ -105,14 +125,26 @@ type Row struct {
 	Lapsed        int64   `json:"lapsed,omitempty"`
 	WrongExpiries int64   `json:"wrong_expiries,omitempty"`
 	RaftEntries   *uint64 `json:"raft_entries,omitempty"`
+	// Waiters and watchers rows only: the sessions queued when the
+	// measured time began (waiters: N, unless the setup ran out of time),
+	// or the blocking queries still waiting when it ended (watchers: N,
+	// less those refused, failed or answered).
+	Parked int64 `json:"parked,omitempty"`
+	// Watchers rows: blocking queries the cluster refused (429
+	// too_many_requests, beyond its --max-blocking-queries); not errors.
+	Refused int64 `json:"refused,omitempty"`
+	// Waiters rows: the time from the end of the measured time until the
+	// row's sessions were destroyed and every queued acquire had
+	// returned.
+	Drain float64 `json:"drain_seconds,omitempty"`
 }
 
 // Unit names what a row's Ops count.
 func (r Row) Unit() string {
 	switch r.Bench {
-	case "locks":
+	case "locks", "watchers":
 		return "cycles"
-	case "handoff":
+	case "handoff", "waiters":
 		return "grants"
 	}
 	return "renewals"
@@ -145,9 +177,9 @@ func newBench(cfg Config) *bench {
 		run = fmt.Sprintf("%08x", rand.Uint32())
 	}
 	conns := max(cfg.Callers, 64)
-	for _, ns := range [][]int{cfg.Workers, cfg.Waiters} {
+	for _, ns := range [][]int{cfg.Workers, cfg.Waiters, cfg.Queue, cfg.Watchers} {
 		for _, n := range ns {
-			conns = max(conns, n)
+			conns = max(conns, n+1)
 		}
 	}
 	sys := cfg.System
@@ -188,8 +220,9 @@ func (b *bench) ticker(line func() string) (stop func()) {
 }
 
 // sessions creates n sessions with ttl, spread over the endpoints, with up
-// to par requests at once; session i is created through endpoint i.
-func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]Session, error) {
+// to par requests at once; session i is created through endpoint i (see
+// newSession; its failed tries count in errs).
+func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration, errs *errorCount) ([]Session, error) {
 	ss := make([]Session, n)
 	var next atomic.Int64
 	var firstErr error
@@ -204,7 +237,7 @@ func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				s, err := b.sys.NewSession(ctx, i, ttl)
+				s, err := b.newSession(ctx, i, ttl, errs)
 				if err != nil {
 					mu.Lock()
 					firstErr = cmpErr(firstErr, err)
@@ -221,6 +254,28 @@ func (b *bench) sessions(ctx context.Context, n, par int, ttl time.Duration) ([]
 		return nil, fmt.Errorf("creating %d sessions: %w", n, firstErr)
 	}
 	return ss, ctx.Err()
+}
+
+// createTries is how many times a row sends a session's create when the
+// answer says that nothing was done or that the outcome is unknown (lockd:
+// no_leader, timeout), as while a leader is elected: one election should
+// not end a row that creates 100,000 sessions. A create whose outcome was
+// unknown may leave a session that nobody renews, which expires after its
+// TTL.
+const createTries = 5
+
+// newSession creates session i, trying again after an answer that a
+// later try may not get (createTries); each failed try counts in errs.
+func (b *bench) newSession(ctx context.Context, i int, ttl time.Duration, errs *errorCount) (Session, error) {
+	for try := 1; ; try++ {
+		s, err := b.sys.NewSession(ctx, i, ttl)
+		if err == nil || try == createTries || ctx.Err() != nil ||
+			!errors.Is(err, errNoLeader) && !errors.Is(err, errTimeout) {
+			return s, err
+		}
+		errs.add(err)
+		backoff(ctx, try+2) // 160 ms, then doubled
+	}
 }
 
 // destroy destroys the sessions, best effort, with up to par requests at
@@ -272,10 +327,15 @@ func (b *bench) finish(row *Row, lat []samples, errs *errorCount) {
 
 // pause backs off after an error, so that a failing cluster is not
 // hammered.
-func pause(ctx context.Context) {
+func pause(ctx context.Context) { backoff(ctx, 0) }
+
+// backoff is pause after the fails-th error in a row (from 0): 20 ms,
+// doubled with each error up to 1 s, for the rows whose thousands of
+// waiting callers would otherwise all come back every 20 ms.
+func backoff(ctx context.Context, fails int) {
 	select {
 	case <-ctx.Done():
-	case <-time.After(20 * time.Millisecond):
+	case <-time.After(20 * time.Millisecond << min(fails, 6)):
 	}
 }
 
@@ -287,30 +347,41 @@ func Locks(ctx context.Context, cfg Config) ([]Row, error) {
 func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 	row := Row{Bench: "locks", N: workers}
 	t0 := time.Now()
+	var errs errorCount
 	// The sessions outlive the row, so no keepalive runs beside it.
-	ss, err := b.sessions(ctx, workers, 64, b.cfg.Duration+time.Minute)
+	ss, err := b.sessions(ctx, workers, 64, b.cfg.Duration+time.Minute, &errs)
 	if err != nil {
 		return row, err
 	}
 	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
-	var errs errorCount
+	label := fmt.Sprintf("locks, %d workers", workers)
+	err = b.cycles(ctx, &row, ss, func(i int) string { return fmt.Sprintf("bench/locks/%s/%d/%d", b.run, workers, i) }, label, &errs)
+	b.progress("%s: %.0f cycles/s, p50 %s, p99 %s, %d errors", label, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
+	return row, err
+}
+
+// cycles is the measured time of the locks and watchers rows: session i
+// of ss takes and releases the lock name(i) (acquire with wait 0, then
+// release), again and again, for the row's duration. It fills in row
+// from the cycles that ended in that time, with errs as the row's
+// errors.
+func (b *bench) cycles(ctx context.Context, row *Row, ss []Session, name func(i int) string, label string, errs *errorCount) error {
 	var done atomic.Int64
-	lat := make([]samples, workers)
+	lat := make([]samples, len(ss))
 	start := time.Now()
 	end := start.Add(b.cfg.Duration)
 	stop := b.ticker(func() string {
-		return fmt.Sprintf("locks, %d workers: %.0fs of %v, %d cycles", workers, time.Since(start).Seconds(), b.cfg.Duration, done.Load())
+		return fmt.Sprintf("%s: %.0fs of %v, %d cycles", label, time.Since(start).Seconds(), b.cfg.Duration, done.Load())
 	})
 	rctx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
-	for i := range workers {
+	for i, s := range ss {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := ss[i]
-			name := fmt.Sprintf("bench/locks/%s/%d/%d", b.run, workers, i)
+			name := name(i)
 			for rctx.Err() == nil {
 				c0 := time.Now()
 				if !c0.Before(end) {
@@ -334,9 +405,8 @@ func (b *bench) locks(ctx context.Context, workers int) (Row, error) {
 	}
 	wg.Wait()
 	stop()
-	b.finish(&row, lat, &errs)
-	b.progress("locks, %d workers: %.0f cycles/s, p50 %s, p99 %s, %d errors", workers, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
-	return row, ctx.Err()
+	b.finish(row, lat, errs)
+	return ctx.Err()
 }
 
 // Handoff measures hand-offs of one contended lock.
@@ -347,7 +417,8 @@ func Handoff(ctx context.Context, cfg Config) ([]Row, error) {
 func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 	row := Row{Bench: "handoff", N: waiters}
 	t0 := time.Now()
-	ss, err := b.sessions(ctx, waiters, 64, b.cfg.Duration+time.Minute)
+	q := newQueue(fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters), 30*time.Second, waiters)
+	ss, err := b.sessions(ctx, waiters, 64, b.cfg.Duration+time.Minute, &q.errs)
 	if err != nil {
 		return row, err
 	}
@@ -355,52 +426,106 @@ func (b *bench) handoff(ctx context.Context, waiters int) (Row, error) {
 	// queued when the row ends.
 	defer b.destroy(ss, 64)
 	row.Setup = time.Since(t0).Seconds()
-	name := fmt.Sprintf("bench/handoff/%s/%d", b.run, waiters)
-	var errs errorCount
-	var grants atomic.Int64
-	lat := make([]samples, waiters)
-	start := time.Now()
-	end := start.Add(b.cfg.Duration)
-	// released is when the last release was sent, in ns after start; 0
-	// before the first.
-	var released atomic.Int64
+	start := q.measure(b.cfg.Duration) // the first grant needs no release
 	stop := b.ticker(func() string {
-		return fmt.Sprintf("handoff, %d waiters: %.0fs of %v, %d grants", waiters, time.Since(start).Seconds(), b.cfg.Duration, grants.Load())
+		return fmt.Sprintf("handoff, %d waiters: %.0fs of %v, %d grants", waiters, time.Duration(q.now()-start).Seconds(), b.cfg.Duration, q.grants.Load())
 	})
-	rctx, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
+	rctx, cancel := context.WithDeadline(ctx, time.Now().Add(b.cfg.Duration+time.Minute))
 	defer cancel()
-	var wg sync.WaitGroup
-	for i := range waiters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := ss[i]
-			for rctx.Err() == nil && time.Now().Before(end) {
-				err := s.Acquire(rctx, name, 30*time.Second)
-				got := time.Since(start)
-				if err != nil {
-					if !errors.Is(err, ErrLockHeld) { // not a wait that ran out
-						errs.add(err)
-						pause(rctx)
-					}
-					continue
-				}
-				if rel := released.Load(); rel > 0 && start.Add(got).Before(end) {
-					lat[i] = append(lat[i], got-time.Duration(rel))
-					grants.Add(1)
-				}
-				released.Store(int64(time.Since(start)))
-				if err := s.Release(rctx, name); err != nil {
-					errs.add(err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	q.run(rctx, ss)
+	q.wg.Wait()
 	stop()
-	b.finish(&row, lat, &errs)
+	b.finish(&row, q.lat, &q.errs)
 	b.progress("handoff, %d waiters: %.0f grants/s, release-to-grant p50 %s, p99 %s, %d errors", waiters, row.Rate, ms(row.Latency.P50), ms(row.Latency.P99), row.Errors)
 	return row, ctx.Err()
+}
+
+// queue is the loop of the handoff and waiters rows: sessions queue for
+// one lock with blocking acquires; each, once granted, releases at once
+// and queues again at the tail, until the measured time ends. A grant in
+// the measured time counts with its release-to-grant latency: from the
+// send of the release before it (whoever sent it) to the moment the
+// acquire returns with the grant.
+type queue struct {
+	name string
+	wait time.Duration // of each blocking acquire
+	t0   time.Time     // times below are in ns after t0
+	// start and end bound the measured time; start is MaxInt64 and end 0
+	// until they are known.
+	start, end atomic.Int64
+	// released is when the last release was sent; -1 before the first.
+	released atomic.Int64
+	grants   atomic.Int64
+	// timeouts are blocking acquires whose wait ran out in the measured
+	// time.
+	timeouts atomic.Int64
+	lat      []samples
+	errs     errorCount
+	wg       sync.WaitGroup
+}
+
+func newQueue(name string, wait time.Duration, sessions int) *queue {
+	q := &queue{name: name, wait: wait, t0: time.Now(), lat: make([]samples, sessions)}
+	q.start.Store(math.MaxInt64)
+	q.released.Store(-1)
+	return q
+}
+
+func (q *queue) now() int64 { return int64(time.Since(q.t0)) }
+
+// measure starts the measured time now, for d.
+func (q *queue) measure(d time.Duration) int64 {
+	now := q.now()
+	q.start.Store(now)
+	q.end.Store(now + int64(d))
+	return now
+}
+
+// ended says whether the measured time is over at t.
+func (q *queue) ended(t int64) bool { e := q.end.Load(); return e != 0 && t >= e }
+
+// run starts every session of ss queueing.
+func (q *queue) run(ctx context.Context, ss []Session) {
+	for i, s := range ss {
+		q.join(ctx, i, s)
+	}
+}
+
+// join starts session s, the i-th of the row's, queueing; q.wg waits for
+// it. It stops once the measured time is over, or ctx ends; errors after
+// the end (a row that destroys its sessions ends their waits) do not
+// count.
+func (q *queue) join(ctx context.Context, i int, s Session) {
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		fails := 0
+		for ctx.Err() == nil && !q.ended(q.now()) {
+			err := s.Acquire(ctx, q.name, q.wait)
+			got := q.now()
+			if err != nil {
+				switch {
+				case ctx.Err() != nil || q.ended(got):
+				case errors.Is(err, ErrLockHeld): // the wait ran out
+					q.timeouts.Add(1)
+				default:
+					q.errs.add(err)
+					backoff(ctx, fails)
+					fails++
+				}
+				continue
+			}
+			fails = 0
+			if rel := q.released.Load(); rel >= 0 && got >= q.start.Load() && !q.ended(got) {
+				q.lat[i] = append(q.lat[i], time.Duration(got-rel))
+				q.grants.Add(1)
+			}
+			q.released.Store(q.now())
+			if err := s.Release(ctx, q.name); err != nil && ctx.Err() == nil && !q.ended(q.now()) {
+				q.errs.add(err)
+			}
+		}
+	}()
 }
 
 // Keepalive measures session renewals.
@@ -505,7 +630,7 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 					return
 				}
 				sent := time.Since(t0)
-				s, err := b.sys.NewSession(rctx, i, ttl)
+				s, err := b.newSession(rctx, i, ttl, &errs)
 				if err != nil {
 					mu.Lock()
 					createErr = cmpErr(createErr, err)

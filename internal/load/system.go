@@ -21,6 +21,19 @@ type System interface {
 	// check that renewals write nothing; an error wrapping
 	// errors.ErrUnsupported if it cannot tell.
 	Writes(ctx context.Context) (uint64, error)
+	// Waiters returns how many sessions queue for the lock name, its
+	// holders not counted (the waiters row's check that its queue is
+	// as deep as asked); an error wrapping errors.ErrUnsupported if the
+	// system cannot tell.
+	Waiters(ctx context.Context, name string) (int, error)
+	// Watch is a blocking read of the lock name through endpoint i (as
+	// NewSession spreads sessions): it returns once the lock's index
+	// passes index, or wait runs out, with the index it read (the next
+	// call's). sent, if not nil, is called once the read is on its way
+	// to the system. ErrTooMany if the system refuses to hold one more
+	// waiting read; an error wrapping errors.ErrUnsupported if it has no
+	// such reads.
+	Watch(ctx context.Context, i int, name string, index uint64, wait time.Duration, sent func()) (uint64, error)
 }
 
 // A Session is one session of a System. One goroutine uses it at a time.
@@ -52,4 +65,12 @@ type Session interface {
 var (
 	ErrLockHeld       error = &wire.Error{Code: wire.CodeLockHeld, Message: "lock held by another session"}
 	ErrSessionExpired error = &wire.Error{Code: wire.CodeSessionExpired, Message: "session expired"}
+	// ErrTooMany is a System's refusal of one more waiting read (lockd:
+	// 429 too_many_requests, beyond --max-blocking-queries).
+	ErrTooMany error = &wire.Error{Code: wire.CodeTooMany, Message: "too many blocking queries"}
+
+	// lockd's answers that nothing was done (no leader now) or that the
+	// outcome is unknown, after which the rows create a session again.
+	errNoLeader error = &wire.Error{Code: wire.CodeNoLeader}
+	errTimeout  error = &wire.Error{Code: wire.CodeTimeout}
 )

@@ -38,6 +38,14 @@ func (m *memSystem) Writes(context.Context) (uint64, error) {
 	return 0, fmt.Errorf("memSystem: %w", errors.ErrUnsupported)
 }
 
+func (m *memSystem) Waiters(context.Context, string) (int, error) {
+	return 0, fmt.Errorf("memSystem: %w", errors.ErrUnsupported)
+}
+
+func (m *memSystem) Watch(context.Context, int, string, uint64, time.Duration, func()) (uint64, error) {
+	return 0, fmt.Errorf("memSystem: %w", errors.ErrUnsupported)
+}
+
 func (s *memSession) ID() string { return s.id }
 
 func (s *memSession) KeepAlive(context.Context) error {
