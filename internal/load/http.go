@@ -130,6 +130,19 @@ func (a *lockd) NewSession(ctx context.Context, i int, ttl time.Duration) (Sessi
 // Writes returns the leader's commit index.
 func (a *lockd) Writes(ctx context.Context) (uint64, error) { return a.commitIndex(ctx) }
 
+// LeaseFailures sums master_lease_failures over every endpoint.
+func (a *lockd) LeaseFailures(ctx context.Context) (uint64, error) {
+	var sum uint64
+	for _, e := range a.endpoints {
+		var c wire.Cluster
+		if err := a.do(ctx, e, http.MethodGet, "/v1/cluster", nil, &c); err != nil {
+			return 0, err
+		}
+		sum += c.MasterLeaseFailures
+	}
+	return sum, nil
+}
+
 // Waiters reads the lock name (a default read: on the leader) and counts
 // its waiters.
 func (a *lockd) Waiters(ctx context.Context, name string) (int, error) {

@@ -125,6 +125,11 @@ type Row struct {
 	Lapsed        int64   `json:"lapsed,omitempty"`
 	WrongExpiries int64   `json:"wrong_expiries,omitempty"`
 	RaftEntries   *uint64 `json:"raft_entries,omitempty"`
+	// LeaseFailures (keepalive rows of a system that counts them) is how
+	// many master-lease renewals failed on the cluster's nodes from
+	// before the sessions were created to the end: 0 means the lease was
+	// never at risk, let alone suspended.
+	LeaseFailures *uint64 `json:"lease_failures,omitempty"`
 	// Waiters and watchers rows only: the sessions queued when the
 	// measured time began (waiters: N, unless the setup ran out of time),
 	// or the blocking queries still waiting when it ended (watchers: N,
@@ -535,6 +540,14 @@ func Keepalive(ctx context.Context, cfg Config) ([]Row, error) {
 
 func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 	row := Row{Bench: "keepalive", N: n}
+	lc, countsLease := b.sys.(LeaseCounter)
+	var leaseBefore uint64
+	if countsLease {
+		var err error
+		if leaseBefore, err = lc.LeaseFailures(ctx); err != nil {
+			countsLease = false
+		}
+	}
 	callers := b.cfg.Callers
 	ttl := b.cfg.TTL
 	ss := make([]Session, n)
@@ -672,8 +685,22 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 		entries := after - before
 		row.RaftEntries = &entries
 	}
+	if countsLease {
+		if leaseAfter, err := lc.LeaseFailures(ctx); err == nil {
+			f := leaseAfter - min(leaseAfter, leaseBefore)
+			row.LeaseFailures = &f
+		}
+	}
 	b.finish(&row, lat, &errs)
 	row.Lapsed, row.WrongExpiries = lapsed.Load(), wrong.Load()
-	b.progress("keepalive, %d sessions: %.0f renewals/s, p99 %s, %d lapsed, %d wrong expiries, %d errors", n, row.Rate, ms(row.Latency.P99), row.Lapsed, row.WrongExpiries, row.Errors)
+	b.progress("keepalive, %d sessions: %.0f renewals/s, p99 %s, %d lapsed, %d wrong expiries, %d errors, lease failures %s", n, row.Rate, ms(row.Latency.P99), row.Lapsed, row.WrongExpiries, row.Errors, countOrNA(row.LeaseFailures))
 	return row, ctx.Err()
+}
+
+// countOrNA formats an optional count.
+func countOrNA(c *uint64) string {
+	if c == nil {
+		return "n/a"
+	}
+	return fmt.Sprint(*c)
 }

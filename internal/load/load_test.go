@@ -61,6 +61,9 @@ func TestRows_AgainstACluster(t *testing.T) {
 	c.WaitLeader()
 	rows := allRows(t, small(c.URLs()))
 	ka := rows[3]
+	if ka.LeaseFailures == nil {
+		t.Error("keepalive row against lockd: no lease-failure count")
+	}
 	if ka.RaftEntries == nil || *ka.RaftEntries != 0 || ka.Lapsed != 0 || ka.WrongExpiries != 0 {
 		t.Errorf("keepalive row: entries %v, lapsed %d, wrong %d", ka.RaftEntries, ka.Lapsed, ka.WrongExpiries)
 	}

@@ -74,3 +74,11 @@ var (
 	errNoLeader error = &wire.Error{Code: wire.CodeNoLeader}
 	errTimeout  error = &wire.Error{Code: wire.CodeTimeout}
 )
+
+// A LeaseCounter is a System that counts its nodes' failed master-lease
+// renewals (lockd: master_lease_failures of GET /v1/cluster, summed over
+// the endpoints). The counts are per node since it started, so a row
+// reports a difference; a node restarted meanwhile makes it an undercount.
+type LeaseCounter interface {
+	LeaseFailures(ctx context.Context) (uint64, error)
+}
