@@ -19,19 +19,6 @@ type counters struct {
 // election or session name, so the series stay a fixed few whatever the
 // number of objects.
 func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
-	cluster := func() (leader, term, commit, applied, lease float64) {
-		c, err := n.Cluster(context.Background())
-		if err != nil {
-			return 0, 0, 0, 0, 0
-		}
-		if c.State == "Leader" || c.State == "coordinator" {
-			leader = 1
-		}
-		if c.MasterLeaseRemaining != nil {
-			lease = c.MasterLeaseRemaining.D().Seconds()
-		}
-		return leader, float64(c.Term), float64(c.CommitIndex), float64(c.AppliedIndex), lease
-	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -39,16 +26,7 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
 	}
 	cs := []prometheus.Collector{
-		gauge("lockd_leader", "1 if this node is the leader (Raft) or coordinator (classic modes), else 0.",
-			func() float64 { l, _, _, _, _ := cluster(); return l }),
-		gauge("lockd_raft_term", "The node's current Raft term (classic modes: its epoch is not shown here).",
-			func() float64 { _, t, _, _, _ := cluster(); return t }),
-		gauge("lockd_raft_commit_index", "The highest log index the node knows to be committed.",
-			func() float64 { _, _, c, _, _ := cluster(); return c }),
-		gauge("lockd_raft_applied_index", "The highest log index the node has applied.",
-			func() float64 { _, _, _, a, _ := cluster(); return a }),
-		gauge("lockd_master_lease_remaining_seconds", "Time left on this leader's master lease; 0 on a follower.",
-			func() float64 { _, _, _, _, l := cluster(); return l }),
+		newClusterCollector(n),
 		counter("lockd_master_lease_failures_total", "Master-lease renewals that failed to confirm a quorum while this node led.",
 			func() float64 { return float64(n.leaseFailures.Load()) }),
 		gauge("lockd_sessions", "Live sessions in the node's state.",
@@ -68,4 +46,46 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 		}
 	}
 	return nil
+}
+
+// clusterCollector reports what GET /v1/cluster shows of the node's Raft
+// state, reading it once per scrape.
+type clusterCollector struct {
+	n                                    *Node
+	leader, term, commit, applied, lease *prometheus.Desc
+}
+
+func newClusterCollector(n *Node) *clusterCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &clusterCollector{
+		n:       n,
+		leader:  d("lockd_leader", "1 if this node is the leader (Raft) or coordinator (classic modes), else 0."),
+		term:    d("lockd_raft_term", "The node's current Raft term (classic modes: its epoch is not shown here)."),
+		commit:  d("lockd_raft_commit_index", "The highest log index the node knows to be committed."),
+		applied: d("lockd_raft_applied_index", "The highest log index the node has applied."),
+		lease:   d("lockd_master_lease_remaining_seconds", "Time left on this leader's master lease; 0 on a follower."),
+	}
+}
+
+func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.leader, c.term, c.commit, c.applied, c.lease} {
+		ch <- d
+	}
+}
+
+func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	cl, err := c.n.Cluster(context.Background())
+	var leader, lease float64
+	if err == nil && (cl.State == "Leader" || cl.State == "coordinator") {
+		leader = 1
+	}
+	if err == nil && cl.MasterLeaseRemaining != nil {
+		lease = cl.MasterLeaseRemaining.D().Seconds()
+	}
+	for _, m := range []struct {
+		d *prometheus.Desc
+		v float64
+	}{{c.leader, leader}, {c.term, float64(cl.Term)}, {c.commit, float64(cl.CommitIndex)}, {c.applied, float64(cl.AppliedIndex)}, {c.lease, lease}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v)
+	}
 }
