@@ -260,7 +260,19 @@ func newSession(t *testing.T, base string, ttl time.Duration) string {
 	t.Helper()
 	zero := wire.Duration(0)
 	var s wire.Session
-	mustDo(t, base, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &zero}, &s)
+	req := wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &zero}
+	// A node that does not know the leader yet (just after start) answers
+	// 503 no_leader, which promises nothing was applied: ask again.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		st, e := doJSON(base, "POST", "/v1/sessions", req, &s)
+		if st == http.StatusCreated {
+			return s.ID
+		}
+		if st != http.StatusServiceUnavailable || e.Code != wire.CodeNoLeader {
+			t.Fatalf("POST %s/v1/sessions: %d %s %s", base, st, e.Code, e.Message)
+		}
+	}
+	mustDo(t, base, "POST", "/v1/sessions", req, &s)
 	return s.ID
 }
 
