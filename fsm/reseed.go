@@ -10,14 +10,19 @@ import "time"
 // its full length after now, because that is when the new cluster's first
 // leader starts them at the earliest (it runs each timer for its full
 // length from when it first sees it), whereas the times the old leader
-// stamped may be long past. Sessions, holders and their tokens, queues in
-// their order, values, ACL tokens and request numbers stay as they were,
-// as does the applied index. The FSM's watchers are not woken: Reseed is
+// stamped may be long past. And it moves the applied index up to floor,
+// if floor is higher, as if the entries up to floor had applied and
+// changed nothing, so that the new cluster's entries, and the tokens they
+// grant, begin above floor (a cluster that ran on after the backup may
+// have granted tokens above the backup's index). Sessions, holders and
+// their tokens, queues in their order, values, ACL tokens and request
+// numbers stay as they were. The FSM's watchers are not woken: Reseed is
 // for an FSM nothing serves yet.
-func (f *FSM) Reseed(now time.Time) {
+func (f *FSM) Reseed(now time.Time, floor uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now = now.UTC()
+	f.st.applied = max(f.st.applied, floor)
 	clear(f.st.members)
 	for _, s := range []*space{f.st.locks, f.st.elections} {
 		for name := range s.timed {

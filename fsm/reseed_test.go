@@ -14,7 +14,7 @@ func TestReseed_ForgetsMembersAndRestampsTimersOnly(t *testing.T) {
 	before := mustRestore(t, mustSnapshot(t, h.f))
 	g := mustRestore(t, mustSnapshot(t, h.f))
 	later := t0.Add(90 * 24 * time.Hour)
-	g.Reseed(later)
+	g.Reseed(later, 0)
 	checkInvariants(t, g)
 
 	if m := g.Members(); len(m) != 0 {
@@ -40,6 +40,19 @@ func TestReseed_ForgetsMembersAndRestampsTimersOnly(t *testing.T) {
 				t.Fatalf("%s: waiter %s shown to end %v, want %v", name, w.Session, w.Deadline, want)
 			}
 		}
+	}
+	// A floor above the applied index moves it there, and a lower one
+	// leaves it.
+	g.Reseed(later, 2)
+	if g.AppliedIndex() != before.AppliedIndex() {
+		t.Fatalf("a floor below the applied index moved it to %d", g.AppliedIndex())
+	}
+	g.Reseed(later, 5000)
+	if g.AppliedIndex() != 5000 {
+		t.Fatalf("applied index %d after a floor of 5000", g.AppliedIndex())
+	}
+	if r := g.ApplyCommand(5001, acquire("c", "new", "", 0)); r.Err != nil || r.Token != 5001 {
+		t.Fatalf("first entry after the floor: %+v", r)
 	}
 	// What it leaves is a state a snapshot carries whole.
 	again := mustRestore(t, mustSnapshot(t, g))

@@ -56,10 +56,11 @@ var ErrHasState = errors.New("lease: the data dir already holds Raft state")
 // bootstraps nor waits to join: the voters, each seeded alike, elect a
 // leader among themselves.
 //
-// The Raft snapshot sits at the state's own index, so that every entry the
-// new cluster appends, and so every fencing token it grants, is above any
-// token in the state. The state is reseeded at now (fsm.Reseed: the old
-// member table goes, lock-delays and waits show a full length from now);
+// The Raft snapshot sits at the state's own index, or at floor if that is
+// higher, so that every entry the new cluster appends, and so every
+// fencing token it grants, is above any token in the state (and above
+// floor). The state is reseeded at now (fsm.Reseed: the old member table
+// goes, lock-delays and waits show a full length from now);
 // sessions need nothing, since a new leader starts every session on a full
 // TTL, nor do the lock-delays and waits themselves, which it runs for their
 // full length from when it starts. Sessions keep their ids.
@@ -67,7 +68,7 @@ var ErrHasState = errors.New("lease: the data dir already holds Raft state")
 // Seed refuses a data dir that holds Raft state (ErrHasState), voters that
 // are empty or repeat an id or address, and a state fsm refuses (wrapping
 // fsm.ErrBadSnapshot). It returns the snapshot's index.
-func Seed(dataDir string, voters []Peer, state []byte, now time.Time) (uint64, error) {
+func Seed(dataDir string, voters []Peer, state []byte, now time.Time, floor uint64) (uint64, error) {
 	if err := checkVoters(voters); err != nil {
 		return 0, err
 	}
@@ -80,11 +81,11 @@ func Seed(dataDir string, voters []Peer, state []byte, now time.Time) (uint64, e
 	if err := f.Restore(bytes.NewReader(state)); err != nil {
 		return 0, err
 	}
-	index := f.AppliedIndex()
-	if index == 0 {
+	if f.AppliedIndex() == 0 {
 		return 0, fmt.Errorf("%w: the state is at index 0, before any entry", fsm.ErrBadSnapshot)
 	}
-	f.Reseed(now)
+	f.Reseed(now, floor)
+	index := f.AppliedIndex()
 	data, err := f.Snapshot()
 	if err != nil {
 		return 0, err

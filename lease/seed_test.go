@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/fsm"
 	"github.com/lockd/lockd/internal/server"
@@ -16,9 +18,9 @@ import (
 	"github.com/lockd/lockd/lease"
 )
 
-// seedState returns a state whose entries end at index 1003: session s1
-// created at 1001 holds lock a (token 1002), and a member of another
-// cluster is in the member table.
+// seedState returns a state whose entries end at index 1004: session s1
+// created at 1001 holds lock a (token 1002), a member of another cluster
+// is in the member table, and there is an admin ACL token acc1.
 func seedState(t *testing.T) []byte {
 	t.Helper()
 	f := fsm.New()
@@ -26,6 +28,7 @@ func seedState(t *testing.T) []byte {
 		{Op: fsm.OpCreateSession, Session: "s1", TTL: 10 * time.Second},
 		{Op: fsm.OpAcquire, Session: "s1", Name: "a"},
 		{Op: fsm.OpSetMember, Member: &fsm.Member{ID: "old", Peer: "192.0.2.1:7401", HTTP: "http://192.0.2.1:7400"}},
+		{Op: fsm.OpCreateToken, ACLToken: &acl.Token{AccessorID: "acc1", Hash: strings.Repeat("ab", 32), Admin: true}},
 	}
 	for i, c := range cmds {
 		c.Now = time.Now()
@@ -45,8 +48,8 @@ func TestSeed_ClusterStartsFromTheStateAndGrantsAboveIt(t *testing.T) {
 	for _, store := range []string{lease.LogStoreWAL, lease.LogStoreBolt} {
 		t.Run(store, func(t *testing.T) {
 			c := servertest.NewWith(t, 3, func(i int, cfg *server.Config) {
-				idx, err := lease.Seed(cfg.Node.DataDir, cfg.Node.InitialCluster, state, time.Now())
-				if err != nil || idx != 1003 {
+				idx, err := lease.Seed(cfg.Node.DataDir, cfg.Node.InitialCluster, state, time.Now(), 0)
+				if err != nil || idx != 1004 {
 					t.Fatalf("seed: index %d, %v", idx, err)
 				}
 			}, func(cfg *lease.Config) { cfg.LogStore = store })
@@ -54,6 +57,9 @@ func TestSeed_ClusterStartsFromTheStateAndGrantsAboveIt(t *testing.T) {
 				f := s.Node().FSM()
 				if l := f.Lock("a"); len(l.Holders) != 1 || l.Holders[0].Session != "s1" || l.Holders[0].Token != 1002 {
 					t.Fatalf("node %d: lock a %+v", i, l)
+				}
+				if toks := f.Tokens(); len(toks) != 1 || toks[0].AccessorID != "acc1" {
+					t.Fatalf("node %d: ACL tokens %+v", i, toks)
 				}
 				for _, m := range f.Members() {
 					if m.ID == "old" {
@@ -68,8 +74,8 @@ func TestSeed_ClusterStartsFromTheStateAndGrantsAboveIt(t *testing.T) {
 			}
 			resp.Body.Close()
 			first := lockToken(t, c, "b")
-			if first <= 1003 {
-				t.Fatalf("first token of the seeded cluster %d; want above the state's index 1003", first)
+			if first <= 1004 {
+				t.Fatalf("first token of the seeded cluster %d; want above the state's index 1004", first)
 			}
 			// After a restart of every node the log goes on above the snapshot.
 			for i := range c.Nodes {
@@ -88,6 +94,22 @@ func TestSeed_ClusterStartsFromTheStateAndGrantsAboveIt(t *testing.T) {
 				t.Fatalf("lock b after a restart: %+v, want token %d", l, first)
 			}
 		})
+	}
+}
+
+func TestSeed_FloorRaisesTheFirstIndex(t *testing.T) {
+	state := seedState(t)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		idx, err := lease.Seed(cfg.Node.DataDir, cfg.Node.InitialCluster, state, time.Now(), 5000)
+		if err != nil || idx != 5000 {
+			t.Fatalf("seed: index %d, %v", idx, err)
+		}
+	})
+	if tok := lockToken(t, c, "b"); tok <= 5000 {
+		t.Fatalf("first token %d; want above the floor 5000", tok)
+	}
+	if l := c.Nodes[0].Node().FSM().Lock("a"); len(l.Holders) != 1 || l.Holders[0].Token != 1002 {
+		t.Fatalf("lock a: %+v", l)
 	}
 }
 
@@ -116,7 +138,7 @@ func TestSeed_Refuses(t *testing.T) {
 	state := seedState(t)
 	voters := []lease.Peer{{ID: "n1", Addr: "127.0.0.1:7401"}}
 	used := t.TempDir()
-	if _, err := lease.Seed(used, voters, state, time.Now()); err != nil {
+	if _, err := lease.Seed(used, voters, state, time.Now(), 0); err != nil {
 		t.Fatal(err)
 	}
 	walUsed := t.TempDir()
@@ -139,7 +161,7 @@ func TestSeed_Refuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := lease.Seed(tc.dir, tc.voters, tc.state, time.Now())
+			_, err := lease.Seed(tc.dir, tc.voters, tc.state, time.Now(), 0)
 			if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Fatalf("err %v; want %v", err, tc.want)
 			}

@@ -20,7 +20,7 @@ import (
 
 const snapshotUsage = `lockd snapshot save FILE [--force] [--addr ADDRS] [--json]
   lockd snapshot inspect FILE [--json]
-  lockd snapshot restore FILE [the node's lockd serve flags: --id, --data, --peer, --initial-cluster, ...]
+  lockd snapshot restore FILE [--min-index N] [the node's lockd serve flags: --id, --data, --peer, --initial-cluster, ...]
 save asks the leader for a snapshot (an admin token with ACLs on), checks it and writes FILE;
 restore seeds the empty data dir of a node of a NEW cluster from FILE (README "Backup and restore").`
 
@@ -258,6 +258,7 @@ func snapshotRestore(args []string, stdout, stderr io.Writer) int {
 	fs := snapshotFlagSet("restore", stderr)
 	var f serveFlags
 	f.register(fs)
+	floor := fs.Uint64("min-index", 0, "start the new cluster's Raft index, and so its fencing tokens, above this (the last index the old cluster reached, if it ran on after the backup)")
 	path, code := oneFile(fs, args, stderr)
 	if code >= 0 {
 		return code
@@ -283,7 +284,7 @@ func snapshotRestore(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, fs.Name(), fmt.Errorf("%s: the checksum holds but the state does not decode: %w", path, err))
 	}
-	index, err := lease.Seed(f.dataDir, voters, file.State, time.Now())
+	index, err := lease.Seed(f.dataDir, voters, file.State, time.Now(), *floor)
 	if err != nil {
 		if errors.Is(err, lease.ErrHasState) {
 			return fail(stderr, fs.Name(), fmt.Errorf("%v; nothing was written", err))

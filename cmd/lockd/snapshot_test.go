@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/lockd/lockd/fsm"
 	"github.com/lockd/lockd/httpapi/wire"
@@ -160,6 +163,11 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "saved "+file) {
 		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
 	}
+	if st, err := os.Stat(file); err != nil {
+		t.Fatal(err)
+	} else if st.Mode().Perm() != 0o600 {
+		t.Fatalf("saved file mode %v; want the owner's only", st.Mode())
+	}
 	f := src.c.Nodes[leader].Node().FSM()
 	wantSessions, wantLocks, wantElections := f.Sessions(), f.Locks(), f.Elections()
 	src.stop()
@@ -280,8 +288,23 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 	flipped[len(flipped)/2] ^= 0x40
 	goodFile := write("good.snap", good)
 	used := filepath.Join(dir, "used")
-	if code, out, errOut := runCLI("lockd", "snapshot", "restore", goodFile, "--data", used); code != exitOK {
+	if code, out, errOut := runCLI("lockd", "snapshot", "restore", goodFile, "--data", used, "--id", "n5", "--peer", "127.0.0.1:7451", "--min-index", "50"); code != exitOK || !strings.Contains(out, "index 50") {
 		t.Fatalf("restore of a good file: exit %d\n%s%s", code, out, errOut)
+	}
+	// Without --initial-cluster the node alone is the new cluster, and the
+	// Raft snapshot sits at the floor, in term 1.
+	snaps, err := raft.NewFileSnapshotStore(used, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := snaps.List()
+	if err != nil || len(metas) != 1 {
+		t.Fatalf("snapshots %v, %v", metas, err)
+	}
+	m := metas[0]
+	if m.Index != 50 || m.Term != 1 || len(m.Configuration.Servers) != 1 ||
+		m.Configuration.Servers[0].ID != "n5" || m.Configuration.Servers[0].Address != "127.0.0.1:7451" {
+		t.Fatalf("seeded snapshot %+v", m)
 	}
 	tests := []struct {
 		name string
