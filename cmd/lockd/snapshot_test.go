@@ -163,6 +163,15 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "saved "+file) {
 		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
 	}
+	if code, _, errOut := runCLI("lockd", "snapshot", "save", file, "--addr", src.c.URL(leader)); code != exitError || !strings.Contains(errOut, "--force") {
+		t.Fatalf("save over an existing file: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := runCLI("lockd", "snapshot", "save", file, "--force", "--addr", src.c.URL(leader)); code != exitOK {
+		t.Fatalf("save --force: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(file + ".tmp"); !os.IsNotExist(err) {
+		t.Fatalf("save left %s.tmp behind: %v", file, err)
+	}
 	if st, err := os.Stat(file); err != nil {
 		t.Fatal(err)
 	} else if st.Mode().Perm() != 0o600 {
@@ -173,9 +182,6 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	src.stop()
 	for i := range src.c.Nodes {
 		src.c.Crash(i)
-	}
-	if code, _, errOut := runCLI("lockd", "snapshot", "save", file, "--addr", "127.0.0.1:1"); code == exitOK || !strings.Contains(errOut, "--force") {
-		t.Fatalf("save over an existing file: exit %d, %s", code, errOut)
 	}
 
 	// inspect counts what the file holds.
@@ -258,8 +264,12 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 		mustAPI(t, base, "GET", "/v1/sessions", nil, &list)
 		return len(list.Sessions) == 1 && list.Sessions[0].ID == s["a"]
 	})
-	if l := dst.Nodes[dl].Node().FSM().Lock("jobs/a"); len(l.Holders) != 1 || l.Holders[0].Session != s["a"] || len(l.Waiters) != 0 {
+	g := dst.Nodes[dl].Node().FSM()
+	if l := g.Lock("jobs/a"); len(l.Holders) != 1 || l.Holders[0].Session != s["a"] || len(l.Waiters) != 0 {
 		t.Fatalf("jobs/a after the others expired: %+v", l)
+	}
+	if r, e := g.Lock("reports"), g.Election("sched"); len(r.Holders)+len(e.Holders)+len(e.Waiters) != 0 {
+		t.Fatalf("after the others expired: reports %+v, sched %+v; want both released", r, e)
 	}
 }
 
@@ -288,7 +298,8 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 	flipped[len(flipped)/2] ^= 0x40
 	goodFile := write("good.snap", good)
 	used := filepath.Join(dir, "used")
-	if code, out, errOut := runCLI("lockd", "snapshot", "restore", goodFile, "--data", used, "--id", "n5", "--peer", "127.0.0.1:7451", "--min-index", "50"); code != exitOK || !strings.Contains(out, "index 50") {
+	t.Setenv("LOCKD_PEER", "127.0.0.1:7451") // restore reads the variables serve reads
+	if code, out, errOut := runCLI("lockd", "snapshot", "restore", goodFile, "--data", used, "--id", "n5", "--min-index", "50"); code != exitOK || !strings.Contains(out, "index 50") {
 		t.Fatalf("restore of a good file: exit %d\n%s%s", code, out, errOut)
 	}
 	// Without --initial-cluster the node alone is the new cluster, and the
@@ -319,6 +330,7 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 		{"used data dir", []string{goodFile, "--data", used}, exitError, "already holds Raft state"},
 		{"id not a voter", []string{goodFile, "--id", "n4", "--initial-cluster", "n1=127.0.0.1:7401"}, exitUsage, "not one of --initial-cluster"},
 		{"join", []string{goodFile, "--join", "http://127.0.0.1:7400"}, exitUsage, "--join"},
+		{"classic mode", []string{goodFile, "--election", "bully"}, exitUsage, "Raft mode only"},
 		{"no file", nil, exitUsage, "exactly one FILE"},
 	}
 	for _, tc := range tests {
@@ -334,9 +346,31 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{"flipped.snap", "short.snap"} {
-		if code, _, errOut := runCLI("lockd", "snapshot", "inspect", filepath.Join(dir, name)); code != exitError || errOut == "" {
-			t.Fatalf("inspect %s: exit %d, %q", name, code, errOut)
+	for name, want := range map[string]string{"flipped.snap": "checksum mismatch", "short.snap": "truncated", "x.json": `does not start with "LOCKDSNP"`} {
+		if code, _, errOut := runCLI("lockd", "snapshot", "inspect", filepath.Join(dir, name)); code != exitError || !strings.Contains(errOut, want) {
+			t.Fatalf("inspect %s: exit %d, %q; want exit 1 saying %q", name, code, errOut, want)
+		}
+	}
+}
+
+func TestRestoreVoters(t *testing.T) {
+	tests := []struct {
+		f    serveFlags
+		want string
+	}{
+		{serveFlags{id: "n1", peerAddr: "127.0.0.1:7401"}, "[{n1 127.0.0.1:7401}]"},
+		{serveFlags{id: "n1", peerAddr: "0.0.0.0:7401", advertisePeer: "10.0.0.1:7401"}, "[{n1 10.0.0.1:7401}]"},
+		{serveFlags{id: "n2", peerAddr: "x", initialCluster: "n1=10.0.0.1:7401,n2=10.0.0.2:7401"}, "[{n1 10.0.0.1:7401} {n2 10.0.0.2:7401}]"},
+		{serveFlags{id: "n3", initialCluster: "n1=10.0.0.1:7401,n2=10.0.0.2:7401"}, "error"},
+	}
+	for _, tc := range tests {
+		got, err := restoreVoters(&tc.f)
+		s := fmt.Sprint(got)
+		if err != nil {
+			s = "error"
+		}
+		if s != tc.want {
+			t.Errorf("%+v: %s (%v), want %s", tc.f, s, err, tc.want)
 		}
 	}
 }
