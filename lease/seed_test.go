@@ -113,6 +113,31 @@ func TestSeed_FloorRaisesTheFirstIndex(t *testing.T) {
 	}
 }
 
+// TestSeed_OneNodeThenJoins seeds one node alone; a node with an empty
+// data dir then joins it and receives the state from it.
+func TestSeed_OneNodeThenJoins(t *testing.T) {
+	state := seedState(t)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		if _, err := lease.Seed(cfg.Node.DataDir, cfg.Node.InitialCluster, state, time.Now(), 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	nc := lease.DefaultConfig()
+	nc.ID, nc.DataDir, nc.Join, nc.NoBootWait = "n2", filepath.Join(t.TempDir(), "n2"), c.URL(0), true
+	s2, err := server.Start(server.Config{Node: nc, HTTPListen: "127.0.0.1:0", PeerListen: "127.0.0.1:0", Logger: servertest.Logger(t, "n2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Abort() })
+	servertest.WaitFor(t, 15*time.Second, "n2 to join and hold the seeded state", func() bool {
+		l := s2.Node().FSM().Lock("a")
+		return len(l.Holders) == 1 && l.Holders[0].Token == 1002 && len(c.Nodes[0].Node().Raft().GetConfiguration().Configuration().Servers) == 2
+	})
+	if tok := lockToken(t, c, "b"); tok <= 1004 {
+		t.Fatalf("first token %d; want above the state's index 1004", tok)
+	}
+}
+
 // lockToken takes the lock name with a new session and returns its token.
 func lockToken(t *testing.T, c *servertest.Cluster, name string) uint64 {
 	t.Helper()
