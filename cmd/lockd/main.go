@@ -5,6 +5,7 @@
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
 //	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
+//	lockd snapshot save|inspect|restore FILE  back up, check a backup, seed a new cluster
 //	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
 //	lockd tls init DIR [flags]           a development CA and certificates for a cluster
 //	lockd version                        print the version
@@ -56,6 +57,8 @@ func run(args []string) int {
 		return tlsCmd(args[1:])
 	case "acl":
 		return aclCmd(args[1:])
+	case "snapshot":
+		return snapshotCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version", "-version":
 		printVersion(os.Stdout)
 		return exitOK
@@ -81,6 +84,9 @@ Usage:
   lockd leader NAME                     who leads the election NAME
   lockd acl token create|list|revoke|self
                                         manage ACL tokens (README "Security")
+  lockd snapshot save|inspect|restore FILE
+                                        back up the cluster's state, check a backup, seed a
+                                        new cluster from one (README "Backup and restore")
   lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
                                         invitation and raft for N=3..16 (table, CSV, SVG)
   lockd tls init DIR [--nodes N] [--hosts H,...]
