@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -28,26 +27,47 @@ import (
 
 // screenshot, when set, makes TestStatusPage_Screenshot write a PNG of the
 // page over a small busy cluster there (scripts/ui-screenshot.sh).
-var screenshot = flag.String("screenshot", "", "write a screenshot of the status page to this PNG file")
+var (
+	screenshot      = flag.String("screenshot", "", "write a screenshot of the status page to this PNG file")
+	screenshotWidth = flag.Int("screenshot-width", 1100, "the browser window's width for -screenshot, in CSS pixels (390 for a phone)")
+)
 
-// TestStatusPage_Browser opens the status page of a one-node cluster in
-// headless Chromium and checks that it follows a lock through acquire,
-// a queued waiter, hand-off and release without being reloaded, along with
-// the members, the session count and an election.
+// TestStatusPage_Browser opens the status page of a one-node cluster with
+// ACLs on in headless Chromium. The page asks for a token; given one, it
+// shows the leader, and follows a lock through acquire, a queued waiter,
+// hand-off and release without being reloaded, along with the session
+// count, an election and a shared lock. A reload of the tab keeps the
+// token.
 func TestStatusPage_Browser(t *testing.T) {
+	const secret = "status-page-test-secret"
 	chromium := mustChromium(t)
-	c := servertest.NewWith(t, 1, withMetrics)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		withMetrics(i, cfg)
+		cfg.ACL = true
+		cfg.Node.ACLBootstrapSecret = secret
+	})
+	servertest.WaitFor(t, 10*time.Second, "the bootstrap token", func() bool {
+		_, ok := c.Nodes[0].Node().ResolveToken(secret)
+		return ok
+	})
 	base := c.URL(0)
 	ctx := mustBrowser(t, chromium, 1000, 900, 40*time.Second)
 
-	step(t, ctx, "open the page and see the leader",
+	step(t, ctx, "be asked for a token",
 		chromedp.Navigate(base+"/ui"),
+		chromedp.WaitVisible(`#token-form`, chromedp.ByQuery),
+		waitText(`#alert`, "access: ACLs are on: send a token as \"Authorization: Bearer SECRET\""),
+		chromedp.Evaluate(`window.notReloaded = true`, nil))
+	step(t, ctx, "give the token and see the leader",
+		chromedp.SendKeys(`#token`, secret, chromedp.ByQuery),
+		chromedp.Click(`#token-form button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitNotVisible(`#token-form`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#members tr[data-member="n1"] .badge.lead`, chromedp.ByQuery),
-		chromedp.Evaluate(`window.notReloaded = true`, nil),
-	)
+		chromedp.WaitVisible(`#locks .empty`, chromedp.ByQuery),
+		chromedp.WaitNotVisible(`#alert`, chromedp.ByQuery))
 	mustText(t, ctx, `#c-state`, "Leader")
 	mustText(t, ctx, `#c-leader`, "n1")
-	api := apiClient{t: t, base: base}
+	api := apiClient{t: t, base: base, secret: secret}
 	// The page waits for changes in blocking queries, one for each list,
 	// rather than asking again and again.
 	servertest.WaitFor(t, 10*time.Second, "the page's 3 blocking queries", func() bool {
@@ -56,7 +76,7 @@ func TestStatusPage_Browser(t *testing.T) {
 
 	s1 := api.session("worker-1")
 	s2 := api.session("worker-2")
-	tok1 := api.acquire("jobs/nightly", s1, "")
+	tok1 := api.acquire("jobs/nightly", s1, "exclusive")
 	held := fmt.Sprintf(`tr[data-lock="jobs/nightly"][data-state="held"] .holder[data-session=%q][data-token="%d"]`, s1, tok1)
 	step(t, ctx, "see the lock held by worker-1 with its token",
 		chromedp.WaitVisible(held, chromedp.ByQuery))
@@ -94,10 +114,59 @@ func TestStatusPage_Browser(t *testing.T) {
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-election="scheduler"] .holder[data-session=%q]`, s2), chromedp.ByQuery))
 	mustText(t, ctx, `tr[data-election="scheduler"] .value`, "10.0.0.7:9000")
 
+	// A shared lock shows each holder with its own token.
+	shared := []uint64{api.acquire("reports/cache", s1, "shared"), api.acquire("reports/cache", s2, "shared")}
+	for i, s := range []string{s1, s2} {
+		mustText(t, ctx, fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q]`, s),
+			fmt.Sprintf("%s worker-%d · #%d", s[:8], i+1, shared[i]))
+	}
+
 	var same bool
 	step(t, ctx, "check the page was never reloaded", chromedp.Evaluate(`window.notReloaded === true`, &same))
 	if !same {
 		t.Fatal("the page was reloaded: it must follow changes through its blocking queries")
+	}
+
+	var asked bool
+	var stored string
+	step(t, ctx, "reload the tab and see the state without being asked again",
+		chromedp.Reload(),
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-election="scheduler"] .holder[data-session=%q]`, s2), chromedp.ByQuery),
+		chromedp.Evaluate(`!document.querySelector('#token-form').hidden`, &asked),
+		chromedp.Evaluate(`sessionStorage.getItem('lockd.token')`, &stored))
+	if asked || stored != secret {
+		t.Fatalf("after a reload of the tab: token form shown %v, token in sessionStorage %q: want the token kept for the tab", asked, stored)
+	}
+
+	// A list longer than a page shows its first page and a way on.
+	var wg sync.WaitGroup
+	errs := make(chan string, 50)
+	for i := range 50 { // at once, so that the commits share fsyncs
+		wg.Go(func() {
+			path := fmt.Sprintf("/v1/locks/page/%02d/acquire", i)
+			if status, out, err := api.do(context.Background(), http.MethodPost, path, `{"session":"`+s1+`"}`); status != http.StatusOK {
+				errs <- fmt.Sprintf("POST %s: %d %s %v", path, status, out, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	step(t, ctx, "see the first page of locks, then the next",
+		chromedp.WaitVisible(`tr[data-lock="page/49"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#locks [data-page=next]:not([disabled])`, chromedp.ByQuery),
+		chromedp.Click(`#locks [data-page=next]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-lock="reports/cache"]`, chromedp.ByQuery))
+	if n := count(t, ctx, `#locks tbody tr`); n != 1 {
+		t.Fatalf("the second page of 51 locks shows %d rows, want 1", n)
+	}
+	step(t, ctx, "go back to the first page",
+		chromedp.Click(`#locks [data-page=first]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-lock="page/00"]`, chromedp.ByQuery))
+	if n := count(t, ctx, `#locks tbody tr[data-lock^="page/"]`); n != 50 {
+		t.Fatalf("the first page shows %d of the page/ locks, want 50", n)
 	}
 }
 
@@ -113,13 +182,13 @@ func TestStatusPage_Screenshot(t *testing.T) {
 	leader := c.WaitLeader()
 	api := apiClient{t: t, base: c.URL(leader)}
 	sched, w1, w2, w3 := api.session("scheduler-a"), api.session("worker-1"), api.session("worker-2"), api.session("backup")
-	api.acquire("jobs/nightly", w1, "")
-	api.post("/v1/locks/reports/cache/acquire", `{"session":"`+w1+`","mode":"shared"}`)
-	api.post("/v1/locks/reports/cache/acquire", `{"session":"`+w2+`","mode":"shared"}`)
-	api.acquire("db/migrate", w3, "")
+	api.acquire("jobs/nightly", w1, "exclusive")
+	api.acquire("reports/cache", w1, "shared")
+	api.acquire("reports/cache", w2, "shared")
+	api.acquire("db/migrate", w3, "exclusive")
 	api.post("/v1/elections/scheduler/campaign", `{"session":"`+sched+`","value":"10.0.0.7:9000"}`)
 
-	ctx := mustBrowser(t, chromium, 1100, 1000, 40*time.Second)
+	ctx := mustBrowser(t, chromium, *screenshotWidth, 1000, 40*time.Second)
 	go api.waitAcquire(ctx, "db/migrate", w2, "2m") // a waiter, for the picture
 	var png []byte
 	step(t, ctx, "render the page",
@@ -277,22 +346,37 @@ func count(t *testing.T, ctx context.Context, sel string) int {
 
 // apiClient makes the JSON API calls the tests change the cluster with.
 type apiClient struct {
-	t    *testing.T
-	base string
+	t      *testing.T
+	base   string
+	secret string // the ACL token's secret, if any
 }
 
-func (a apiClient) post(path, body string) []byte {
-	a.t.Helper()
-	hc := http.Client{Timeout: 30 * time.Second}
-	resp, err := hc.Post(a.base+path, "application/json", bytes.NewBufferString(body))
+// do sends one request, bounded by ctx and 30 s, with the token if any.
+func (a apiClient) do(ctx context.Context, method, path, body string) (status int, out []byte, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, strings.NewReader(body))
 	if err != nil {
-		a.t.Errorf("POST %s: %v", path, err)
-		return nil
+		return 0, nil, err
+	}
+	if a.secret != "" {
+		req.Header.Set("Authorization", "Bearer "+a.secret)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		a.t.Errorf("POST %s: %d %s", path, resp.StatusCode, out)
+	out, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
+}
+
+// post sends a POST that must succeed and returns the answer's body.
+func (a apiClient) post(path, body string) []byte {
+	a.t.Helper()
+	status, out, err := a.do(context.Background(), http.MethodPost, path, body)
+	if err != nil || status/100 != 2 {
+		a.t.Fatalf("POST %s %s: %d %s %v", path, body, status, out, err)
 	}
 	return out
 }
@@ -306,16 +390,24 @@ func (a apiClient) session(name string) string {
 	return s.ID
 }
 
-// acquire takes lock name for session, waiting up to wait ("" = try once),
-// and returns the token (0 after an error, which fails the test).
-func (a apiClient) acquire(name, session, wait string) uint64 {
-	body := `{"session":"` + session + `"}`
-	if wait != "" {
-		body = `{"session":"` + session + `","wait":"` + wait + `"}`
-	}
+// acquire takes lock name for session, trying once, and returns the token.
+func (a apiClient) acquire(name, session, mode string) uint64 {
+	a.t.Helper()
 	var r wire.AcquireResponse
-	if out := a.post("/v1/locks/"+name+"/acquire", body); out != nil {
-		_ = json.Unmarshal(out, &r)
+	out := a.post("/v1/locks/"+name+"/acquire", `{"session":"`+session+`","mode":"`+mode+`"}`)
+	if err := json.Unmarshal(out, &r); err != nil || r.Token == 0 {
+		a.t.Fatalf("acquire %s: %s %v", name, out, err)
+	}
+	return r.Token
+}
+
+// waitAcquire is a blocking acquire that may outlive the test's checks, so
+// it fails nothing: it ends with ctx and returns the token, or 0.
+func (a apiClient) waitAcquire(ctx context.Context, name, session, wait string) uint64 {
+	status, out, err := a.do(ctx, http.MethodPost, "/v1/locks/"+name+"/acquire", `{"session":"`+session+`","wait":"`+wait+`"}`)
+	var r wire.AcquireResponse
+	if err != nil || status != http.StatusOK || json.Unmarshal(out, &r) != nil {
+		return 0
 	}
 	return r.Token
 }
@@ -324,39 +416,16 @@ func (a apiClient) acquire(name, session, wait string) uint64 {
 // or -1 when it is absent.
 func (a apiClient) metric(name string) float64 {
 	a.t.Helper()
-	resp, err := http.Get(a.base + "/metrics")
-	if err != nil {
-		a.t.Fatalf("GET /metrics: %v", err)
+	status, out, err := a.do(context.Background(), http.MethodGet, "/metrics", "")
+	if err != nil || status != http.StatusOK {
+		a.t.Fatalf("GET /metrics: %d %v", status, err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for line := range strings.SplitSeq(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err == nil {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
 				return f
 			}
 		}
 	}
 	return -1
-}
-
-// waitAcquire is a blocking acquire that may outlive the test's checks: it
-// ends with ctx and reports nothing, returning the token or 0.
-func (a apiClient) waitAcquire(ctx context.Context, name, session, wait string) uint64 {
-	body := `{"session":"` + session + `","wait":"` + wait + `"}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/v1/locks/"+name+"/acquire", strings.NewReader(body))
-	if err != nil {
-		return 0
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	var r wire.AcquireResponse
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&r) != nil {
-		return 0
-	}
-	return r.Token
 }

@@ -281,6 +281,7 @@ class List {
 
 // pageNote says which part of a list a page shows.
 function pageNote(list, n, what) {
+  if (n === 1) what = what.replace(/s$/, '');
   const first = !list.after;
   if (first && !list.last.next) return n + ' ' + what;
   return (first ? 'first ' : '') + n + ' ' + what + (list.last.next ? ', more on the next page' : '');
@@ -288,13 +289,16 @@ function pageNote(list, n, what) {
 
 const sessionNames = new Map(); // id -> name, from the sessions page shown
 
-function holderView(h) {
+// holderView shows a session holding a lock or leading an election: the
+// start of its id, its name when the sessions page shown has it, and the
+// token unless noToken.
+function holderView(h, noToken) {
   const name = sessionNames.get(h.session);
   return el('span', {class: 'holder', 'data-session': h.session, 'data-token': h.token,
     title: 'session ' + h.session + (name ? ' (' + name + ')' : '') +
       (h.acquired_at ? ', since ' + new Date(h.acquired_at).toLocaleString() : '')},
-  el('code', {}, shortID(h.session)), name ? el('span', {class: 'muted'}, ' ' + name) : null, ' · ',
-  el('span', {class: 'token'}, '#' + h.token));
+  el('code', {}, shortID(h.session)), name ? el('span', {class: 'muted'}, ' ' + name) : null,
+  noToken ? null : [' · ', el('span', {class: 'token'}, '#' + h.token)]);
 }
 
 // freed remembers the locks this page saw held that have since left the
@@ -316,13 +320,14 @@ function renderLocks(body, list) {
   }
   const rows = body.locks.map((l) => {
     const free = l.holders.length === 0;
-    let state = free ? [el('span', {class: 'badge free'}, 'free')] : l.holders.map(holderView);
+    let state = free ? [el('span', {class: 'badge free'}, 'free')] : l.holders.map((h) => holderView(h));
     if (l.delay_until) state = state.concat(' ', el('span', {class: 'badge delay', title: 'ungrantable until ' + l.delay_until}, 'lock-delay'));
     return el('tr', {'data-lock': l.name, 'data-state': free ? 'free' : 'held'},
       cell('Name', el('strong', {}, l.name)),
       cell('Mode', l.mode || '–'),
       cell('Holders', el('span', {class: 'holders'}, state)),
-      cell('Waiters', el('span', {class: 'waiters', 'data-waiters': l.waiters.length}, String(l.waiters.length))),
+      cell('Waiters', el('span', {class: 'waiters', 'data-waiters': l.waiters.length,
+        title: l.waiters.map((w) => shortID(w.session) + ' (' + w.mode + ')').join(', ') || null}, String(l.waiters.length))),
       cell('Index', l.modify_index));
   });
   for (const [name, f] of freed) {
@@ -341,7 +346,7 @@ function renderLocks(body, list) {
 function renderElections(body, list) {
   const rows = body.elections.map((e) => el('tr', {'data-election': e.name},
     cell('Name', el('strong', {}, e.name)),
-    cell('Leader session', e.session ? holderView({session: e.session, token: e.token, acquired_at: null}) : el('span', {class: 'badge free'}, 'no leader')),
+    cell('Leader session', e.session ? holderView({session: e.session, token: e.token}, true) : el('span', {class: 'badge free'}, 'no leader')),
     cell('Value', e.value ? el('code', {class: 'value'}, e.value) : '–'),
     cell('Token', e.token || '–')));
   list.rows(rows, pageNote(list, body.elections.length, 'elections'));
@@ -370,6 +375,7 @@ function renderSessions(body, list) {
   list.rows(rows, '');
   renderSessionsNote();
   if (lists.locks.last) renderLocksAgain();
+  if (lists.elections.last) renderElections(lists.elections.last, lists.elections);
 }
 
 // renderLocksAgain redraws the locks with the session names just learnt,
