@@ -67,6 +67,11 @@ func TestStatusPage_Browser(t *testing.T) {
 		chromedp.WaitNotVisible(`#alert`, chromedp.ByQuery))
 	mustText(t, ctx, `#c-state`, "Leader")
 	mustText(t, ctx, `#c-leader`, "n1")
+	var link string
+	step(t, ctx, "read the member's link", chromedp.Evaluate(`document.querySelector('#members tr[data-member="n1"] a').getAttribute('href')`, &link))
+	if link != base+"/ui/" {
+		t.Fatalf("member n1 links to %q, want its status page %s/ui/", link, base)
+	}
 	api := apiClient{t: t, base: base, secret: secret}
 	// The page waits for changes in blocking queries, one for each list,
 	// rather than asking again and again.
@@ -105,6 +110,7 @@ func TestStatusPage_Browser(t *testing.T) {
 	api.post("/v1/locks/jobs/nightly/release", `{"session":"`+s2+`"}`)
 	step(t, ctx, "see the lock free",
 		chromedp.WaitVisible(`tr[data-lock="jobs/nightly"][data-state="free"] .badge.free`, chromedp.ByQuery))
+	step(t, ctx, "see who held it last", waitContains(`tr[data-lock="jobs/nightly"]`, fmt.Sprintf("(was %s #%d)", s2[:8], tok2)))
 	if n := count(t, ctx, `tr[data-lock="jobs/nightly"] .holder`); n != 0 {
 		t.Fatalf("the free lock still shows %d holder(s)", n)
 	}
@@ -252,7 +258,7 @@ func installChromium(t *testing.T) string {
 	t.Log("installing chromium with apt-get (once per machine; a few minutes)")
 	for _, args := range [][]string{
 		{"-o", "DPkg::Lock::Timeout=120", "update", "-qq"},
-		{"-o", "DPkg::Lock::Timeout=120", "install", "-y", "-qq", "--no-install-recommends", "chromium"},
+		{"-o", "DPkg::Lock::Timeout=120", "install", "-y", "-qq", "chromium"},
 	} {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
@@ -328,6 +334,12 @@ func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Ac
 // waitText waits until the element sel's text is want.
 func waitText(sel, want string) chromedp.Action {
 	return chromedp.Poll(fmt.Sprintf(`document.querySelector(%q)?.textContent.trim() === %q`, sel, want), nil,
+		chromedp.WithPollingInterval(100*time.Millisecond))
+}
+
+// waitContains waits until the element sel's text contains want.
+func waitContains(sel, want string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`!!document.querySelector(%q)?.textContent.includes(%q)`, sel, want), nil,
 		chromedp.WithPollingInterval(100*time.Millisecond))
 }
 
