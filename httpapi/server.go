@@ -283,6 +283,7 @@ func (s *Server) newRouter() *mux.Router {
 	}
 	// /readyz needs a status of its own when the node is not ready.
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	s.statusPage(r)
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)
 	return r
