@@ -105,7 +105,7 @@ func (t *leaderTerm) establish() {
 	t.deadlines = table
 	t.ready = true
 	t.mu.Unlock()
-	n.log.Info("serving as leader", "term", t.raftTerm, "sessions", inherited,
+	n.log.Info("master lease gained; serving as leader", "term", t.raftTerm, "sessions", inherited,
 		"lease", n.cfg.leaseDuration())
 	t.wg.Add(2)
 	go t.expiryLoop()
@@ -146,6 +146,7 @@ func (t *leaderTerm) leaseLoop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failing := false
+	var lapsed time.Time // when the lease was found run out in this failing streak
 	for {
 		select {
 		case <-t.ctx.Done():
@@ -163,12 +164,25 @@ func (t *leaderTerm) leaseLoop() {
 		switch {
 		case err != nil && !failing:
 			n.log.Warn("master lease not renewed", "term", t.raftTerm, "err", err)
-		case err == nil && failing:
+		case err == nil && failing && lapsed.IsZero():
 			n.log.Info("master lease renewed again", "term", t.raftTerm)
+		case err == nil && failing:
+			n.log.Info("master lease regained; serving again", "term", t.raftTerm,
+				"suspended_for", n.clock.Now().Sub(lapsed).Round(time.Millisecond))
 		}
 		failing = err != nil
+		if !failing {
+			lapsed = time.Time{}
+		}
 		if failing {
 			n.leaseFailures.Add(1)
+			if now := n.clock.Now(); lapsed.IsZero() && t.lapsedAt(now) {
+				// The lease ran out while Raft still says this node
+				// leads: it serves nothing until a round succeeds.
+				lapsed = now
+				n.count.leaseLapses.Add(1)
+				n.log.Warn("master lease lost: it ran out before a renewal confirmed a quorum; not serving", "term", t.raftTerm)
+			}
 		}
 		timer.Reset(every)
 	}
@@ -310,6 +324,14 @@ func (t *leaderTerm) clockChanged() {
 	if t.logged {
 		t.logLeaseLocked()
 	}
+}
+
+// lapsedAt reports whether the lease of this serving term has run out by
+// now (and was not given up).
+func (t *leaderTerm) lapsedAt(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready && !t.given && t.ctx.Err() == nil && !now.Before(t.leaseUntil)
 }
 
 // leaseRemaining returns the time left on the master lease (0 if none).

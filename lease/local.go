@@ -97,7 +97,7 @@ func (e *localEngine) barrier(time.Duration) error {
 	defer e.mu.Unlock()
 	e.index = max(e.index, uint64(time.Now().UnixMicro()))
 	e.epoch, e.leader = epoch, true
-	e.n.log.Info("coordinator tenure starts from empty state", "epoch", epoch, "first_index", e.index+1)
+	e.n.log.Debug("coordinator tenure starts from empty state", "epoch", epoch, "first_index", e.index+1)
 	return nil
 }
 

@@ -191,7 +191,11 @@ func Start(cfg Config) (*Server, error) {
 	}
 	api := httpapi.New(hc)
 	if cfg.Metrics != nil {
-		if err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics)); err != nil {
+		err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics))
+		if s.el != nil && err == nil {
+			err = cfg.Metrics.Register(newClassicCollector(s.el, s.el.Stats().Algorithm))
+		}
+		if err != nil {
 			node.Close()
 			s.mux.Close()
 			httpLn.Close()
