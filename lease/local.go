@@ -2,8 +2,8 @@ package lease
 
 import (
 	"bytes"
-	"context"
 	"cmp"
+	"context"
 	"errors"
 	"slices"
 	"sync"
