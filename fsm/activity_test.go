@@ -56,6 +56,17 @@ func TestActivityAndCounts(t *testing.T) {
 	wantCounts(Counts{Sessions: 2, LockHolders: 2, LocksHeld: 2, LockWaiters: 1, ElectionsLed: 1})
 	wantAct(h.mustApply(due(TimerRef{Name: "y", Armed: armed})), 0, 1, []string{"y"})
 	wantCounts(Counts{Sessions: 2, LockHolders: 3, LocksHeld: 3, ElectionsLed: 1})
+	// The end of a waiter's wait hands over too: a, holding z shared, is
+	// joined by the shared waiter behind c's exclusive one when c's wait
+	// runs out.
+	h.mustApply(acquire("a", "z", Shared, 0))
+	h.mustApply(acquire("c", "z", Exclusive, time.Minute))
+	h.mustApply(create("e", 0))
+	h.mustApply(acquire("e", "z", Shared, time.Minute))
+	since := h.f.Lock("z").Waiters[0].Since
+	wantAct(h.mustApply(due(TimerRef{Name: "z", Session: "c", Armed: since})), 0, 1, nil)
+	h.mustApply(destroy("e"))
+	h.mustApply(release("a", "z"))
 	wantAct(h.mustApply(destroy("a")), 0, 0, nil, 4*time.Second, 0)
 	wantCounts(Counts{Sessions: 1, LockHolders: 1, LocksHeld: 1, ElectionsLed: 1})
 	checkInvariants(t, h.f)

@@ -146,7 +146,7 @@ func (t *leaderTerm) leaseLoop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failing := false
-	var lapsed time.Time // when the lease was found run out in this failing streak
+	var lapsed time.Time // when the lease was found run out, until a round succeeds
 	for {
 		select {
 		case <-t.ctx.Done():
@@ -159,30 +159,34 @@ func (t *leaderTerm) leaseLoop() {
 		waiting := t.waiting
 		t.waiting = nil
 		t.mu.Unlock()
+		// The lease may have run out while Raft still says this node
+		// leads (rounds failed, or the clock jumped): it serves nothing
+		// until a round succeeds.
+		noteLapse := func(now time.Time) {
+			if lapsed.IsZero() && t.lapsedAt(now) {
+				lapsed = now
+				n.count.leaseLapses.Add(1)
+				n.log.Warn("master lease lost: it ran out before a renewal confirmed a quorum; not serving", "term", t.raftTerm)
+			}
+		}
+		noteLapse(start)
 		until, err := n.eng.lease(t.raftTerm, start)
 		t.finishRound(until, err, waiting)
 		switch {
 		case err != nil && !failing:
 			n.log.Warn("master lease not renewed", "term", t.raftTerm, "err", err)
-		case err == nil && failing && lapsed.IsZero():
-			n.log.Info("master lease renewed again", "term", t.raftTerm)
-		case err == nil && failing:
+		case err == nil && !lapsed.IsZero():
 			n.log.Info("master lease regained; serving again", "term", t.raftTerm,
 				"suspended_for", n.clock.Now().Sub(lapsed).Round(time.Millisecond))
+		case err == nil && failing:
+			n.log.Info("master lease renewed again", "term", t.raftTerm)
 		}
 		failing = err != nil
-		if !failing {
-			lapsed = time.Time{}
-		}
 		if failing {
 			n.leaseFailures.Add(1)
-			if now := n.clock.Now(); lapsed.IsZero() && t.lapsedAt(now) {
-				// The lease ran out while Raft still says this node
-				// leads: it serves nothing until a round succeeds.
-				lapsed = now
-				n.count.leaseLapses.Add(1)
-				n.log.Warn("master lease lost: it ran out before a renewal confirmed a quorum; not serving", "term", t.raftTerm)
-			}
+			noteLapse(n.clock.Now())
+		} else {
+			lapsed = time.Time{}
 		}
 		timer.Reset(every)
 	}

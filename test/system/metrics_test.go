@@ -261,6 +261,8 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 	// Commit and apply latency, from hashicorp/raft through go-metrics.
 	m.check("lockd_raft_commitTime", "> 0 observations", atLeast(1))
 	m.check("lockd_raft_fsm_applyBatch", "> 0 observations", atLeast(1))
+	m.check("lockd_raft_leader_dispatchLog", "> 0 observations", atLeast(1))
+	m.check("lockd_raft_state_candidate", ">= 1 (it was elected)", atLeast(1))
 	m.check("go_goroutines", "> 0", atLeast(1))
 	m.check("process_resident_memory_bytes", "> 0", atLeast(1))
 
@@ -280,6 +282,10 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 	f.check("lockd_http_forwarded_total", ">= the follower's share of the workload", atLeast(workers/2*rounds))
 	f.check("lockd_http_requests_total", "> 0", atLeast(1), append(acquireRoute, "code=200")...)
 	f.check("lockd_raft_fsm_applyBatch", "> 0 observations", atLeast(1))
+	// Events are counted by the node that led: this one never did since
+	// the workload began.
+	f.check("lockd_lock_grants_total", "0", equal(0))
+	f.check("lockd_sessions_created_total", "0", equal(0))
 }
 
 // startClassic starts n lockd processes in a classic mode with only
