@@ -41,8 +41,12 @@ const (
 	KindReady
 	// KindReadyAnswer: invitation, a member acknowledging Ready.
 	KindReadyAnswer
+	// KindHello: the transport's own, never an algorithm's: the first
+	// message on every connection MuxTransport dials, carrying the
+	// sender's HTTP address (see MuxTransport.Advertise).
+	KindHello
 
-	numKinds = int(KindReadyAnswer) + 1
+	numKinds = int(KindHello) + 1
 )
 
 var kindNames = [numKinds]string{
@@ -58,6 +62,7 @@ var kindNames = [numKinds]string{
 	KindAcceptAnswer: "accept_answer",
 	KindReady:        "ready",
 	KindReadyAnswer:  "ready_answer",
+	KindHello:        "hello",
 }
 
 func (k Kind) valid() bool { return k >= KindHeartbeat && int(k) < numKinds }
@@ -109,6 +114,8 @@ type Message struct {
 	OK bool `json:"ok,omitempty"`
 	// Members (invitation Ready) lists the new group.
 	Members []string `json:"members,omitempty"`
+	// HTTP (Hello) is the sender's advertised HTTP address.
+	HTTP string `json:"http,omitempty"`
 }
 
 // maxFrameLen bounds one encoded message, newline included.

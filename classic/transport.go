@@ -56,14 +56,30 @@ const (
 // it cannot dial or write for is reported lost, together with every message
 // queued behind it. Incoming connections are the peers' outgoing ones, so
 // between two nodes there is one connection each way.
+//
+// With an address to advertise (Advertise), the nodes also tell each other
+// their HTTP addresses: every connection a node dials starts with a Hello
+// carrying its own, and a node that receives the first Hello of a
+// connection answers with a Hello of its own on its connection the other
+// way (dialling it if need be), so that a peer that restarted learns it
+// again. At Open a node says hello to every peer it can reach. A coordinator
+// sends heartbeats to every member, so every member learns the
+// coordinator's address, and the coordinator every member's, within a
+// heartbeat of the connection. Hellos never reach the algorithm and are
+// not counted in its Stats.
 type MuxTransport struct {
 	layer Layer
 	addrs map[string]string // peer id -> mux address
 	log   *slog.Logger
 
+	selfID    string                   // this node's id, for its Hellos
+	advertise string                   // this node's HTTP address; "" sends no Hello
+	hello     map[string]chan struct{} // peer id -> ask its writer for a Hello
+
 	mu     sync.Mutex
 	opened bool
 	closed bool
+	http   map[string]string // peer id -> HTTP address it told
 	out    map[string]chan Message
 	in     map[net.Conn]struct{}
 	recv   func(string, Message)
@@ -83,6 +99,8 @@ func NewMuxTransport(layer Layer, addrs map[string]string, logger *slog.Logger) 
 		layer: layer,
 		addrs: make(map[string]string, len(addrs)),
 		log:   logger.With("component", "classic"),
+		hello: make(map[string]chan struct{}, len(addrs)),
+		http:  make(map[string]string, len(addrs)),
 		out:   make(map[string]chan Message, len(addrs)),
 		in:    make(map[net.Conn]struct{}),
 		done:  make(chan struct{}),
@@ -90,8 +108,37 @@ func NewMuxTransport(layer Layer, addrs map[string]string, logger *slog.Logger) 
 	for id, a := range addrs {
 		t.addrs[id] = a
 		t.out[id] = make(chan Message, sendQueueLen)
+		t.hello[id] = make(chan struct{}, 1)
 	}
 	return t
+}
+
+// Advertise sets this node's id and the HTTP address it tells its peers
+// (see MuxTransport). Call it before Open; without it the node tells
+// nothing, and learns only what peers tell it.
+func (t *MuxTransport) Advertise(self, httpAddr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.selfID, t.advertise = self, httpAddr
+}
+
+// PeerHTTP returns the HTTP address peer id told this node, "" if it has
+// told none yet.
+func (t *MuxTransport) PeerHTTP(id string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.http[id]
+}
+
+// sayHello asks the writer to peer id to send a Hello, unless one is asked
+// for already.
+func (t *MuxTransport) sayHello(id string) {
+	if ch, ok := t.hello[id]; ok && t.advertise != "" && id != t.selfID {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Open starts the accept loop and one writer per peer.
@@ -108,6 +155,7 @@ func (t *MuxTransport) Open(recv func(string, Message), lost func(string, Messag
 	for id, q := range t.out {
 		t.wg.Add(1)
 		go t.write(id, t.addrs[id], q)
+		t.sayHello(id)
 	}
 	t.wg.Add(1)
 	go t.accept()
@@ -152,7 +200,7 @@ func (t *MuxTransport) Close() error {
 }
 
 // write sends peer id's queued messages over one connection, redialling
-// after a failure.
+// after a failure, and the Hellos asked for.
 func (t *MuxTransport) write(id, addr string, q chan Message) {
 	defer t.wg.Done()
 	var c net.Conn
@@ -161,22 +209,31 @@ func (t *MuxTransport) write(id, addr string, q chan Message) {
 			_ = c.Close()
 		}
 	}()
+	t.mu.Lock()
+	hello := Message{Kind: KindHello, ID: t.selfID, HTTP: t.advertise}
+	t.mu.Unlock()
 	for {
 		var m Message
 		select {
 		case <-t.done:
 			return
 		case m = <-q:
+		case <-t.hello[id]:
+			if c != nil {
+				if err := writeFrame(c, hello); err == nil {
+					continue
+				}
+				_ = c.Close()
+				c = nil
+			}
+			c = t.dial(id, addr, hello)
+			continue
 		}
 		if c == nil {
-			conn, err := t.layer.Dial(addr, DefaultDialTimeout)
-			if err != nil {
-				t.log.Debug("dial failed", "peer", id, "err", err)
+			if c = t.dial(id, addr, hello); c == nil {
 				t.fail(id, m, q)
 				continue
 			}
-			c = conn
-			t.watch(c)
 		}
 		if err := writeFrame(c, m); err != nil {
 			t.log.Debug("write failed", "peer", id, "err", err)
@@ -185,6 +242,25 @@ func (t *MuxTransport) write(id, addr string, q chan Message) {
 			t.fail(id, m, q)
 		}
 	}
+}
+
+// dial opens a connection to peer id and, with an address to advertise,
+// says hello on it first. It returns nil on failure.
+func (t *MuxTransport) dial(id, addr string, hello Message) net.Conn {
+	c, err := t.layer.Dial(addr, DefaultDialTimeout)
+	if err != nil {
+		t.log.Debug("dial failed", "peer", id, "err", err)
+		return nil
+	}
+	t.watch(c)
+	if hello.HTTP != "" {
+		if err := writeFrame(c, hello); err != nil {
+			t.log.Debug("write failed", "peer", id, "err", err)
+			_ = c.Close()
+			return nil
+		}
+	}
+	return c
 }
 
 // fail reports m lost, and every message queued behind it: the peer is
@@ -211,6 +287,26 @@ func (t *MuxTransport) watch(c net.Conn) {
 		_, _ = io.Copy(io.Discard, c)
 		_ = c.Close()
 	}()
+}
+
+// heard records the HTTP address in a Hello from peer id, and answers the
+// first Hello of a connection with one of this node's own: the peer dialled
+// anew, and may have restarted and forgotten this node's address.
+func (t *MuxTransport) heard(id string, m Message, first bool) {
+	if m.ID != id || m.HTTP == "" {
+		t.log.Debug("hello ignored", "peer", id, "id", m.ID, "http", m.HTTP)
+		return
+	}
+	t.mu.Lock()
+	old := t.http[id]
+	t.http[id] = m.HTTP
+	t.mu.Unlock()
+	if old != m.HTTP {
+		t.log.Debug("peer's HTTP address learned", "peer", id, "http", m.HTTP)
+	}
+	if first {
+		t.sayHello(id)
+	}
 }
 
 func writeFrame(c net.Conn, m Message) error {
@@ -292,6 +388,7 @@ func (t *MuxTransport) read(id string, c net.Conn) {
 	}()
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 0, 4096), maxFrameLen)
+	first := true
 	for sc.Scan() {
 		m, err := decodeFrame(sc.Bytes())
 		if err != nil {
@@ -301,6 +398,12 @@ func (t *MuxTransport) read(id string, c net.Conn) {
 		if t.isClosed() {
 			return
 		}
+		if m.Kind == KindHello {
+			t.heard(id, m, first)
+			first = false
+			continue
+		}
+		first = false
 		t.recv(id, m)
 	}
 }

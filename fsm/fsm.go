@@ -53,6 +53,9 @@ type state struct {
 	// both are emptied after every entry.
 	touched []Topic
 	noted   []Topic
+	// activity is what the entry being applied did to the locks' holders;
+	// handed to its Result and emptied after every entry.
+	activity Activity
 }
 
 // op is the context of the entry being applied: its index (the token of
@@ -83,6 +86,7 @@ func newState() *state {
 	}
 	st.locks.touched = &st.touched
 	st.elections.touched = &st.touched
+	st.locks.act = &st.activity
 	return st
 }
 
@@ -117,6 +121,7 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 	} else {
 		res = f.st.apply(c, index, f.grantHeld, f.unsafe)
 		f.st.boundSeqs()
+		res.Activity, f.st.activity = f.st.activity, Activity{}
 	}
 	res.Index = index
 	return res

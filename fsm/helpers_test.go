@@ -200,8 +200,11 @@ func checkInvariants(t testing.TB, f *FSM) {
 		held := make(map[string]map[string]struct{})
 		waiting := make(map[string]map[string]struct{})
 		timed := make(map[string]struct{})
+		var holders, heldObjs, waiters int
 		for name, l := range s.objs.all() {
 			checkObject(t, s, f.st, name, l)
+			holders, waiters = holders+len(l.Holders), waiters+len(l.Waiters)
+			heldObjs += min(len(l.Holders), 1)
 			for _, h := range l.Holders {
 				addRef(held, h.Session, name)
 			}
@@ -214,6 +217,10 @@ func checkInvariants(t testing.TB, f *FSM) {
 		}
 		if !reflect.DeepEqual(held, s.held) || !reflect.DeepEqual(waiting, s.waiting) {
 			t.Fatalf("reverse index out of step: held %v want %v, waiting %v want %v", s.held, held, s.waiting, waiting)
+		}
+		if holders != s.holders || heldObjs != s.heldObjs || waiters != s.waiters {
+			t.Fatalf("counts out of step: holders %d, held %d, waiters %d; the objects have %d, %d, %d",
+				s.holders, s.heldObjs, s.waiters, holders, heldObjs, waiters)
 		}
 		if !maps.Equal(timed, s.timed) {
 			t.Fatalf("timed set %v, want %v", s.timed, timed)

@@ -68,6 +68,7 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 		return Result{}
 	case grant:
 		s.grant(l, c.Session, p.mode, value, o)
+		s.granted(false)
 		s.settle(l, o)
 		return Result{Granted: true, Token: l.Holders[len(l.Holders)-1].Token}
 	}
@@ -172,7 +173,7 @@ func (st *state) release(s *space, o op, c Command) Result {
 	if i < 0 {
 		return Result{Err: fmt.Errorf("%w: %s", ErrNotHolder, c.Name)}
 	}
-	s.dropHolder(l, i)
+	s.dropHolder(l, i, o)
 	s.handoff(l, o)
 	s.settle(l, o)
 	return Result{}

@@ -40,8 +40,8 @@ func (st *state) endSession(o op, id string, expire bool) Result {
 		delay = sess.LockDelay
 	}
 	res := Result{
-		Released: st.locks.evict(id, delay, o),
-		Resigned: st.elections.evict(id, delay, o),
+		Released: st.locks.evict(id, delay, expire, o),
+		Resigned: st.elections.evict(id, delay, expire, o),
 	}
 	st.sessions.del(id)
 	st.tokens.own(sess.Owner, -1)

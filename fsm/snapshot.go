@@ -319,6 +319,8 @@ func (s *space) load(locks []Lock, index, applied uint64, sessions *cowMap[Sessi
 			l.Holders = append(l.Holders, h)
 			addRef(s.held, h.Session, l.Name)
 		}
+		s.holders += len(l.Holders)
+		s.heldObjs += min(len(l.Holders), 1)
 		for _, w := range in.Waiters {
 			w.Deadline = w.Deadline.UTC()
 			s.enqueue(l, w)

@@ -28,6 +28,13 @@ type space struct {
 	waiting map[string]map[string]struct{}
 	// touched is the state's list of topics the current entry changed.
 	touched *[]Topic
+	// holders counts the holders of every object, heldObjs the objects
+	// with one, waiters the queued requests: kept by grant, dropHolder,
+	// enqueue and dropWaiter (and load), for metrics (Counts).
+	holders, heldObjs, waiters int
+	// act is the state's record of what the current entry did to holders
+	// (Activity); nil for elections, which it does not cover.
+	act *Activity
 }
 
 func newSpace(election bool) *space {
@@ -81,6 +88,10 @@ func (s *space) settle(l *Lock, o op) {
 // grant makes session a holder with the entry's index as its token. It is
 // only called when nothing delays the grant, so a stale delay goes.
 func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
+	if len(l.Holders) == 0 {
+		s.heldObjs++
+	}
+	s.holders++
 	l.Holders = append(l.Holders, Holder{Session: session, Token: s.grantToken(o), AcquiredAt: o.now})
 	l.Mode = mode
 	if s.election {
@@ -92,10 +103,13 @@ func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
 
 // dropHolder removes the i-th holder. A lock nobody holds has no mode, and
 // an election without a leader has no value.
-func (s *space) dropHolder(l *Lock, i int) {
+func (s *space) dropHolder(l *Lock, i int, o op) {
 	s.unlink(s.held, l.Holders[i].Session, l.Name)
+	s.ended(l.Holders[i], o)
+	s.holders--
 	l.Holders = without(l.Holders, i)
 	if len(l.Holders) == 0 {
+		s.heldObjs--
 		l.Mode = ""
 		l.Value = ""
 	}
@@ -103,11 +117,13 @@ func (s *space) dropHolder(l *Lock, i int) {
 
 func (s *space) enqueue(l *Lock, w Waiter) {
 	l.Waiters = append(l.Waiters, w)
+	s.waiters++
 	s.link(s.waiting, w.Session, l.Name)
 }
 
 func (s *space) dropWaiter(l *Lock, i int) {
 	s.unlink(s.waiting, l.Waiters[i].Session, l.Name)
+	s.waiters--
 	l.Waiters = without(l.Waiters, i)
 }
 
@@ -149,6 +165,7 @@ func (s *space) handoff(l *Lock, o op) bool {
 		}
 		s.dropWaiter(l, i)
 		s.grant(l, w.Session, w.Mode, w.Value, o)
+		s.granted(true)
 		changed = true
 		if w.Mode != Shared {
 			break
@@ -173,15 +190,18 @@ func (s *space) tick(o op) {
 // evict takes from session everything it holds or waits for in s, hands
 // off each object in name order and returns the names it held, sorted. With
 // delay > 0 (expiry) the objects it held get a lock-delay first, so nobody,
-// not even a waiter, gets them before it ends.
-func (s *space) evict(session string, delay time.Duration, o op) []string {
+// not even a waiter, gets them before it ends. expired says the session
+// expired (rather than was destroyed), for the entry's Activity.
+func (s *space) evict(session string, delay time.Duration, expired bool, o op) []string {
 	held := refs(s.held, session)
 	names := slices.Concat(held, refs(s.waiting, session))
 	slices.Sort(names)
 	for _, name := range slices.Compact(names) {
 		l, _ := s.objs.mut(name)
+		held := false
 		if i := l.holder(session); i >= 0 {
-			s.dropHolder(l, i)
+			held = true
+			s.dropHolder(l, i, o)
 			if delay > 0 {
 				s.startDelay(l, delay, o)
 			}
@@ -189,7 +209,11 @@ func (s *space) evict(session string, delay time.Duration, o op) []string {
 		if i := s.queued(l, session); i >= 0 {
 			s.dropWaiter(l, i)
 		}
-		s.handoff(l, o)
+		if held && expired {
+			s.handoffAfterExpiry(l, o)
+		} else {
+			s.handoff(l, o)
+		}
 		s.settle(l, o)
 	}
 	return held
@@ -279,14 +303,17 @@ func (s *space) timeUp(r TimerRef, o op) {
 		if l.DelayIndex != r.Armed {
 			return
 		}
+		// Only an expiry starts a lock-delay.
 		l.endDelay()
-	} else {
-		i := s.queued(l, r.Session)
-		if i < 0 || l.Waiters[i].Since != r.Armed {
-			return
-		}
-		s.dropWaiter(l, i)
+		s.handoffAfterExpiry(l, o)
+		s.settle(l, o)
+		return
 	}
+	i := s.queued(l, r.Session)
+	if i < 0 || l.Waiters[i].Since != r.Armed {
+		return
+	}
+	s.dropWaiter(l, i)
 	s.handoff(l, o)
 	s.settle(l, o)
 }

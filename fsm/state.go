@@ -95,6 +95,8 @@ type Result struct {
 	// ACLToken is the token a create-token or bootstrap-acl stored, or a
 	// revoke-token removed.
 	ACLToken *acl.Token
+	// Activity is what the entry did to the locks' holders (for metrics).
+	Activity Activity
 }
 
 // Expiry is one session an expire-sessions ended: the locks it held, and

@@ -32,7 +32,9 @@ func (s *Server) addMember(r *http.Request) (any, error) {
 	if err := s.svc.AddMember(r.Context(), m); err != nil {
 		return nil, err
 	}
-	s.log.Info("member added", "id", m.ID, "peer", m.Peer, "http", m.HTTP)
+	// The node logs a change of the configuration itself, once: a
+	// repeated registration changes nothing.
+	s.log.Debug("member added", "id", m.ID, "peer", m.Peer, "http", m.HTTP)
 	return struct{}{}, nil
 }
 
@@ -42,7 +44,7 @@ func (s *Server) removeMember(r *http.Request) (any, error) {
 	if err := s.svc.RemoveMember(r.Context(), id); err != nil {
 		return nil, err
 	}
-	s.log.Info("member removed", "id", id)
+	s.log.Debug("member removed", "id", id)
 	return struct{}{}, nil
 }
 
@@ -92,7 +94,7 @@ func (s *Server) setFault(r *http.Request) (any, error) {
 	if err := s.faults.SetFault(req.Peer, req.Direction, req.Rule, req.Delay.D()); err != nil {
 		return nil, badRequest("%s", err.Error())
 	}
-	s.log.Warn("fault injected", "peer", req.Peer, "direction", req.Direction, "rule", req.Rule, "delay", req.Delay.D())
+	s.log.Debug("fault injected", "peer", req.Peer, "direction", req.Direction, "rule", req.Rule, "delay", req.Delay.D())
 	return s.faultList(), nil
 }
 
@@ -114,7 +116,7 @@ func checkFaultDelay(rule string, d time.Duration) error {
 // healAll serves DELETE /v1/debug/faults.
 func (s *Server) healAll(*http.Request) (any, error) {
 	s.faults.Heal("")
-	s.log.Info("faults healed", "peer", "all")
+	s.log.Debug("faults healed", "peer", "all")
 	return s.faultList(), nil
 }
 
@@ -122,7 +124,7 @@ func (s *Server) healAll(*http.Request) (any, error) {
 func (s *Server) healPeer(r *http.Request) (any, error) {
 	peer := mux.Vars(r)["peer"]
 	s.faults.Heal(peer)
-	s.log.Info("faults healed", "peer", peer)
+	s.log.Debug("faults healed", "peer", peer)
 	return s.faultList(), nil
 }
 

@@ -105,7 +105,7 @@ func (t *leaderTerm) establish() {
 	t.deadlines = table
 	t.ready = true
 	t.mu.Unlock()
-	n.log.Info("serving as leader", "term", t.raftTerm, "sessions", inherited,
+	n.log.Info("master lease gained; serving as leader", "term", t.raftTerm, "sessions", inherited,
 		"lease", n.cfg.leaseDuration())
 	t.wg.Add(2)
 	go t.expiryLoop()
@@ -146,6 +146,7 @@ func (t *leaderTerm) leaseLoop() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	failing := false
+	var lapsed time.Time // when the lease was found run out, until a round succeeds
 	for {
 		select {
 		case <-t.ctx.Done():
@@ -158,17 +159,34 @@ func (t *leaderTerm) leaseLoop() {
 		waiting := t.waiting
 		t.waiting = nil
 		t.mu.Unlock()
+		// The lease may have run out while Raft still says this node
+		// leads (rounds failed, or the clock jumped): it serves nothing
+		// until a round succeeds.
+		noteLapse := func(now time.Time) {
+			if lapsed.IsZero() && t.lapsedAt(now) {
+				lapsed = now
+				n.count.leaseLapses.Add(1)
+				n.log.Warn("master lease lost: it ran out before a renewal confirmed a quorum; not serving", "term", t.raftTerm)
+			}
+		}
+		noteLapse(start)
 		until, err := n.eng.lease(t.raftTerm, start)
 		t.finishRound(until, err, waiting)
 		switch {
 		case err != nil && !failing:
 			n.log.Warn("master lease not renewed", "term", t.raftTerm, "err", err)
+		case err == nil && !lapsed.IsZero():
+			n.log.Info("master lease regained; serving again", "term", t.raftTerm,
+				"suspended_for", n.clock.Now().Sub(lapsed).Round(time.Millisecond))
 		case err == nil && failing:
 			n.log.Info("master lease renewed again", "term", t.raftTerm)
 		}
 		failing = err != nil
 		if failing {
 			n.leaseFailures.Add(1)
+			noteLapse(n.clock.Now())
+		} else {
+			lapsed = time.Time{}
 		}
 		timer.Reset(every)
 	}
@@ -310,6 +328,14 @@ func (t *leaderTerm) clockChanged() {
 	if t.logged {
 		t.logLeaseLocked()
 	}
+}
+
+// lapsedAt reports whether the lease of this serving term has run out by
+// now (and was not given up).
+func (t *leaderTerm) lapsedAt(now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready && !t.given && t.ctx.Err() == nil && !now.Before(t.leaseUntil)
 }
 
 // leaseRemaining returns the time left on the master lease (0 if none).

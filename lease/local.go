@@ -2,9 +2,10 @@ package lease
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,9 +25,13 @@ type Elector interface {
 type Local struct {
 	// Elector decides who coordinates. The caller starts and closes it.
 	Elector Elector
-	// Members maps every node id to its HTTP URL, for forwarding: nothing
-	// is replicated in a classic mode, so there is no member table.
+	// Members maps node ids to HTTP URLs, for forwarding (nothing is
+	// replicated in a classic mode, so there is no member table). A
+	// member it does not name is looked up with Learned.
 	Members map[string]string
+	// Learned returns the HTTP URL a member told this node over the peer
+	// port, "" if none yet (classic.MuxTransport.PeerHTTP). It may be nil.
+	Learned func(id string) string
 	// Describe adds the mode's own fields (name, counters) to GET
 	// /v1/cluster. It may be nil.
 	Describe func(*wire.Cluster)
@@ -97,7 +102,7 @@ func (e *localEngine) barrier(time.Duration) error {
 	defer e.mu.Unlock()
 	e.index = max(e.index, uint64(time.Now().UnixMicro()))
 	e.epoch, e.leader = epoch, true
-	e.n.log.Info("coordinator tenure starts from empty state", "epoch", epoch, "first_index", e.index+1)
+	e.n.log.Debug("coordinator tenure starts from empty state", "epoch", epoch, "first_index", e.index+1)
 	return nil
 }
 
@@ -124,7 +129,17 @@ func (e *localEngine) transfer() error { return nil }
 
 func (e *localEngine) close() error { return nil }
 
-func (e *localEngine) memberHTTP(id string) string { return e.l.Members[id] }
+func (e *localEngine) memberHTTP(id string) string {
+	switch {
+	case e.l.Members[id] != "":
+		return e.l.Members[id]
+	case id == e.n.cfg.ID:
+		return e.n.cfg.HTTPAddr
+	case e.l.Learned != nil:
+		return e.l.Learned(id)
+	}
+	return ""
+}
 
 func (e *localEngine) describe(c *wire.Cluster) error {
 	id, epoch, ok := e.l.Elector.Coordinator()
@@ -138,13 +153,10 @@ func (e *localEngine) describe(c *wire.Cluster) error {
 	}
 	c.CommitIndex = e.n.fsm.AppliedIndex()
 	c.AppliedIndex = c.CommitIndex
-	ids := make([]string, 0, len(e.l.Members))
-	for m := range e.l.Members {
-		ids = append(ids, m)
-	}
-	sort.Strings(ids)
-	for _, m := range ids {
-		c.Members = append(c.Members, wire.Member{ID: m, HTTP: e.l.Members[m], Voter: true, Leader: ok && m == id})
+	peers := slices.Clone(e.n.cfg.InitialCluster)
+	slices.SortFunc(peers, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	for _, m := range peers {
+		c.Members = append(c.Members, wire.Member{ID: m.ID, Peer: m.Addr, HTTP: e.memberHTTP(m.ID), Voter: true, Leader: ok && m.ID == id})
 	}
 	if e.l.Describe != nil {
 		e.l.Describe(c)

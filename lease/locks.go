@@ -51,6 +51,15 @@ func (n *Node) Campaign(ctx context.Context, name string, req wire.CampaignReque
 }
 
 func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint64, error) {
+	start := time.Now()
+	token, err := n.acquireOnce(ctx, ns, cmd)
+	if err == nil && !ns.election && n.count.wait != nil {
+		n.count.wait.Observe(sinceSeconds(start))
+	}
+	return token, err
+}
+
+func (n *Node) acquireOnce(ctx context.Context, ns namespace, cmd fsm.Command) (uint64, error) {
 	if err := wire.ValidateName(cmd.Name); err != nil {
 		return 0, wire.Errorf(wire.CodeBadRequest, "%v", err)
 	}

@@ -3,35 +3,108 @@ package lease
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockd/lockd/fsm"
 )
 
-// counters are the events the node counts for its metrics.
+// counters are the events the node counts for its metrics. Each is an
+// atomic (or a Prometheus counter or histogram, which are atomics too), so
+// counting takes no lock.
 type counters struct {
 	sessionsCreated atomic.Uint64
 	sessionsExpired atomic.Uint64
 	keepalives      atomic.Uint64
+	// delayRefusals counts requests answered lock_delay.
+	delayRefusals atomic.Uint64
+	// leaseLapses counts the times this leader's master lease ran out
+	// while it still led (see leaderTerm.leaseLoop).
+	leaseLapses atomic.Uint64
+
+	grants             *prometheus.CounterVec
+	grantNow, handoffs prometheus.Counter
+	wait, hold         prometheus.Histogram
+}
+
+// Bucket bounds, in seconds, of the two histograms: an acquire's wait
+// goes from a commit (milliseconds) to the longest wait a request may ask
+// for (minutes); a holding from a quick critical section to hours.
+var (
+	waitBuckets = []float64{.001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+	holdBuckets = []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
+)
+
+// init makes the counters that are Prometheus collectors.
+func (c *counters) init() {
+	*c = counters{
+		grants: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockd_lock_grants_total",
+			Help: "Locks granted by entries this node proposed as leader: kind=immediate when the acquire found the lock free, kind=handoff when a queued acquire got it as the lock became free.",
+		}, []string{"kind"}),
+		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "lockd_lock_acquire_wait_seconds",
+			Help:    "Time from an acquire reaching this leader to its grant, for acquires that were granted (refusals are not counted).",
+			Buckets: waitBuckets,
+		}),
+		hold: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "lockd_lock_hold_seconds",
+			Help:    "How long a lock was held, from grant to release, session end or expiry, for holdings ended by entries this node proposed as leader.",
+			Buckets: holdBuckets,
+		}),
+	}
+	c.grantNow = c.grants.WithLabelValues("immediate")
+	c.handoffs = c.grants.WithLabelValues("handoff")
+}
+
+// observe counts what an entry this node proposed did to the locks, and
+// logs the locks its holder's expiry handed to a waiter.
+func (n *Node) observe(res fsm.Result) {
+	a := res.Activity
+	if n.count.grants == nil {
+		return // a Node not made by New or NewLocal (tests)
+	}
+	if a.Grants > 0 {
+		n.count.grantNow.Add(float64(a.Grants))
+	}
+	if a.Handoffs > 0 {
+		n.count.handoffs.Add(float64(a.Handoffs))
+	}
+	for _, d := range a.Holds {
+		n.count.hold.Observe(d.Seconds())
+	}
+	if len(a.AfterExpiry) == 0 {
+		return
+	}
+	const few = 5
+	n.log.Info("locks handed over after their holder expired", "count", len(a.AfterExpiry),
+		"locks", a.AfterExpiry[:min(len(a.AfterExpiry), few)], "index", res.Index)
+	for _, name := range a.AfterExpiry {
+		n.log.Debug("lock handed over after its holder expired", "lock", name, "index", res.Index)
+	}
 }
 
 // RegisterMetrics registers the node's metrics on reg. Every value is read
-// when it is scraped, from the node's own state: nothing is kept per lock,
-// election or session name, so the series stay a fixed few whatever the
-// number of objects.
+// when it is scraped, from the node's own state (the state machine keeps
+// its counts as it changes, so a scrape costs the same whatever the number
+// of objects), or counted as events happen: nothing is kept per lock,
+// election or session name, so the series stay a fixed few.
 func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
-	}
 	counter := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
 	}
 	cs := []prometheus.Collector{
 		newClusterCollector(n),
+		newStateCollector(n),
+		n.count.grants, n.count.wait, n.count.hold,
 		counter("lockd_master_lease_failures_total", "Master-lease renewals that failed to confirm a quorum while this node led.",
 			func() float64 { return float64(n.leaseFailures.Load()) }),
-		gauge("lockd_sessions", "Live sessions in the node's state.",
-			func() float64 { return float64(n.fsm.SessionCount()) }),
-		gauge("lockd_blocking_queries", "Blocking queries this node serves now.",
+		counter("lockd_master_lease_suspensions_total", "Times this leader's master lease ran out while it still led: it served nothing until a renewal confirmed a quorum again or its term ended.",
+			func() float64 { return float64(n.count.leaseLapses.Load()) }),
+		counter("lockd_lock_delay_refusals_total", "Acquires and campaigns this node answered lock_delay: the lock or election was in the lock-delay of an expired holder.",
+			func() float64 { return float64(n.count.delayRefusals.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lockd_blocking_queries", Help: "Blocking queries this node serves now."},
 			func() float64 { return float64(n.blocking.Load()) }),
 		counter("lockd_sessions_created_total", "Sessions this node created as leader.",
 			func() float64 { return float64(n.count.sessionsCreated.Load()) }),
@@ -46,6 +119,43 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 		}
 	}
 	return nil
+}
+
+// stateCollector reports the size of the node's state (fsm.Counts), read
+// once per scrape.
+type stateCollector struct {
+	n                                                      *Node
+	sessions, holders, held, waiters, elections, campaigns *prometheus.Desc
+}
+
+func newStateCollector(n *Node) *stateCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &stateCollector{
+		n:         n,
+		sessions:  d("lockd_sessions", "Live sessions in the node's state."),
+		holders:   d("lockd_lock_holders", "Holders of locks in the node's state (a shared lock counts each of its holders)."),
+		held:      d("lockd_locks_held", "Locks with at least one holder in the node's state."),
+		waiters:   d("lockd_lock_waiters", "Acquires queued for a lock in the node's state."),
+		elections: d("lockd_elections_led", "Elections with a leader in the node's state."),
+		campaigns: d("lockd_election_waiters", "Campaigns queued for an election in the node's state."),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.sessions, c.holders, c.held, c.waiters, c.elections, c.campaigns} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	k := c.n.fsm.Counts()
+	for _, m := range []struct {
+		d *prometheus.Desc
+		v int
+	}{{c.sessions, k.Sessions}, {c.holders, k.LockHolders}, {c.held, k.LocksHeld}, {c.waiters, k.LockWaiters},
+		{c.elections, k.ElectionsLed}, {c.campaigns, k.ElectionWaiters}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, float64(m.v))
+	}
 }
 
 // clusterCollector reports what GET /v1/cluster shows of the node's Raft
@@ -89,3 +199,6 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v)
 	}
 }
+
+// sinceSeconds is the time since start in seconds, for a histogram.
+func sinceSeconds(start time.Time) float64 { return time.Since(start).Seconds() }

@@ -43,6 +43,10 @@ type Node struct {
 	count         counters // for the metrics (metrics.go)
 
 	unsafe unsafeState // the state of the unsafe switches that need one
+
+	// followed is the leader this node last logged it follows; only the
+	// leadership watch uses it.
+	followed string
 }
 
 // New checks cfg and returns a Raft-mode Node. It does no I/O.
@@ -76,6 +80,7 @@ func newNode(cfg Config) (*Node, error) {
 		fsm:   fsm.New(),
 		stop:  make(chan struct{}),
 	}
+	n.count.init()
 	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
 	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: cfg.Unsafe.LowerToken, EarlyLockDelay: cfg.Unsafe.EarlyLockDelay,
 		BreakFIFO: cfg.Unsafe.BreakFIFO, ForgetSeq: cfg.Unsafe.ForgetSeq})
@@ -123,6 +128,7 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	if !abort && term != nil {
 		term.giveUpLease()
+		n.log.Info("master lease given up to hand leadership over", "term", term.raftTerm)
 		if err := n.eng.transfer(); err != nil {
 			n.log.Warn("leadership transfer failed", "err", err)
 		}
@@ -203,6 +209,16 @@ func (n *Node) watchLeadership() {
 
 func (n *Node) syncLeadership() {
 	leader, raftTerm := n.eng.state()
+	if n.raft != nil {
+		// A follower logs each new leader once; a classic elector logs
+		// its own view.
+		if id := n.eng.leaderID(); id != "" && id != n.followed {
+			n.followed = id
+			if id != n.cfg.ID {
+				n.log.Info("following a new leader", "leader", id, "term", raftTerm)
+			}
+		}
+	}
 	n.mu.Lock()
 	cur := n.term
 	n.mu.Unlock()
@@ -228,7 +244,12 @@ func (n *Node) startTerm(raftTerm uint64) {
 		return
 	}
 	n.term = newLeaderTerm(n, raftTerm)
-	n.log.Info("became raft leader; establishing master lease", "term", raftTerm)
+	if n.raft != nil {
+		n.log.Info("became leader; establishing master lease", "term", raftTerm)
+	} else {
+		// The classic elector logged the election already.
+		n.log.Debug("became coordinator; establishing master lease", "epoch", raftTerm)
+	}
 	n.term.start()
 }
 

@@ -50,6 +50,7 @@ func (n *Node) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 	if !ok {
 		return fsm.Result{}, fmt.Errorf("lease: unexpected apply response %T", a.resp)
 	}
+	n.observe(res)
 	return res, nil
 }
 
@@ -102,6 +103,7 @@ func (n *Node) apiErr(err error, session, what string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &delay):
+		n.count.delayRefusals.Add(1)
 		left := n.delayRemaining(delay)
 		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder for about %v more (%v in all; shown end %s)",
 			what, left.Round(time.Millisecond), delay.Length, delay.Until.UTC().Format(time.RFC3339Nano))

@@ -59,7 +59,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.initialCluster, "initial-cluster", "", "all voters of a new cluster: n1=127.0.0.1:7401,n2=...")
 	fs.StringVar(&f.join, "join", "", "HTTP address of any member of an existing cluster to join (host:port means https:// with --tls-cert)")
 	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation (unreplicated)")
-	fs.StringVar(&f.clusterHTTP, "cluster-http", "", "classic modes: every member's HTTP URL, n1=http://127.0.0.1:7400,...")
+	fs.StringVar(&f.clusterHTTP, "cluster-http", "", "classic modes, optional: members' HTTP URLs, n1=http://127.0.0.1:7400,...; by default each member tells the others its --advertise-http over the peer port, and a URL given here overrides it")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", d.HeartbeatTimeout, "Raft follower timeout; also the master lease unit")
 	fs.DurationVar(&f.electionTO, "election-timeout", d.ElectionTimeout, "Raft candidate timeout")
 	fs.DurationVar(&f.leaderTO, "leader-lease-timeout", d.LeaderLeaseTimeout, "Raft leader steps down after this long without a quorum")
@@ -189,8 +189,8 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
-	if f.election != "raft" && (f.initialCluster == "" || membersHTTP == nil) {
-		return server.Config{}, fmt.Errorf("--election %s needs --initial-cluster and --cluster-http naming every member", f.election)
+	if f.election != "raft" && f.initialCluster == "" {
+		return server.Config{}, fmt.Errorf("--election %s needs --initial-cluster naming every member", f.election)
 	}
 	var raftLvl slog.Level
 	if err := raftLvl.UnmarshalText([]byte(f.raftLogLevel)); err != nil {

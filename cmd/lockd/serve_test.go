@@ -45,7 +45,8 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--election", "paxos"}, "--election"},
-		{[]string{"--election", "bully"}, "needs --initial-cluster and --cluster-http"},
+		{[]string{"--election", "bully"}, "needs --initial-cluster naming every member"},
+		{[]string{"--election", "bully", "--cluster-http", "n1=127.0.0.1:7400"}, "needs --initial-cluster"},
 		{[]string{"--cluster-http", "n1"}, "--cluster-http"},
 		{[]string{"--http", "nohost"}, "--http"},
 		{[]string{"--initial-cluster", "n1"}, "--initial-cluster"},
@@ -117,5 +118,22 @@ func TestServeFlags_UnsafeDebugSwitches(t *testing.T) {
 	f, _ = parseServe(t, nil, nil)
 	if cfg, _ := f.config(logger); cfg.Node.Unsafe != (lease.Unsafe{}) || cfg.Node.NoBootWait {
 		t.Fatal("unsafe switches on by default")
+	}
+}
+
+// In the classic modes --cluster-http is optional: the members tell each
+// other their HTTP addresses over the peer port.
+func TestServeFlags_ClassicWithoutClusterHTTP(t *testing.T) {
+	f, err := parseServe(t, []string{"--election", "bully", "--initial-cluster", "n1=127.0.0.1:7401,n2=127.0.0.1:7411"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := f.logger()
+	cfg, err := f.config(logger)
+	if err != nil {
+		t.Fatalf("bully without --cluster-http: %v", err)
+	}
+	if cfg.Election != "bully" || cfg.MembersHTTP != nil || cfg.Node.HTTPAddr != "http://127.0.0.1:7400" {
+		t.Fatalf("election %q, members' HTTP %v, advertised %q", cfg.Election, cfg.MembersHTTP, cfg.Node.HTTPAddr)
 	}
 }

@@ -3,9 +3,11 @@ package server_test
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -107,5 +109,34 @@ func TestMetrics_NeedsATokenWithACLs(t *testing.T) {
 	})
 	if a := api.do("", "GET", "/metrics", nil); a.status != 401 {
 		t.Fatalf("/metrics without a token: %d", a.status)
+	}
+}
+
+// A leader whose master lease runs out while it still leads (here its
+// clock jumps ahead past the lease's end) counts one suspension, logs the
+// loss and the renewal once each, and serves again after the next round.
+func TestMetrics_LeaseSuspensionCountedAndLogged(t *testing.T) {
+	book := &logBook{}
+	c := servertest.NewWith(t, 3, func(i int, cfg *server.Config) {
+		cfg.Metrics = prometheus.NewRegistry()
+		cfg.Logger = slog.New(book.handler(fmt.Sprintf("n%d", i+1)))
+	})
+	li := c.WaitLeader()
+	s := c.Nodes[li]
+	if !hasLine(scrape(t, c.URL(li)), "lockd_master_lease_suspensions_total 0") {
+		t.Fatal("a healthy leader counts a suspension")
+	}
+	s.Clock().Set(10*time.Second, 1)
+	servertest.WaitFor(t, 10*time.Second, "the suspension to be counted and the lease renewed", func() bool {
+		return hasLine(scrape(t, c.URL(li)), "lockd_master_lease_suspensions_total 1") && serving(s)
+	})
+	for _, msg := range []string{"master lease lost: it ran out before a renewal confirmed a quorum; not serving", "master lease regained; serving again"} {
+		if ls := book.find(s.ID(), msg); len(ls) != 1 || ls[0].attrs["term"] == "" {
+			book.dump(t)
+			t.Fatalf("%q logged %d times (want once, with the term)", msg, len(ls))
+		}
+	}
+	if ok, _ := s.Node().Leader(); !ok {
+		t.Fatal("the node lost leadership: the test wanted only its lease to lapse")
 	}
 }

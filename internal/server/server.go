@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -53,10 +54,12 @@ type Config struct {
 	// Election is "raft" (or empty) for Raft mode, or "ring", "bully" or
 	// "invitation" for a classic mode, where the elected coordinator serves
 	// from its own unreplicated state. The classic modes need
-	// Node.InitialCluster (every member's peer address) and MembersHTTP.
+	// Node.InitialCluster (every member's peer address).
 	Election string
-	// MembersHTTP maps every member's id to its HTTP URL; classic modes
-	// only, since they keep no replicated member table.
+	// MembersHTTP maps member ids to HTTP URLs; classic modes only, since
+	// they keep no replicated member table. It is optional: the nodes tell
+	// each other their Node.HTTPAddr over the peer port, and an address
+	// given here overrides the one a member tells.
 	MembersHTTP map[string]string
 
 	// HTTPTLS, when set, serves the API over HTTPS with it (and, with
@@ -194,7 +197,11 @@ func Start(cfg Config) (*Server, error) {
 	}
 	api := httpapi.New(hc)
 	if cfg.Metrics != nil {
-		if err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics)); err != nil {
+		err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics))
+		if s.el != nil && err == nil {
+			err = cfg.Metrics.Register(newClassicCollector(s.el, s.el.Stats().Algorithm))
+		}
+		if err != nil {
 			node.Close()
 			s.mux.Close()
 			httpLn.Close()
@@ -241,13 +248,16 @@ func (s *Server) newNode() (*lease.Node, error) {
 	for _, p := range nc.InitialCluster {
 		addrs[p.ID] = p.Addr
 		ids = append(ids, p.ID)
-		if s.cfg.MembersHTTP[p.ID] == "" {
-			return nil, fmt.Errorf("--election %s needs the HTTP address of member %s (--cluster-http)", alg, p.ID)
+	}
+	for id := range s.cfg.MembersHTTP {
+		if !slices.Contains(ids, id) {
+			return nil, fmt.Errorf("--cluster-http names %s, which is not in --initial-cluster", id)
 		}
 	}
 	cc := classic.DefaultConfig()
 	cc.ID, cc.Members, cc.Algorithm, cc.Logger = nc.ID, ids, alg, s.cfg.Logger
 	tr := classic.NewMuxTransport(s.mux.Listen(alg.Proto()), addrs, s.cfg.Logger)
+	tr.Advertise(nc.ID, nc.HTTPAddr)
 	el, err := classic.NewNode(cc, tr)
 	if err != nil {
 		return nil, err
@@ -256,7 +266,7 @@ func (s *Server) newNode() (*lease.Node, error) {
 		return nil, err
 	}
 	s.el = el
-	return lease.NewLocal(nc, lease.Local{Elector: el, Members: s.cfg.MembersHTTP, Describe: s.describeClassic})
+	return lease.NewLocal(nc, lease.Local{Elector: el, Members: s.cfg.MembersHTTP, Learned: tr.PeerHTTP, Describe: s.describeClassic})
 }
 
 // describeClassic adds the elector's view and counters to GET /v1/cluster.
