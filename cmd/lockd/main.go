@@ -5,6 +5,8 @@
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
 //	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
+//	lockd members [add ID PEER --http URL | remove ID]  list, add or remove members
+//	lockd leader-transfer [--to ID]      hand leadership to another voter
 //	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
 //	lockd tls init DIR [flags]           a development CA and certificates for a cluster
 //	lockd version                        print the version
@@ -56,6 +58,10 @@ func run(args []string) int {
 		return tlsCmd(args[1:])
 	case "acl":
 		return aclCmd(args[1:])
+	case "members":
+		return membersCmd(args[1:])
+	case "leader-transfer":
+		return transferCmd(args[1:])
 	case "version", "--version", "-version":
 		printVersion(os.Stdout)
 		return exitOK
@@ -79,6 +85,9 @@ Usage:
   lockd status | locks | sessions | elections
                                         the cluster, its locks, sessions, elections (--json for scripts)
   lockd leader NAME                     who leads the election NAME
+  lockd members [add ID PEER --http URL | remove ID]
+                                        list the members (role, last contact), add or remove one
+  lockd leader-transfer [--to ID]       hand leadership to another voter
   lockd acl token create|list|revoke|self
                                         manage ACL tokens (README "Security")
   lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
