@@ -34,8 +34,9 @@ import (
 // A node that could not be reached when it was removed learns nothing; it
 // answers 503 no_leader until it is stopped.
 
-// keyRemoved is where a node records, in its stable store, the index of
-// the configuration that removed it; 0 or absent while it is a member.
+// keyRemoved is where a node records, in its stable store, the commit
+// index at which it learnt it was removed; 0 or absent while it is a
+// member.
 var keyRemoved = []byte("lockd_removed_at")
 
 // membershipWatch is a raftEngine's view of its own membership.
@@ -45,10 +46,9 @@ type membershipWatch struct {
 	done chan struct{} // closed when the watch has ended
 
 	mu       sync.Mutex
-	at       uint64 // the configuration index that removed the node; 0: member
+	at       uint64 // the commit index at which the node learnt its removal; 0: member
 	detected bool   // ch is closed
 	seenSelf bool   // a configuration with this node in it was seen
-	lastConf uint64 // the index of the latest configuration seen
 }
 
 // Removed returns a channel that is closed when this node learns, while it
@@ -73,7 +73,7 @@ func (n *Node) Removal() error {
 		return nil
 	}
 	return wire.Errorf(wire.CodeRemoved,
-		"node %s was removed from the cluster (configuration index %d) and serves nothing; ask another member", n.cfg.ID, at)
+		"node %s was removed from the cluster (at log index %d) and serves nothing; ask another member", n.cfg.ID, at)
 }
 
 func (e *raftEngine) removedAt() uint64 {
@@ -92,7 +92,7 @@ func (e *raftEngine) loadRemoval() error {
 		e.rm.at = at
 		e.n.log.Warn("this node was removed from the cluster; it serves nothing (410 removed) until a member adds it back "+
 			"(lockd members add), or its data dir is deleted and it joins again (--join)",
-			"configuration_index", at, "data_dir", e.n.cfg.DataDir)
+			"commit_index", at, "data_dir", e.n.cfg.DataDir)
 	}
 	return nil
 }
@@ -118,10 +118,7 @@ func (e *raftEngine) watchMembership() {
 func (e *raftEngine) checkMembership() {
 	if e.raft.State() == raft.Shutdown {
 		if !e.n.isClosing() {
-			e.rm.mu.Lock()
-			at := max(e.rm.lastConf, 1)
-			e.rm.mu.Unlock()
-			e.removedNow(at, "Raft stopped after committing a configuration without this node")
+			e.removedNow(max(e.raft.CommitIndex(), 1), "Raft stopped after committing a configuration without this node")
 		}
 		return
 	}
@@ -129,13 +126,11 @@ func (e *raftEngine) checkMembership() {
 	if f.Error() != nil || len(f.Configuration().Servers) == 0 {
 		return
 	}
-	idx := f.Index()
 	in := false
 	for _, s := range f.Configuration().Servers {
 		in = in || string(s.ID) == e.n.cfg.ID
 	}
 	e.rm.mu.Lock()
-	e.rm.lastConf = idx
 	seen, at := e.rm.seenSelf, e.rm.at
 	readded := in && at != 0 && !e.rm.detected
 	if in {
@@ -150,13 +145,38 @@ func (e *raftEngine) checkMembership() {
 		if err := e.stable.SetUint64(keyRemoved, 0); err != nil {
 			e.n.log.Warn("could not clear the removal record", "err", err)
 		}
-		e.n.log.Info("this node is a member of the cluster again; it serves", "configuration_index", idx)
-	case !in && seen && at == 0 && idx <= e.raft.CommitIndex():
-		e.removedNow(idx, "a committed configuration leaves this node out")
+		e.n.log.Info("this node is a member of the cluster again; it serves")
+	case !in && seen && at == 0:
+		if commit, ok := e.latestConfCommitted(); ok {
+			e.removedNow(commit, "a committed configuration leaves this node out")
+		}
 	}
 }
 
-// removedNow records the removal, stops the node serving, and closes ch.
+// maxConfScan bounds how many uncommitted log entries latestConfCommitted
+// reads.
+const maxConfScan = 4096
+
+// latestConfCommitted reports whether the latest configuration is
+// committed, and the commit index: it is unless a configuration entry
+// follows the commit index in the log. (hashicorp/raft does not tell
+// the index of the latest configuration.)
+func (e *raftEngine) latestConfCommitted() (uint64, bool) {
+	commit, last := e.raft.CommitIndex(), e.raft.LastIndex()
+	if commit == 0 || last-commit > maxConfScan {
+		return 0, false
+	}
+	for i := last; i > commit; i-- {
+		var l raft.Log
+		if err := e.store.GetLog(i, &l); err != nil || l.Type == raft.LogConfiguration {
+			return 0, false
+		}
+	}
+	return commit, true
+}
+
+// removedNow records the removal (at is the commit index it was learnt
+// at), stops the node serving, and closes ch.
 func (e *raftEngine) removedNow(at uint64, why string) {
 	e.rm.mu.Lock()
 	if e.rm.detected {
@@ -171,7 +191,7 @@ func (e *raftEngine) removedNow(at uint64, why string) {
 	e.n.log.Warn("this node was removed from the cluster and stops serving; "+
 		"its data dir holds nothing the cluster needs and can be deleted "+
 		"(to bring the node back, delete it and start the node with --join)",
-		"why", why, "configuration_index", at, "data_dir", e.n.cfg.DataDir)
+		"why", why, "commit_index", at, "data_dir", e.n.cfg.DataDir)
 	close(e.rm.ch)
 }
 
