@@ -119,8 +119,9 @@ func (e *raftEngine) transferTo(ctx context.Context, t *leaderTerm, to string) (
 	return res, nil
 }
 
-// handOver keeps transferring leadership to any voter after a transfer
-// failed, until this node no longer leads in term t, the node stops, or
+// handOver keeps transferring leadership after a transfer failed, to the
+// voters that answered the lease exchange lately (Raft's own choice, the
+// most up-to-date voter, may be the one that just failed), until this node no longer leads in term t, the node stops, or
 // it has tried for a minute: it gave up its lease for the term and will
 // not serve in it again.
 func (e *raftEngine) handOver(t *leaderTerm) {
@@ -128,8 +129,15 @@ func (e *raftEngine) handOver(t *leaderTerm) {
 		if leader, term := e.state(); !leader || term != t.raftTerm {
 			return
 		}
-		if err := e.raft.LeadershipTransfer().Error(); err == nil {
-			return
+		for _, s := range e.servers() {
+			id, addr := string(s.ID), string(s.Address)
+			if s.Suffrage != raft.Voter || id == e.n.cfg.ID || !e.answeredLately([]string{addr}) {
+				continue
+			}
+			if err := e.raft.LeadershipTransferToServer(s.ID, s.Address).Error(); err == nil {
+				e.n.log.Info("leadership handed over after the failed transfer", "term", t.raftTerm, "to", id)
+				return
+			}
 		}
 		select {
 		case <-e.n.stop:

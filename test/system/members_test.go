@@ -211,7 +211,8 @@ func voterIDs(ms []wire.Member) []string {
 // per lock and no two holds overlap; the lease logs show no two nodes
 // that could serve at once; every lock held at the end is visible with
 // its token; the removed nodes exited with status 0 and said why, and one
-// started again on its data answers 410 removed.
+// started again on its data (with --join) answers 410 removed and stays
+// out.
 func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 	bin := mustBuild(t)
 	c, err := proccluster.New(proccluster.Config{Binary: bin, Nodes: 5, Voters: 3, Dir: t.TempDir()})
@@ -265,6 +266,11 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 		}
 		return slices.Equal(voterIDs(ms), []string{"n1", "n2", "n3", "n4", "n5"})
 	})
+	for _, args := range [][]string{{"members", "remove", "n9"}, {"leader-transfer", "--to", "n9"}} {
+		if out, errOut, code := lockdCLI(t, all, args...); code != 1 || !strings.Contains(errOut, `no member "n9"`) {
+			t.Errorf("lockd %s: exit %d, %q %q; want 1 and no member \"n9\"", strings.Join(args, " "), code, out, errOut)
+		}
+	}
 	table := mustCLI(t, all, "members")
 	if !strings.Contains(table, "leader") || strings.Count(table, "follower") != 4 {
 		t.Fatalf("lockd members table: want one leader and four followers:\n%s", table)
@@ -378,14 +384,19 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 		t.Errorf("master leases: %v", v)
 	}
 
-	// A removed node started again on its data answers 410 removed.
-	if err := n2.Start(bin); err != nil {
+	// A removed node started again on its data, even with --join,
+	// answers 410 removed and does not ask to be added back.
+	if err := n4.StartJoin(bin, n1.HTTP); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the restarted removed node to answer 410 removed", func() bool {
 		var e *wire.Error
-		_, err := n2.Status(ctx)
+		_, err := n4.Status(ctx)
 		return err != nil && errors.As(err, &e) && e.Code == wire.CodeRemoved
 	})
+	time.Sleep(2 * time.Second) // the node would have asked to join by now
+	if ids := voterIDs(cliMembers(t, all)); !slices.Equal(ids, []string{"n1", "n3", "n5"}) {
+		t.Errorf("after the removed n4 restarted with --join, the voters are %v; want n1 n3 n5", ids)
+	}
 	t.Logf("%d acknowledged acquires checked; whole test %v", len(w.holds), time.Since(start).Round(time.Millisecond))
 }
