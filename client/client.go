@@ -224,7 +224,11 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 		return fmt.Errorf("client: %s %s%s: %w", method, base, path, err), !isDialError(err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	limit := int64(16 << 20)
+	if _, ok := out.(*rawBody); ok {
+		limit = maxRawBody
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return fmt.Errorf("client: read response: %w", err), true
 	}
@@ -238,6 +242,10 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 			e.RetryAfter = time.Duration(s) * time.Second
 		}
 		return e, true
+	}
+	if rb, ok := out.(*rawBody); ok {
+		rb.body, rb.header = raw, resp.Header
+		return nil, true
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {

@@ -96,6 +96,9 @@ type Config struct {
 	// RateLimit bounds the requests per client IP address this node
 	// accepts (429 too_many_requests past it). Zero means none.
 	RateLimit RateLimit
+	// Version is the lockd version the node runs, written in the header
+	// of the snapshots it serves (GET /v1/snapshot).
+	Version string
 }
 
 // Server is the HTTP API of one node. It is an http.Handler; the caller owns
@@ -115,6 +118,7 @@ type Server struct {
 	metrics   *httpMetrics        // nil until RegisterMetrics
 	gatherer  prometheus.Gatherer // what GET /metrics serves
 	router    *mux.Router
+	version   string
 }
 
 // New returns a Server for cfg. It does no I/O. It panics if cfg.Service is
@@ -137,6 +141,7 @@ func New(cfg Config) *Server {
 		httpAddr:  cfg.HTTPAddr,
 		acl:       cfg.ACL,
 		rate:      newClientLimiter(cfg.RateLimit),
+		version:   cfg.Version,
 	}
 	s.router = s.newRouter()
 	return s
@@ -241,6 +246,9 @@ func (s *Server) routes() []route {
 
 		{get, "/healthz", local, nil, ok, s.healthz},
 	}
+	if _, can := s.svc.(Snapshotter); can {
+		rs = append(rs, route{get, "/v1/snapshot", leaderOnly, admin, ok, s.snapshot})
+	}
 	if s.acl != nil {
 		rs = append(rs,
 			route{post, "/v1/acl/tokens", leaderOnly, admin, http.StatusCreated, s.createToken},
@@ -280,6 +288,7 @@ func (s *Server) newRouter() *mux.Router {
 	}
 	// /readyz needs a status of its own when the node is not ready.
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	s.statusPage(r)
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
 	r.MethodNotAllowedHandler = http.HandlerFunc(s.methodNotAllowed)
 	return r
@@ -308,6 +317,10 @@ func (s *Server) handler(rt route) http.Handler {
 		body, err := rt.handle(r)
 		if err != nil {
 			s.writeError(w, r, err)
+			return
+		}
+		if raw, ok := body.(*rawAnswer); ok {
+			raw.write(w, rt.status)
 			return
 		}
 		s.writeJSON(w, rt.status, s.filter(r, body))

@@ -7,6 +7,7 @@
 //	lockd leader NAME                    who leads an election
 //	lockd members [add ID PEER --http URL | remove ID]  list, add or remove members
 //	lockd leader-transfer [--to ID]      hand leadership to another voter
+//	lockd snapshot save|inspect|restore FILE  back up, check a backup, seed a new cluster
 //	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
 //	lockd tls init DIR [flags]           a development CA and certificates for a cluster
 //	lockd version                        print the version
@@ -62,6 +63,8 @@ func run(args []string) int {
 		return membersCmd(args[1:])
 	case "leader-transfer":
 		return transferCmd(args[1:])
+	case "snapshot":
+		return snapshotCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version", "-version":
 		printVersion(os.Stdout)
 		return exitOK
@@ -90,6 +93,9 @@ Usage:
   lockd leader-transfer [--to ID]       hand leadership to another voter
   lockd acl token create|list|revoke|self
                                         manage ACL tokens (README "Security")
+  lockd snapshot save|inspect|restore FILE
+                                        back up the cluster's state, check a backup, seed a
+                                        new cluster from one (README "Backup and restore")
   lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
                                         invitation and raft for N=3..16 (table, CSV, SVG)
   lockd tls init DIR [--nodes N] [--hosts H,...]

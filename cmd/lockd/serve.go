@@ -125,6 +125,7 @@ func serve(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
 		return exitUsage
 	}
+	cfg.Version = version
 	if cfg.Metrics, err = newMetrics(); err != nil {
 		fmt.Fprintf(os.Stderr, "lockd serve: metrics: %v\n", err)
 		return exitError

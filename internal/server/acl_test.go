@@ -191,6 +191,7 @@ func TestACL_EveryEndpoint(t *testing.T) {
 		{"DELETE", "/v1/acl/tokens/0123", nil, 404, admins, false},
 		{"GET", "/v1/debug/faults", nil, 200, admins, false},
 		{"GET", "/v1/debug/clock", nil, 200, admins, false},
+		{"GET", "/v1/snapshot", nil, 200, admins, false},
 		{"DELETE", "/v1/sessions/{s}", nil, 200, owners, false},
 	}
 	applied := func() uint64 { return c.Nodes[leader].Node().FSM().AppliedIndex() }

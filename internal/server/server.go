@@ -90,6 +90,8 @@ type Config struct {
 	// Metrics, if set, receives the node's and the HTTP API's metrics,
 	// and is served at GET /metrics.
 	Metrics *prometheus.Registry
+	// Version is the lockd version the node runs (httpapi.Config.Version).
+	Version string
 }
 
 // memberCheckTimeout bounds the leader's check of a new member's peer
@@ -179,6 +181,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.ACL {
 		hc.ACL = node
 	}
+	hc.Version = cfg.Version
 	overHTTP := httpapi.NewForwardTransport(cfg.APIClientTLS)
 	hc.ForwardClient = &http.Client{Transport: overHTTP}
 	if s.el == nil {
