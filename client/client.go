@@ -189,7 +189,8 @@ func isAPIError(err error) bool {
 
 func retryable(err error, sent bool, policy retry) bool {
 	switch wire.CodeOf(err) {
-	case wire.CodeNoLeader, wire.CodeTooMany:
+	case wire.CodeNoLeader, wire.CodeTooMany, wire.CodeRemoved:
+		// The node applied nothing; another one may serve.
 		return true
 	case wire.CodeTimeout:
 		return policy == idempotent

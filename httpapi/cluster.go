@@ -48,6 +48,36 @@ func (s *Server) removeMember(r *http.Request) (any, error) {
 	return struct{}{}, nil
 }
 
+// transferLeader serves POST /v1/cluster/leader-transfer. The body is
+// optional: none, or {}, lets the leader pick the voter.
+func (s *Server) transferLeader(r *http.Request) (any, error) {
+	var req wire.TransferRequest
+	if err := decodeBody(r, &req, true); err != nil {
+		return nil, err
+	}
+	res, err := s.svc.TransferLeadership(r.Context(), req.To)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("leadership transferred", "from", res.From, "to", res.Leader.ID)
+	return res, nil
+}
+
+// removed answers r with the node's removal, if the node was removed from
+// the cluster, and reports whether it did. Only /healthz is still served:
+// the process is up, it just is no member.
+func (s *Server) removed(w http.ResponseWriter, r *http.Request, rt route) bool {
+	if rt.path == "/healthz" {
+		return false
+	}
+	err := s.svc.Removal()
+	if err == nil {
+		return false
+	}
+	s.writeError(w, r, err)
+	return true
+}
+
 // healthz serves GET /healthz: the process is up and serving HTTP.
 func (s *Server) healthz(*http.Request) (any, error) {
 	return status{Status: "ok"}, nil

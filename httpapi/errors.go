@@ -33,6 +33,7 @@ var codeStatus = map[string]struct {
 	wire.CodeNoLeader:       {http.StatusServiceUnavailable, true},
 	wire.CodeTimeout:        {http.StatusGatewayTimeout, false},
 	wire.CodeInternal:       {http.StatusInternalServerError, false},
+	wire.CodeRemoved:        {http.StatusGone, false},
 }
 
 // internalMessage is all a client learns of an error that is not a

@@ -32,6 +32,7 @@ type fakeService struct {
 	isLeader   bool
 	leaderHTTP string
 	err        error
+	removal    error // what Removal returns
 	// onCall, when set, runs inside every call with the request's context;
 	// a non-nil result is returned as the call's error.
 	onCall func(ctx context.Context) error
@@ -175,6 +176,20 @@ func (f *fakeService) AddMember(ctx context.Context, m wire.Member) error {
 
 func (f *fakeService) RemoveMember(ctx context.Context, id string) error {
 	return f.record(ctx, "RemoveMember", id)
+}
+
+func (f *fakeService) TransferLeadership(ctx context.Context, to string) (wire.TransferResponse, error) {
+	if to == "" {
+		to = "n2"
+	}
+	return wire.TransferResponse{From: "n1", Leader: wire.LeaderInfo{ID: to, HTTP: "http://127.0.0.1:7410"}},
+		f.record(ctx, "TransferLeadership", to)
+}
+
+func (f *fakeService) Removal() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.removal
 }
 
 func (f *fakeService) Ready(ctx context.Context) error {

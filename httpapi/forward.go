@@ -110,7 +110,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool 
 	})
 	timer := time.AfterFunc(f.limit, func() { f.abort(errNoAnswer) })
 	defer timer.Stop()
-	go s.watchLeader(ctx, f, leaderHTTP)
+	go s.watchLeader(ctx, f, leaderHTTP, p == leaderHandsOver)
 	s.proxy(target, f).ServeHTTP(w, r.WithContext(ctx))
 	return true
 }
@@ -157,8 +157,9 @@ const leaderWatchInterval = 100 * time.Millisecond
 // in another leader, or has known no leader for longer than the limit. A
 // leader that is paused or cut off would otherwise hold the request until
 // it returns, long after the cluster moved on; the client instead gets an
-// answer at once and retries against the new leader.
-func (s *Server) watchLeader(ctx context.Context, f *forwarding, leaderHTTP string) {
+// answer at once and retries against the new leader. With handsOver (the
+// request itself moves leadership) a new leader is no reason to stop.
+func (s *Server) watchLeader(ctx context.Context, f *forwarding, leaderHTTP string, handsOver bool) {
 	t := time.NewTicker(leaderWatchInterval)
 	defer t.Stop()
 	gone := s.limits.leaderGoneOrDefault()
@@ -171,7 +172,7 @@ func (s *Server) watchLeader(ctx context.Context, f *forwarding, leaderHTTP stri
 		}
 		isLeader, now := s.svc.Leader()
 		switch {
-		case isLeader || now != "" && now != leaderHTTP:
+		case (isLeader || now != "" && now != leaderHTTP) && !handsOver:
 			f.abort(errLeaderChanged)
 			return
 		case now != "":

@@ -194,6 +194,10 @@ const (
 	leaderOnly
 	// leaderUnlessStale routes are forwarded unless the query has ?stale.
 	leaderUnlessStale
+	// leaderHandsOver routes are leaderOnly routes whose success makes
+	// another node leader: a follower that forwarded one waits for the
+	// old leader's answer even after it learns of the new leader.
+	leaderHandsOver
 )
 
 // route is one entry of the routing table. handle returns the success body,
@@ -238,6 +242,7 @@ func (s *Server) routes() []route {
 		{get, "/v1/cluster", local, anyToken, ok, s.cluster},
 		{post, "/v1/cluster/members", leaderOnly, admin, ok, s.addMember},
 		{del, "/v1/cluster/members/{id}", leaderOnly, admin, ok, s.removeMember},
+		{post, "/v1/cluster/leader-transfer", leaderHandsOver, admin, ok, s.transferLeader},
 
 		{get, "/healthz", local, nil, ok, s.healthz},
 	}
@@ -292,6 +297,9 @@ func (s *Server) newRouter() *mux.Router {
 // handler adapts a route to http.Handler: forward if need be, then serve.
 func (s *Server) handler(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.removed(w, r, rt) {
+			return
+		}
 		if s.forward(w, r, rt.policy) {
 			return
 		}

@@ -52,6 +52,15 @@ type Service interface {
 	Cluster(ctx context.Context) (wire.Cluster, error)
 	AddMember(ctx context.Context, m wire.Member) error
 	RemoveMember(ctx context.Context, id string) error
+	// TransferLeadership hands leadership to the voter to ("" lets the
+	// node pick one) and returns once this node has stepped down, or fails
+	// (not_found: no such member; bad_request: not a voter, or nobody to
+	// hand over to; timeout: the transfer did not complete).
+	TransferLeadership(ctx context.Context, to string) (wire.TransferResponse, error)
+	// Removal returns nil while the node is a member of the cluster, and a
+	// *wire.Error with code wire.CodeRemoved once it knows it was removed:
+	// every route but the health checks is then answered with it.
+	Removal() error
 
 	// Ready returns nil when the node can serve a default read right now,
 	// itself or by forwarding.

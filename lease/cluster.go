@@ -12,6 +12,9 @@ import (
 // made leader but has not yet established its term answers (false, ""):
 // requests then get no_leader rather than a loop.
 func (n *Node) Leader() (bool, string) {
+	if n.Removal() != nil {
+		return false, ""
+	}
 	if n.currentTerm() != nil {
 		return true, ""
 	}
@@ -25,6 +28,9 @@ func (n *Node) Leader() (bool, string) {
 // Ready reports whether a default read can be served now, here or by
 // forwarding.
 func (n *Node) Ready(ctx context.Context) error {
+	if err := n.Removal(); err != nil {
+		return err
+	}
 	if t := n.currentTerm(); t != nil {
 		if t.leaseValid() {
 			return nil

@@ -209,6 +209,18 @@ func (x *exchange) peer(addr string) *promisePeer {
 	return p
 }
 
+// lastPromise returns when the peer at addr last answered this node with a
+// promise, or the zero time if it never has.
+func (x *exchange) lastPromise(addr string) time.Time {
+	x.mu.Lock()
+	p := x.peers[addr]
+	x.mu.Unlock()
+	if p == nil || p.last.Load() == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, p.last.Load())
+}
+
 // round asks each of peers for its promise to leader in term and returns
 // the promises of the first need of them to answer with one, in ascending
 // order. It gives up when that many can no longer come, or at deadline
@@ -246,6 +258,7 @@ func (x *exchange) round(peers []string, leader string, term uint64, need int, d
 // connection, one request on it at a time.
 type promisePeer struct {
 	addr string
+	last atomic.Int64 // when the peer last answered with a promise, Unix nanoseconds; 0: never
 	mu   sync.Mutex
 	conn net.Conn
 	r    *bufio.Reader
@@ -263,6 +276,9 @@ func (p *promisePeer) ask(layer Layer, req promiseRequest, deadline time.Time) t
 	if err != nil {
 		p.closeLocked()
 		return 0
+	}
+	if rem > 0 {
+		p.last.Store(time.Now().UnixNano())
 	}
 	return rem
 }

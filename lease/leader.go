@@ -353,10 +353,14 @@ func (t *leaderTerm) leaseRemaining() time.Duration {
 // transfer lets followers vote early.
 func (t *leaderTerm) giveUpLease() {
 	t.mu.Lock()
+	t.giveUpLeaseLocked()
+	t.mu.Unlock()
+}
+
+func (t *leaderTerm) giveUpLeaseLocked() {
 	t.given = true
 	t.leaseUntil = time.Time{}
 	t.logStopLocked()
-	t.mu.Unlock()
 }
 
 // MasterLease returns the time left on this node's master lease: 0 unless

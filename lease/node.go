@@ -58,7 +58,7 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Stream == nil || cfg.LeaseLayer == nil {
 		return nil, errors.New("lease: config: Stream and LeaseLayer are required")
 	}
-	n.raft = &raftEngine{n: n}
+	n.raft = newRaftEngine(n)
 	n.eng = n.raft
 	return n, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -24,9 +23,11 @@ type raftEngine struct {
 	stable *stableStore // guards store's stable-store role across close
 	trans  *guardedTransport
 	x      *exchange // the lease exchange, both sides
-	// removed is done once the node has logged that Raft stopped because
-	// the node was removed from the configuration.
-	removed sync.Once
+	rm     membershipWatch
+}
+
+func newRaftEngine(n *Node) *raftEngine {
+	return &raftEngine{n: n, rm: membershipWatch{ch: make(chan struct{})}}
 }
 
 // open opens the stores, waits out the promise this node may have made
@@ -44,6 +45,9 @@ func (e *raftEngine) open() error {
 	e.store, e.stable = store, &stableStore{s: store}
 	if !cfg.NoBootWait {
 		err = bootWait(store, cfg.HeartbeatTimeout)
+	}
+	if err == nil {
+		err = e.loadRemoval()
 	}
 	if err == nil {
 		err = e.start(newRaftLogger(cfg.Logger, cfg.RaftLogLevel))
@@ -130,6 +134,8 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	}
 	e.x = newExchange(cfg.LeaseLayer, e.promise)
 	e.x.serve()
+	e.rm.stop, e.rm.done = make(chan struct{}), make(chan struct{})
+	go e.watchMembership()
 	return nil
 }
 
@@ -203,17 +209,7 @@ func (e *raftEngine) bootstrapConfiguration() raft.Configuration {
 }
 
 func (e *raftEngine) state() (bool, uint64) {
-	st := e.raft.State()
-	if st == raft.Shutdown && !e.n.isClosing() {
-		// hashicorp/raft stops a node once a configuration without it is
-		// applied (ShutdownOnRemove). Say so once: the process stays up
-		// and answers 503 no_leader until it is restarted.
-		e.removed.Do(func() {
-			e.n.log.Warn("Raft stopped: this node was removed from the cluster; " +
-				"restart it once it has been added back (POST /v1/cluster/members) to rejoin")
-		})
-	}
-	return st == raft.Leader, e.raft.CurrentTerm()
+	return e.raft.State() == raft.Leader, e.raft.CurrentTerm()
 }
 
 func (e *raftEngine) leaderID() string {
@@ -251,6 +247,10 @@ func (e *raftEngine) servers() []raft.Server {
 
 func (e *raftEngine) close() error {
 	var err error
+	if e.rm.stop != nil {
+		close(e.rm.stop)
+		<-e.rm.done
+	}
 	if e.x != nil {
 		e.x.close()
 	}
@@ -290,9 +290,15 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 		return raftErr(err)
 	}
 	leader := e.leaderID()
+	leads := e.raft.State() == raft.Leader
 	for _, s := range f.Configuration().Servers {
-		c.Members = append(c.Members, wire.Member{ID: string(s.ID), Peer: string(s.Address),
-			HTTP: e.memberHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader})
+		m := wire.Member{ID: string(s.ID), Peer: string(s.Address),
+			HTTP: e.memberHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader}
+		if at := e.x.lastPromise(m.Peer); leads && m.ID != e.n.cfg.ID && !at.IsZero() {
+			d := wire.Duration(time.Since(at))
+			m.LastContact = &d
+		}
+		c.Members = append(c.Members, m)
 	}
 	return nil
 }
@@ -323,26 +329,41 @@ func (e *raftEngine) addMember(ctx context.Context, m wire.Member) error {
 }
 
 // removeMember removes a node from the configuration and the member table.
-// Removing the leader itself makes it step down once committed.
+// Removing the leader itself makes it step down once committed; a removed
+// follower is told that its removal is committed (see removal.go).
 func (e *raftEngine) removeMember(ctx context.Context, id string) error {
-	found := false
+	addr, voter, voters := "", false, 0
 	for _, s := range e.servers() {
-		found = found || string(s.ID) == id
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+		if string(s.ID) == id {
+			addr, voter = string(s.Address), s.Suffrage == raft.Voter
+		}
 	}
-	if !found {
+	switch {
+	case addr == "":
 		return wire.Errorf(wire.CodeNotFound, "no member %q in the cluster", id)
+	case voter && voters == 1:
+		return wire.Errorf(wire.CodeBadRequest, "%s is the last voter: a cluster without one cannot elect a leader", id)
 	}
 	if _, err := e.n.propose(ctx, fsm.Command{Op: fsm.OpRemoveMember, Member: &fsm.Member{ID: id}}); err != nil {
 		return err
 	}
-	if id == e.n.cfg.ID {
+	self := id == e.n.cfg.ID
+	if self {
 		if t := e.n.currentTerm(); t != nil {
 			t.giveUpLease()
 		}
 	}
-	if err := e.raft.RemoveServer(raft.ServerID(id), 0, e.n.cfg.ApplyTimeout).Error(); err != nil {
+	term := e.raft.CurrentTerm()
+	f := e.raft.RemoveServer(raft.ServerID(id), 0, e.n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
 		return raftErr(err)
 	}
-	e.n.log.Info("removed member", "id", id)
+	e.n.log.Info("removed member", "id", id, "configuration_index", f.Index())
+	if !self && e.raft.CurrentTerm() == term {
+		go e.tellRemoved(id, addr, f.Index(), term)
+	}
 	return nil
 }

@@ -5,6 +5,8 @@
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
 //	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
+//	lockd members [add ID PEER --http URL | remove ID]  list, add or remove members
+//	lockd leader-transfer [--to ID]      hand leadership to another voter
 //	lockd snapshot save|inspect|restore FILE  back up, check a backup, seed a new cluster
 //	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
 //	lockd tls init DIR [flags]           a development CA and certificates for a cluster
@@ -57,6 +59,10 @@ func run(args []string) int {
 		return tlsCmd(args[1:])
 	case "acl":
 		return aclCmd(args[1:])
+	case "members":
+		return membersCmd(args[1:])
+	case "leader-transfer":
+		return transferCmd(args[1:])
 	case "snapshot":
 		return snapshotCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version", "-version":
@@ -82,6 +88,9 @@ Usage:
   lockd status | locks | sessions | elections
                                         the cluster, its locks, sessions, elections (--json for scripts)
   lockd leader NAME                     who leads the election NAME
+  lockd members [add ID PEER --http URL | remove ID]
+                                        list the members (role, last contact), add or remove one
+  lockd leader-transfer [--to ID]       hand leadership to another voter
   lockd acl token create|list|revoke|self
                                         manage ACL tokens (README "Security")
   lockd snapshot save|inspect|restore FILE

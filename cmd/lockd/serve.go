@@ -147,8 +147,13 @@ func serve(args []string) int {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+	case <-srv.Node().Removed():
+		// Exit 0: a supervisor that restarts on failure leaves it stopped.
+		logger.Info("shutting down: this node was removed from the cluster")
+	}
 	signal.Stop(sig)
 	if err := srv.Close(); err != nil {
 		logger.Warn("shutdown", "err", err)

@@ -22,6 +22,9 @@ const (
 	CodeNoLeader       = "no_leader"
 	CodeTimeout        = "timeout"
 	CodeInternal       = "internal"
+	// CodeRemoved: the node answering was removed from the cluster and
+	// serves nothing; ask another member. It applied nothing.
+	CodeRemoved = "removed"
 )
 
 // Error is the body of every error response, and the error type the server

@@ -140,6 +140,26 @@ type Member struct {
 	// Voter and Leader are filled in by GET /v1/cluster.
 	Voter  bool `json:"voter,omitempty"`
 	Leader bool `json:"leader,omitempty"`
+	// LastContact is filled in by the leader's GET /v1/cluster for the
+	// other voters: how long ago the member last confirmed, in the lease
+	// exchange, that it follows this leader. Absent when the member never
+	// has in this leader's life, and on followers.
+	LastContact *Duration `json:"last_contact,omitempty"`
+}
+
+// TransferRequest is the body of POST /v1/cluster/leader-transfer. To
+// names the voter to hand leadership to; empty lets the leader pick the
+// voter whose log is most up to date.
+type TransferRequest struct {
+	To string `json:"to,omitempty"`
+}
+
+// TransferResponse answers POST /v1/cluster/leader-transfer once the old
+// leader has stepped down: From is the node that led, Leader the one that
+// leads now (as the old leader sees it).
+type TransferResponse struct {
+	From   string     `json:"from"`
+	Leader LeaderInfo `json:"leader"`
 }
 
 // LeaderInfo names the current leader.

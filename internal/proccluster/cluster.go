@@ -27,6 +27,10 @@ type Config struct {
 	Binary string
 	// Nodes is the cluster size (3 or 5).
 	Nodes int
+	// Voters, if set, is how many of the Nodes form the initial cluster
+	// (n1..nVoters, in --initial-cluster); Start starts only those, and
+	// the others are spares to start with StartJoin. 0 means all.
+	Voters int
 	// Dir holds each node's data directory and log.
 	Dir string
 	// Election is passed to "lockd serve --election" ("raft" if empty).
@@ -150,7 +154,9 @@ func New(cfg Config) (*Cluster, error) {
 		}
 	}
 	for i := range cfg.Nodes {
-		initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
+		if cfg.Voters == 0 || i < cfg.Voters {
+			initial = append(initial, fmt.Sprintf("n%d=%s", i+1, peers[i]))
+		}
 		httpList = append(httpList, fmt.Sprintf("n%d=%s%s", i+1, scheme, https[i]))
 	}
 	for i := range cfg.Nodes {
@@ -249,9 +255,12 @@ func (c *Cluster) AdminToken() string { return c.adminToken }
 // (its CA, the client certificate), or nil without Config.TLS.
 func (c *Cluster) ClientTLS() *tls.Config { return c.clientTLS }
 
-// Start starts every node.
+// Start starts every node (with Config.Voters, the initial voters).
 func (c *Cluster) Start() error {
-	for _, n := range c.Nodes {
+	for i, n := range c.Nodes {
+		if c.cfg.Voters > 0 && i >= c.cfg.Voters {
+			break
+		}
 		if err := n.Start(c.cfg.Binary); err != nil {
 			return err
 		}
@@ -342,6 +351,17 @@ func (n *Node) aliveLocked() bool {
 	default:
 		return true
 	}
+}
+
+// Exited reports whether the node's last process has ended, and then its
+// exit code (-1 if a signal ended it).
+func (n *Node) Exited() (code int, exited bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil || n.aliveLocked() {
+		return 0, false
+	}
+	return n.cmd.ProcessState.ExitCode(), true
 }
 
 // Alive reports whether the node's process is running (or stopped).

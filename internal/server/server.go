@@ -367,6 +367,9 @@ func (s *Server) register() {
 		}
 		url, hc := "", remote
 		switch isLeader, leaderHTTP := s.node.Leader(); {
+		case s.node.Removal() != nil:
+			// A removed node waits to be added back by an operator: it
+			// does not ask to be, even with --join.
 		case target != "" && !s.inConfiguration():
 			url = target
 		case isLeader || leaderHTTP != "":

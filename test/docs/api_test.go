@@ -145,6 +145,8 @@ type codeService struct {
 	code string
 }
 
+func (codeService) Removal() error { return nil }
+
 func (s codeService) Cluster(context.Context) (wire.Cluster, error) {
 	return wire.Cluster{}, &wire.Error{Code: s.code, Message: "for the docs test"}
 }

@@ -1,0 +1,34 @@
+package client
+
+import (
+	"context"
+	"net/url"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+// AddMember adds a voter to the cluster, or updates the addresses of a
+// member (an admin token's call). Adding a member that is already there
+// with the same addresses changes nothing, so the call is repeated after
+// an unknown outcome.
+func (c *Client) AddMember(ctx context.Context, m wire.Member) error {
+	return c.call(ctx, "POST", "/v1/cluster/members", m, nil, idempotent, 0)
+}
+
+// RemoveMember removes the member id from the cluster (an admin token's
+// call); the leader may remove itself. It is not repeated after an
+// unknown outcome: a repeat of a removal that took effect would answer
+// not_found.
+func (c *Client) RemoveMember(ctx context.Context, id string) error {
+	return c.call(ctx, "DELETE", "/v1/cluster/members/"+url.PathEscape(id), nil, nil, unsent, 0)
+}
+
+// TransferLeadership asks the leader to hand leadership to the voter to
+// ("" lets the leader pick one) and returns once it has stepped down (an
+// admin token's call). It is not repeated after an unknown outcome: a
+// repeat would move leadership again.
+func (c *Client) TransferLeadership(ctx context.Context, to string) (wire.TransferResponse, error) {
+	var out wire.TransferResponse
+	err := c.call(ctx, "POST", "/v1/cluster/leader-transfer", wire.TransferRequest{To: to}, &out, unsent, 0)
+	return out, err
+}

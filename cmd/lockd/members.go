@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
+)
+
+const membersUsage = `lockd members [--addr ADDRS] [--json]
+  lockd members add ID PEER_ADDR --http URL [--addr ADDRS]
+  lockd members remove ID [--addr ADDRS]
+Any member forwards add and remove to the leader; with ACLs on they need an admin token.
+A new node usually adds itself: start it with --join (README "A 3-node cluster on one machine").`
+
+// membersTimeout bounds one members or leader-transfer command.
+const membersTimeout = 30 * time.Second
+
+// membersCmd runs "lockd members [add|remove]".
+func membersCmd(args []string) int {
+	fs := newFlagSet("lockd members", membersUsage)
+	var f clientFlags
+	f.register(fs, true)
+	httpAddr := fs.String("http", "", "add: the new member's HTTP URL (http://host:port or https://...)")
+	verb := "list"
+	if len(args) > 0 && (args[0] == "add" || args[0] == "remove" || args[0] == "list") {
+		verb, args = args[0], args[1:]
+	}
+	pos, command, err := parseArgs(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	want := map[string]int{"list": 0, "add": 2, "remove": 1}[verb]
+	if len(command) > 0 || len(pos) != want {
+		return usageErr(fs, "%s takes %d argument(s), got %q", verb, want, pos)
+	}
+	if (verb == "add") != (*httpAddr != "") {
+		return usageErr(fs, "--http is required with add, and only with add")
+	}
+	c, err := f.client()
+	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), membersTimeout)
+	defer cancel()
+	switch verb {
+	case "add":
+		m := wire.Member{ID: pos[0], Peer: pos[1], HTTP: *httpAddr}
+		if err := c.AddMember(ctx, m); err != nil {
+			return fail(os.Stderr, fs.Name()+" add", err)
+		}
+		fmt.Printf("added %s (peer %s, http %s) as a voter\n", m.ID, m.Peer, m.HTTP)
+		return exitOK
+	case "remove":
+		if err := c.RemoveMember(ctx, pos[0]); err != nil {
+			return fail(os.Stderr, fs.Name()+" remove", err)
+		}
+		fmt.Printf("removed %s; it stops serving and exits\n", pos[0])
+		return exitOK
+	}
+	cl, err := leaderView(ctx, c, f)
+	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	return output(f.jsonOut, cl.Members, func(w io.Writer) { printMembers(w, cl) })
+}
+
+// leaderView reads GET /v1/cluster, from the leader if the node that
+// answers first is not the leader and the leader's address answers: only
+// the leader knows when each member last confirmed it follows.
+func leaderView(ctx context.Context, c *client.Client, f clientFlags) (wire.Cluster, error) {
+	cl, err := c.Cluster(ctx)
+	if err != nil || cl.Leader == nil || cl.Leader.ID == cl.NodeID || cl.Leader.HTTP == "" {
+		return cl, err
+	}
+	lf := f
+	lf.addr = cl.Leader.HTTP
+	lc, err := lf.client()
+	if err != nil {
+		return cl, nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if l, err := lc.Cluster(lctx); err == nil && l.NodeID == cl.Leader.ID {
+		return l, nil
+	}
+	return cl, nil
+}
+
+func printMembers(w io.Writer, c wire.Cluster) {
+	fmt.Fprintln(w, "ID\tPEER\tHTTP\tVOTER\tROLE\tLAST CONTACT")
+	for _, m := range c.Members {
+		role := "follower"
+		switch {
+		case m.Leader:
+			role = "leader"
+		case !m.Voter:
+			role = "nonvoter"
+		}
+		contact := "-"
+		if m.LastContact != nil {
+			contact = m.LastContact.D().Round(time.Millisecond).String() + " ago"
+		} else if !m.Leader && c.State == "Leader" {
+			contact = "never" // the leader has no promise from it
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\n", m.ID, m.Peer, dash(m.HTTP), m.Voter, role, contact)
+	}
+}
+
+// transferCmd runs "lockd leader-transfer [--to ID]".
+func transferCmd(args []string) int {
+	fs := newFlagSet("lockd leader-transfer", "lockd leader-transfer [--to ID] [--addr ADDRS] [--json]")
+	var f clientFlags
+	f.register(fs, true)
+	to := fs.String("to", "", "the voter to hand leadership to (default: the one the leader finds most up to date)")
+	pos, command, err := parseArgs(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) > 0 || len(command) > 0 {
+		return usageErr(fs, "unexpected arguments")
+	}
+	c, err := f.client()
+	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), membersTimeout)
+	defer cancel()
+	res, err := c.TransferLeadership(ctx, *to)
+	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	return output(f.jsonOut, res, func(w io.Writer) {
+		leader := "not known yet"
+		if res.Leader.ID != "" {
+			leader = res.Leader.ID + " " + dash(res.Leader.HTTP)
+		}
+		fmt.Fprintf(w, "leadership moved from %s; leader now: %s\n", res.From, leader)
+	})
+}
