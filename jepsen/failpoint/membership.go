@@ -16,8 +16,8 @@ import (
 // follower. Half of the time the node also loses its disk: it is killed
 // and its data directory deleted, and at the heal it starts empty with
 // --join, as an operator replaces a dead machine. Otherwise the heal adds
-// it back through the API and restarts it on its data (Raft stops on a
-// node once it is removed). Raft mode only (the classic modes' membership
+// it back through the API and restarts it on its data (a removed node
+// exits, and answers 410 removed when restarted until it is added back). Raft mode only (the classic modes' membership
 // is static).
 type membership struct {
 	victim *proccluster.Node
