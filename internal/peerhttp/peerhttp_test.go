@@ -59,6 +59,7 @@ func TestRoundTrip_CarriesRequestAndAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	want := `POST /v1/locks/a%2Fb/acquire?x=1 n2 {"wait":"1s"} 13`
 	if resp.StatusCode != http.StatusTeapot || string(body) != want || resp.Header.Get("Retry-After") != "1" ||
@@ -95,6 +96,7 @@ func TestRoundTrip_ConcurrentRequestsGetTheirOwnAnswers(t *testing.T) {
 				errs <- err
 				return
 			}
+			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			if string(b) != fmt.Sprint(i) {
 				errs <- fmt.Errorf("request %d got answer %q", i, b)
@@ -127,7 +129,7 @@ func TestRoundTrip_CancelReachesTheHandler(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://leader:1/block", nil)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := tr.RoundTrip(req)
+		_, err := tr.RoundTrip(req) //nolint:bodyclose // cancelled before it is answered: no response, no body
 		errc <- err
 	}()
 	<-started
@@ -168,7 +170,7 @@ func TestRoundTrip_Failures(t *testing.T) {
 	req, _ := http.NewRequest("POST", "http://leader:1/block", nil)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent)))
+		_, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent))) //nolint:bodyclose // its connection is closed under it: no response, no body
 		errc <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -182,12 +184,13 @@ func TestRoundTrip_Failures(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("next request after a failed connection: %v", err)
 	}
+	resp.Body.Close()
 
 	tr.CloseIdleConnections()
 	ln.Close()
 	var sent2 atomic.Bool
 	req, _ = http.NewRequest("GET", "http://leader:1/ok", nil)
-	if _, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent2))); err == nil || sent2.Load() {
+	if _, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent2))); err == nil || sent2.Load() { //nolint:bodyclose // the node cannot be dialled: no response, no body
 		t.Fatalf("request to a node that cannot be dialled: err %v, sent %v; want an error before GotConn", err, sent2.Load())
 	}
 }
@@ -205,6 +208,7 @@ func TestRoundTrip_UnknownHostUsesFallback(t *testing.T) {
 	if err != nil || resp.StatusCode != 204 || !used.Load() {
 		t.Fatalf("got %v %v, want the fallback's 204", resp, err)
 	}
+	resp.Body.Close()
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
