@@ -104,7 +104,7 @@ func NewResource(fencing bool, rec *history.Recorder) (*Resource, error) {
 			return
 		}
 		if !r.Write(wr.Client, wr.Session, wr.Token) {
-			http.Error(w, "stale token", 409)
+			http.Error(w, "stale token", http.StatusConflict)
 		}
 	})
 	// A child asks for the time before it invokes an acquire: the answer
