@@ -157,7 +157,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 	backoff := c.cfg.MinBackoff
 	for attempt := 0; ; attempt++ {
 		i := int(c.preferred.Load()) % len(c.endpoints)
-		err, sent := c.attempt(ctx, c.endpoints[i], method, path, body, out, wait)
+		sent, err := c.attempt(ctx, c.endpoints[i], method, path, body, out, wait)
 		if err == nil {
 			return nil
 		}
@@ -201,7 +201,7 @@ func retryable(err error, sent bool, policy retry) bool {
 
 // attempt sends the request once to base. sent reports whether the request
 // may have reached the server.
-func (c *Client) attempt(ctx context.Context, base, method, path string, body []byte, out any, wait time.Duration) (err error, sent bool) {
+func (c *Client) attempt(ctx context.Context, base, method, path string, body []byte, out any, wait time.Duration) (sent bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout+wait)
 	defer cancel()
 	var rd io.Reader
@@ -210,7 +210,7 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return fmt.Errorf("client: %w", err), false
+		return false, fmt.Errorf("client: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -220,30 +220,30 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("client: %s %s%s: %w", method, base, path, err), !isDialError(err)
+		return !isDialError(err), fmt.Errorf("client: %s %s%s: %w", method, base, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("client: read response: %w", err), true
+		return true, fmt.Errorf("client: read response: %w", err)
 	}
 	c.follow(base, resp.Header.Get(wire.HeaderLeader))
 	if resp.StatusCode >= 300 {
 		e := &wire.Error{}
 		if json.Unmarshal(raw, e) != nil || e.Code == "" {
-			return fmt.Errorf("client: %s %s%s: %s", method, base, path, resp.Status), true
+			return true, fmt.Errorf("client: %s %s%s: %s", method, base, path, resp.Status)
 		}
 		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil {
 			e.RetryAfter = time.Duration(s) * time.Second
 		}
-		return e, true
+		return true, e
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("client: decode %s %s: %w", method, path, err), true
+			return true, fmt.Errorf("client: decode %s %s: %w", method, path, err)
 		}
 	}
-	return nil, true
+	return true, nil
 }
 
 // follow makes the endpoint the leader named in an answer the client's
