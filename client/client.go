@@ -163,7 +163,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 		}
 		if !retryable(err, sent, policy) || ctx.Err() != nil {
 			if ctx.Err() != nil && !isAPIError(err) {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err) //nolint:errorlint // the context ended the call; the last attempt's error is told, not wrapped, so errors.As does not find a stale answer
 			}
 			return err
 		}
@@ -176,7 +176,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err) //nolint:errorlint // the context ended the call; the last attempt's error is told, not wrapped, so errors.As does not find a stale answer
 		case <-time.After(pause):
 		}
 	}

@@ -97,7 +97,7 @@ func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "lockd")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("cluster: go build: %v\n%s", err, out)
+		return "", fmt.Errorf("cluster: go build: %w\n%s", err, out)
 	}
 	return bin, nil
 }

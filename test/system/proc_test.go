@@ -40,7 +40,7 @@ func mustBuild(t *testing.T) string {
 		binPath = filepath.Join(dir, "lockd")
 		out, err := exec.Command("go", "build", "-o", binPath, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
