@@ -115,7 +115,13 @@ func readFrame(r *bufio.Reader) (frame, error) {
 		f.header = d.header()
 		f.body = d.bytes()
 	case kindResponse:
-		f.status = int(d.uvarint())
+		// A status net/http cannot write (WriteHeader panics outside
+		// 100-999) is as malformed as a truncated frame.
+		status := d.uvarint()
+		if status < 100 || status > 999 {
+			d.err = errFrame
+		}
+		f.status = int(status) //nolint:gosec // G115: at most 999 here, or the frame is refused
 		f.header = d.header()
 		f.body = d.bytes()
 	case kindCancel:

@@ -227,12 +227,24 @@ func TestFrame_RoundTripAndMalformed(t *testing.T) {
 	trailing := append([]byte{0, 0, 0, byte(len(good) - 4 + 1)}, append(good[4:len(good):len(good)], 0)...)
 	badKind := append([]byte{}, good...)
 	badKind[4] = 9
+	resp := frame{kind: kindResponse, id: 7, status: 418, body: []byte("tea")}
+	if got, err := readFrame(bufio.NewReader(bytes.NewReader(resp.encode()))); err != nil || got.status != 418 || string(got.body) != "tea" {
+		t.Fatalf("response round trip: %+v, %v", got, err)
+	}
+	badStatus := func(status int) []byte {
+		f := resp
+		f.status = status
+		return f.encode()
+	}
 	for name, b := range map[string][]byte{
 		"truncated":   good[:len(good)-1],
 		"trailing":    trailing,
 		"bad kind":    badKind,
 		"huge length": {0xff, 0xff, 0xff, 0xff, 1},
 		"empty":       {0, 0, 0, 0},
+		"status 0":    badStatus(0),
+		"status 99":   badStatus(99),
+		"status 1000": badStatus(1000),
 	} {
 		if _, err := readFrame(bufio.NewReader(bytes.NewReader(b))); err == nil {
 			t.Errorf("%s: accepted", name)
