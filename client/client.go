@@ -168,7 +168,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 			return err
 		}
 		// Try the next member; it may know a leader this one does not.
-		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints)))
+		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints))) //nolint:gosec // G115: i < len(c.endpoints), a handful of addresses
 		pause := time.Duration(rand.Int64N(int64(backoff) + 1))
 		backoff = min(2*backoff, c.cfg.MaxBackoff)
 		if wire.CodeOf(err) == wire.CodeTooMany {

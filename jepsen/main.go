@@ -194,7 +194,7 @@ func addResultsRow(path, row string) error {
 		}
 	}
 	lines = append(lines[:at], append([]string{row}, lines[at:]...)...)
-	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
 func allDecided(r *runner.Result) bool {

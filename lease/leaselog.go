@@ -37,7 +37,7 @@ type leaseLog struct {
 }
 
 func openLeaseLog(path, id string) (*leaseLog, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lease: lease log: %w", err)
 	}

@@ -34,7 +34,7 @@ type raftEngine struct {
 // cluster if the node has no state and is not joining.
 func (e *raftEngine) open() error {
 	cfg := e.n.cfg
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("lease: data dir: %w", err)
 	}
 	store, err := openLogStore(cfg.DataDir, cfg.LogStore)
@@ -70,8 +70,8 @@ func bootWait(store raft.StableStore, hb time.Duration) error {
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("lease: read %s: %w", keyPromise, err)
 	}
-	time.Sleep(max(hb, time.Duration(prev)))
-	if err := store.SetUint64(keyPromise, uint64(hb)); err != nil {
+	time.Sleep(max(hb, time.Duration(prev))) //nolint:gosec // G115: prev is a heartbeat timeout this code stored from a positive Duration
+	if err := store.SetUint64(keyPromise, uint64(hb)); err != nil { //nolint:gosec // G115: a heartbeat timeout, positive
 		return fmt.Errorf("lease: record %s: %w", keyPromise, err)
 	}
 	return nil

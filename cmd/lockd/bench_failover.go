@@ -70,7 +70,7 @@ func failoverCmd(args []string) int {
 			Command string          `json:"command"`
 			Rows    []failbench.Row `json:"rows"`
 		}{time.Now().UTC(), "lockd bench failover " + strings.Join(args, " "), rows}, "", "  ")
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o600); err != nil {
 			return fail(os.Stderr, fs.Name(), err)
 		}
 	}

@@ -86,7 +86,7 @@ func measure(ctx context.Context, cfg Config, alg Algorithm, n int, sc Scenario,
 
 // WriteFiles writes CSVFile and SVGFile to dir, creating it if needed.
 func WriteFiles(dir string, rows []Row) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	for _, f := range []struct {

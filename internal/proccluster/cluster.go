@@ -232,7 +232,7 @@ func (c *Cluster) makeBootstrapToken() error {
 	}
 	c.adminToken = hex.EncodeToString(b)
 	c.tokenFile = filepath.Join(c.cfg.Dir, "acl-bootstrap.token")
-	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(c.cfg.Dir, 0o750); err != nil {
 		return err
 	}
 	if err := os.WriteFile(c.tokenFile, []byte(c.adminToken+"\n"), 0o600); err != nil {
@@ -310,10 +310,10 @@ func (n *Node) start(bin string, args []string) error {
 	if n.cmd != nil && n.aliveLocked() {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(n.LogPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(n.LogPath), 0o750); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

@@ -119,7 +119,7 @@ func mustStartClusterAs(t *testing.T, token string, n int, extra ...string) *pro
 
 func (p *proc) start() {
 	p.t.Helper()
-	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		p.t.Fatal(err)
 	}
