@@ -75,12 +75,16 @@ func output(jsonOut bool, v any, table func(io.Writer)) int {
 	if jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(v)
+		if err := enc.Encode(v); err != nil {
+			return fail(os.Stderr, "lockd", fmt.Errorf("write output: %w", err))
+		}
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	table(tw)
-	tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return fail(os.Stderr, "lockd", fmt.Errorf("write output: %w", err))
+	}
 	return exitOK
 }
 
