@@ -67,14 +67,14 @@ func Write(r *runner.Result, ops []history.Op) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	enc := json.NewEncoder(f)
 	for _, op := range ops {
 		if err := enc.Encode(op); err != nil {
+			_ = f.Close() // the write error is the one to report
 			return err
 		}
 	}
-	return nil
+	return f.Close() // a history cut short on close would be checked as if whole
 }
 
 // Campaign sums up several runs.
