@@ -160,8 +160,8 @@ func run(args []string) int {
 		if r.Err != nil || r.Violations() > 0 || !allDecided(r) {
 			exit = 1
 		} else if !o.keep {
-			os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
-			os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
+			_ = os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
+			_ = os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
 		}
 	}
 	fmt.Println("\ncampaign:", camp.Row())

@@ -191,7 +191,7 @@ func (x *exchange) close() {
 	peers := x.peers
 	x.peers = map[string]*promisePeer{}
 	x.mu.Unlock()
-	x.layer.Close()
+	_ = x.layer.Close()
 	for _, p := range peers {
 		p.drop()
 	}

@@ -109,7 +109,7 @@ func writeFile(path string, rows []Row, write func(io.Writer, []Row) error) erro
 		return fmt.Errorf("bench: %w", err)
 	}
 	if err := write(f, rows); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("bench: write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {

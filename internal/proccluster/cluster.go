@@ -322,11 +322,11 @@ func (n *Node) start(bin string, args []string) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close()
 		return fmt.Errorf("cluster: start %s: %w", n.ID, err)
 	}
 	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(done) }() // how it ended shows in cmd.ProcessState
 	n.cmd, n.done, n.paused = cmd, done, false
 	n.restarts++
 	return nil

@@ -129,7 +129,7 @@ func RunFenceClient() int {
 		}
 		post("/released", holdReport(name, s.ID(), tok, call, t0, t1, got, end))
 		uctx, ucancel := context.WithTimeout(ctx, 2*time.Second)
-		m.Unlock(uctx)
+		_ = m.Unlock(uctx)
 		ucancel()
 	}
 	if s != nil {
