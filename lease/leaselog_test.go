@@ -34,7 +34,7 @@ func readLeaseLogs(t *testing.T, dir string) ([]validate.LeaseLine, int) {
 			t.Fatal(err)
 		}
 		ls, sk, err := validate.ParseLeaseLog(f)
-		f.Close()
+		_ = f.Close()
 		if err != nil {
 			t.Fatal(err)
 		}

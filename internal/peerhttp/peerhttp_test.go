@@ -27,7 +27,7 @@ func pair(t *testing.T, h http.Handler) (*Transport, net.Listener) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go Serve(ln, h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go func() { _ = Serve(ln, h, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 	tr := &Transport{
 		Dial: func(addr string, d time.Duration) (net.Conn, error) { return net.DialTimeout("tcp", addr, d) },
 		Resolve: func(host string) (string, bool) {
@@ -78,9 +78,9 @@ func TestRoundTrip_ConcurrentRequestsGetTheirOwnAnswers(t *testing.T) {
 	tr, _ := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := r.URL.Query().Get("n")
 		var d time.Duration
-		fmt.Sscan(n, &d)
+		_, _ = fmt.Sscan(n, &d)
 		time.Sleep(d % 7 * time.Millisecond)
-		io.WriteString(w, n)
+		_, _ = io.WriteString(w, n)
 	}))
 	dial := tr.Dial
 	tr.Dial = func(addr string, d time.Duration) (net.Conn, error) { dials.Add(1); return dial(addr, d) }
@@ -154,7 +154,7 @@ func TestRoundTrip_Failures(t *testing.T) {
 		if r.URL.Path == "/block" {
 			<-block
 		}
-		io.WriteString(w, "ok")
+		_, _ = io.WriteString(w, "ok")
 	}))
 	dial := tr.Dial
 	tr.Dial = func(addr string, d time.Duration) (net.Conn, error) {

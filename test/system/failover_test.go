@@ -36,7 +36,7 @@ func TestSystem_DefaultsFromEnvironmentAndRecoverAfterRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.done = make(chan struct{})
-		go func() { p.cmd.Wait(); logf.Close(); close(p.done) }()
+		go func() { _ = p.cmd.Wait(); _ = logf.Close(); close(p.done) }()
 	}
 	_ = start
 	c := &procCluster{t: t, procs: []*proc{p}}

@@ -129,7 +129,7 @@ func (p *proc) start() {
 		p.t.Fatal(err)
 	}
 	p.done = make(chan struct{})
-	go func() { p.cmd.Wait(); logf.Close(); close(p.done) }()
+	go func() { _ = p.cmd.Wait(); _ = logf.Close(); close(p.done) }()
 }
 
 func (p *proc) running() bool {
@@ -240,11 +240,13 @@ func doJSONAs(token, base, method, path string, in, out any) (int, wire.Error) {
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
 		var e wire.Error
-		json.Unmarshal(raw, &e)
+		_ = json.Unmarshal(raw, &e)
 		return resp.StatusCode, e
 	}
 	if out != nil {
-		json.Unmarshal(raw, out)
+		if err := json.Unmarshal(raw, out); err != nil {
+			return 0, wire.Error{Code: "decode", Message: fmt.Sprintf("%s %s answered %d with %q: %v", method, path, resp.StatusCode, raw, err)}
+		}
 	}
 	return resp.StatusCode, wire.Error{}
 }
