@@ -39,7 +39,7 @@ lint: golangci-lint
 
 golangci-lint:
 	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q ' version $(GOLANGCI_LINT_VERSION) ' || { \
-	  echo "installing golangci-lint v$(GOLANGCI_LINT_VERSION) into bin/"; \
+	  echo "installing golangci-lint v$(GOLANGCI_LINT_VERSION) into bin/"; rm -f $(GOLANGCI_LINT); \
 	  GOBIN=$(CURDIR)/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$(GOLANGCI_LINT_VERSION); }
 
 # Message counts and time to agreement of ring, bully, invitation and Raft
