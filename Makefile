@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/lockd
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-short race lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
+.PHONY: build run test test-short race lint golangci-lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockd
@@ -12,7 +12,7 @@ build:
 run:
 	$(GO) run ./cmd/lockd serve
 
-# What CI runs: vet, then every test tier (unit, in-process cluster, system).
+# What CI runs (after lint): vet, then every test tier (unit, in-process cluster, system).
 test:
 	$(GO) vet ./...
 	$(GO) test ./...
@@ -24,9 +24,23 @@ test-short:
 race:
 	$(GO) test -race ./...
 
-lint:
+# gofmt, go vet and golangci-lint (.golangci.yml) over lockd and over the
+# separate module bench/compare. golangci-lint is pinned and installed into
+# ./bin with go install (not a dependency in go.mod), once: again only when
+# ./bin/golangci-lint is missing or reports another version.
+GOLANGCI_LINT_VERSION := 2.15.0
+GOLANGCI_LINT         := $(CURDIR)/bin/golangci-lint
+
+lint: golangci-lint
 	@out=$$(gofmt -l . | grep -v '^vendor/'); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GOLANGCI_LINT) run ./...
+	cd bench/compare && $(GO) vet ./... && $(GOLANGCI_LINT) run ./...
+
+golangci-lint:
+	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q ' version $(GOLANGCI_LINT_VERSION) ' || { \
+	  echo "installing golangci-lint v$(GOLANGCI_LINT_VERSION) into bin/"; rm -f $(GOLANGCI_LINT); \
+	  GOBIN=$(CURDIR)/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$(GOLANGCI_LINT_VERSION); }
 
 # Message counts and time to agreement of ring, bully, invitation and Raft
 # (README "Election modes compared"); writes bench-out/elections.{csv,svg}.

@@ -196,7 +196,7 @@ func ParseRule(s string) (Rule, error) {
 	}
 	r := Rule{Kind: Kind(parts[0]), Prefix: parts[1], Access: Access(parts[2])}
 	if err := Validate(Token{Rules: []Rule{r}}); err != nil {
-		return Rule{}, fmt.Errorf("rule %q: %v", s, err)
+		return Rule{}, fmt.Errorf("rule %q: %w", s, err)
 	}
 	return r, nil
 }

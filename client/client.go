@@ -157,18 +157,18 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 	backoff := c.cfg.MinBackoff
 	for attempt := 0; ; attempt++ {
 		i := int(c.preferred.Load()) % len(c.endpoints)
-		err, sent := c.attempt(ctx, c.endpoints[i], method, path, body, out, wait)
+		sent, err := c.attempt(ctx, c.endpoints[i], method, path, body, out, wait)
 		if err == nil {
 			return nil
 		}
 		if !retryable(err, sent, policy) || ctx.Err() != nil {
 			if ctx.Err() != nil && !isAPIError(err) {
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err) //nolint:errorlint // the context ended the call; the last attempt's error is told, not wrapped, so errors.As does not find a stale answer
 			}
 			return err
 		}
 		// Try the next member; it may know a leader this one does not.
-		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints)))
+		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints))) //nolint:gosec // G115: i < len(c.endpoints), a handful of addresses
 		pause := time.Duration(rand.Int64N(int64(backoff) + 1))
 		backoff = min(2*backoff, c.cfg.MaxBackoff)
 		if wire.CodeOf(err) == wire.CodeTooMany {
@@ -176,7 +176,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err) //nolint:errorlint // the context ended the call; the last attempt's error is told, not wrapped, so errors.As does not find a stale answer
 		case <-time.After(pause):
 		}
 	}
@@ -202,7 +202,7 @@ func retryable(err error, sent bool, policy retry) bool {
 
 // attempt sends the request once to base. sent reports whether the request
 // may have reached the server.
-func (c *Client) attempt(ctx context.Context, base, method, path string, body []byte, out any, wait time.Duration) (err error, sent bool) {
+func (c *Client) attempt(ctx context.Context, base, method, path string, body []byte, out any, wait time.Duration) (sent bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout+wait)
 	defer cancel()
 	var rd io.Reader
@@ -211,7 +211,7 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
-		return fmt.Errorf("client: %w", err), false
+		return false, fmt.Errorf("client: %w", err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -221,7 +221,7 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("client: %s %s%s: %w", method, base, path, err), !isDialError(err)
+		return !isDialError(err), fmt.Errorf("client: %s %s%s: %w", method, base, path, err)
 	}
 	defer resp.Body.Close()
 	limit := int64(16 << 20)
@@ -230,29 +230,29 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		return fmt.Errorf("client: read response: %w", err), true
+		return true, fmt.Errorf("client: read response: %w", err)
 	}
 	c.follow(base, resp.Header.Get(wire.HeaderLeader))
 	if resp.StatusCode >= 300 {
 		e := &wire.Error{}
 		if json.Unmarshal(raw, e) != nil || e.Code == "" {
-			return fmt.Errorf("client: %s %s%s: %s", method, base, path, resp.Status), true
+			return true, fmt.Errorf("client: %s %s%s: %s", method, base, path, resp.Status)
 		}
 		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil {
 			e.RetryAfter = time.Duration(s) * time.Second
 		}
-		return e, true
+		return true, e
 	}
 	if rb, ok := out.(*rawBody); ok {
 		rb.body, rb.header = raw, resp.Header
-		return nil, true
+		return true, nil
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("client: decode %s %s: %w", method, path, err), true
+			return true, fmt.Errorf("client: decode %s %s: %w", method, path, err)
 		}
 	}
-	return nil, true
+	return true, nil
 }
 
 // follow makes the endpoint the leader named in an answer the client's

@@ -34,7 +34,7 @@ func startExampleServer() (addr string, stop func()) {
 	for s.Node().Ready(ctx) != nil && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
-	return s.HTTPURL(), func() { s.Close(); os.RemoveAll(dir) }
+	return s.HTTPURL(), func() { _ = s.Close(); _ = os.RemoveAll(dir) }
 }
 
 func ExampleMutex() {
@@ -82,7 +82,9 @@ func ExampleMutex_TryLock() {
 	defer a.Close()
 	defer b.Close()
 
-	client.NewMutex(a, "report").Lock(ctx)
+	if err := client.NewMutex(a, "report").Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
 	err := client.NewMutex(b, "report").TryLock(ctx)
 	fmt.Println(err != nil, errors.Is(err, client.ErrLockHeld))
 	// Output: true true
@@ -102,10 +104,14 @@ func ExampleElection() {
 	}
 	leader, _ := c.Election(ctx, "scheduler")
 	fmt.Println("leader value:", leader.Value, "mine:", leader.Session == s.ID())
-	e.Proclaim(ctx, "10.0.0.7:9001")
+	if err := e.Proclaim(ctx, "10.0.0.7:9001"); err != nil {
+		log.Fatal(err)
+	}
 	leader, _ = e.Leader(ctx)
 	fmt.Println("leader value:", leader.Value)
-	e.Resign(ctx)
+	if err := e.Resign(ctx); err != nil {
+		log.Fatal(err)
+	}
 	_, err := e.Leader(ctx)
 	fmt.Println(err)
 	// Output:
@@ -152,11 +158,15 @@ func ExampleClient_CheckToken() {
 	s, _ := client.NewSession(ctx, c)
 	defer s.Close()
 	m := client.NewMutex(s, "db/primary")
-	m.Lock(ctx)
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
 	tok := m.Token()
 	ok, _ := c.CheckToken(ctx, "db/primary", tok)
 	fmt.Println(ok)
-	m.Unlock(ctx)
+	if err := m.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
 	ok, _ = c.CheckToken(ctx, "db/primary", tok)
 	fmt.Println(ok)
 	// Output:

@@ -47,7 +47,7 @@ func pagingServer(t *testing.T, ids []string, pageSize int, next func(string) st
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(l)
+		_ = json.NewEncoder(w).Encode(l)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &afters

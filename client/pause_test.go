@@ -102,7 +102,7 @@ func TestMutex_PausedHolderIsFencedOut(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cmd.Process.Signal(syscall.SIGCONT); cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { cmd.Process.Signal(syscall.SIGCONT); cmd.Process.Kill(); _ = cmd.Wait() }()
 	lines := make(chan string, 16)
 	go func() {
 		sc := bufio.NewScanner(out)

@@ -18,7 +18,7 @@ import (
 func TestClient_BareEndpointIsHTTPSWithTLS(t *testing.T) {
 	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"mode":"raft","node_id":"n1","members":[]}`))
+		_, _ = w.Write([]byte(`{"mode":"raft","node_id":"n1","members":[]}`))
 	}))
 	defer ts.Close()
 	pool := x509.NewCertPool()

@@ -150,7 +150,7 @@ func Decode(b []byte) (Command, error) {
 		return c, fmt.Errorf("%w: unknown op %d", ErrBadCommand, op)
 	}
 	if err := json.Unmarshal(b[2:], &c); err != nil {
-		return c, fmt.Errorf("%w: %v", ErrBadCommand, err)
+		return c, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	c.Op = op
 	c.legacy = b[0] == version1

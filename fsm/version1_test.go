@@ -34,7 +34,7 @@ func readVersion1Log(t testing.TB) version1Log {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer file.Close()
+	defer func() { _ = file.Close() }()
 	zr, err := gzip.NewReader(file)
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func (s *Server) logFailure(r *http.Request, status int, e *wire.Error, cause er
 		level = slog.LevelDebug
 	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", status, "code", e.Code, "detail", e.Message}
-	if cause != nil && cause != error(e) {
+	if cause != nil && cause != error(e) { //nolint:errorlint // identity: log the cause unless it is the very error answered
 		attrs = append(attrs, "err", cause)
 	}
 	s.log.Log(r.Context(), level, "request failed", attrs...)

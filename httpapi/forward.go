@@ -216,7 +216,7 @@ func (f *forwarding) failure(cause error) *wire.Error {
 	if !f.sent.Load() {
 		// No connection was ever made: the leader has not seen the request.
 		switch cause {
-		case errLeaderChanged:
+		case errLeaderChanged: //nolint:errorlint // context.Cause returns the sentinel f.abort gave, unwrapped
 			return noLeader("the leader changed before the request reached %s; retry", f.target)
 		case errLeaderUnknown:
 			return noLeader("no leader is known any more; retry shortly")
@@ -226,7 +226,7 @@ func (f *forwarding) failure(cause error) *wire.Error {
 		return noLeader("cannot reach the leader at %s; retry shortly", f.target)
 	}
 	switch cause {
-	case errNoAnswer:
+	case errNoAnswer: //nolint:errorlint // context.Cause returns the sentinel f.abort gave, unwrapped
 		return unknownOutcome("the leader at %s did not answer within %v; the outcome is unknown", f.target, f.limit)
 	case errLeaderChanged:
 		return unknownOutcome("the leader changed while the request was forwarded to %s; the outcome is unknown", f.target)

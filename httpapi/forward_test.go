@@ -202,7 +202,7 @@ func refusingAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Close(fd) })
+	t.Cleanup(func() { _ = syscall.Close(fd) })
 	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func rawLeader(t *testing.T, hangUp bool) (url string, got <-chan string) {
 				if err != nil {
 					return
 				}
-				io.Copy(io.Discard, req.Body)
+				_, _ = io.Copy(io.Discard, req.Body)
 				select {
 				case paths <- req.URL.Path:
 				default:

@@ -149,7 +149,7 @@ func TestBody_TooLargeOverHTTP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, b := mustSendThenRead(t, ts.Listener.Addr().String(),
+			resp, b := mustSendThenRead(t, ts.Listener.Addr().String(), //nolint:bodyclose // mustSendThenRead reads and closes the body
 				"POST /v1/locks/a/acquire HTTP/1.1\r\nHost: lockd\r\nContent-Type: application/json\r\n"+tt.head+"\r\n"+tt.body)
 			if resp.StatusCode != http.StatusRequestEntityTooLarge {
 				t.Errorf("status = %d, want 413; body %s", resp.StatusCode, b)

@@ -34,7 +34,7 @@ func benchServer(b *testing.B, n int) (*lease.Node, *httpapi.Server) {
 	if err := node.Open(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { node.Abort() })
+	b.Cleanup(func() { _ = node.Abort() })
 	ctx := context.Background()
 	waitReady(b, ctx, node)
 	for range n {

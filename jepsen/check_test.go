@@ -102,7 +102,7 @@ func writeHistory(t *testing.T, dir string, ops []history.Op) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	enc := json.NewEncoder(f)
 	for _, op := range ops {
 		if err := enc.Encode(op); err != nil {

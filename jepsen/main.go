@@ -160,8 +160,8 @@ func run(args []string) int {
 		if r.Err != nil || r.Violations() > 0 || !allDecided(r) {
 			exit = 1
 		} else if !o.keep {
-			os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
-			os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
+			_ = os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
+			_ = os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
 		}
 	}
 	fmt.Println("\ncampaign:", camp.Row())
@@ -194,7 +194,7 @@ func addResultsRow(path, row string) error {
 		}
 	}
 	lines = append(lines[:at], append([]string{row}, lines[at:]...)...)
-	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
 func allDecided(r *runner.Result) bool {

@@ -9,7 +9,7 @@ import (
 func TestAddResultsRow_GoesIntoTheFirstTable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "RESULTS.md")
 	in := "# R\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n## Later\n\n| x |\n|---|\n| y |\n"
-	if err := os.WriteFile(path, []byte(in), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := addResultsRow(path, "| 3 | 4 |"); err != nil {

@@ -210,7 +210,7 @@ func keptDir(t *testing.T) string {
 			t.Logf("the run's data is kept in %s", dir)
 			return
 		}
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 	})
 	return filepath.Join(dir, "run")
 }

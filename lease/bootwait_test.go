@@ -15,7 +15,7 @@ func TestBootWait_KeepsThePromiseOfThePreviousRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer func() { _ = store.Close() }()
 	for _, step := range []struct {
 		hb, atLeast time.Duration
 	}{

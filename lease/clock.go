@@ -67,8 +67,8 @@ func (c *SkewClock) Now() time.Time {
 	return c.nowLocked(time.Now())
 }
 
-func (c *SkewClock) nowLocked(real time.Time) time.Time {
-	elapsed := real.Sub(c.origin)
+func (c *SkewClock) nowLocked(now time.Time) time.Time {
+	elapsed := now.Sub(c.origin)
 	return c.base.Add(time.Duration(float64(elapsed) * c.rate))
 }
 
@@ -88,9 +88,9 @@ func (c *SkewClock) Set(offset time.Duration, rate float64) {
 		rate = 1
 	}
 	c.mu.Lock()
-	real := time.Now()
-	c.base = real.Add(offset)
-	c.origin = real
+	now := time.Now()
+	c.base = now.Add(offset)
+	c.origin = now
 	c.rate = rate
 	hooks := append([]func(){}, c.onChange...)
 	c.mu.Unlock()
@@ -127,8 +127,8 @@ func (c *SkewClock) Rate() float64 {
 func (c *SkewClock) Skew() (offset time.Duration, rate float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	real := time.Now()
-	return c.nowLocked(real).Sub(real), c.rate
+	now := time.Now()
+	return c.nowLocked(now).Sub(now), c.rate
 }
 
 // SetWallStep steps the wall time by step from Now's (an absolute setting:

@@ -13,7 +13,7 @@ func TestSkewClock_OffsetAndRate(t *testing.T) {
 		t.Fatalf("fresh SkewClock is %v off", d)
 	}
 	c.Set(time.Hour, 1)
-	if d := c.Now().Sub(time.Now()); d < time.Hour-time.Second || d > time.Hour+time.Second {
+	if d := time.Until(c.Now()); d < time.Hour-time.Second || d > time.Hour+time.Second {
 		t.Fatalf("after +1h the clock is %v ahead", d)
 	}
 	if off, rate := c.Skew(); off < time.Hour-time.Second || off > time.Hour+time.Second || rate != 1 {

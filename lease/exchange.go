@@ -59,7 +59,7 @@ func writeRequest(w io.Writer, r promiseRequest) error {
 	buf := make([]byte, 0, 17+len(r.leader))
 	buf = binary.BigEndian.AppendUint64(buf, r.seq)
 	buf = binary.BigEndian.AppendUint64(buf, r.term)
-	buf = append(buf, byte(len(r.leader)))
+	buf = append(buf, byte(len(r.leader))) //nolint:gosec // G115: checked to be 1..255 above
 	buf = append(buf, r.leader...)
 	_, err := w.Write(buf)
 	return err
@@ -80,7 +80,7 @@ func readRequest(r io.Reader) (promiseRequest, error) {
 func writeAnswer(w io.Writer, a promiseAnswer) error {
 	var buf [16]byte
 	binary.BigEndian.PutUint64(buf[0:], a.seq)
-	binary.BigEndian.PutUint64(buf[8:], uint64(a.remaining))
+	binary.BigEndian.PutUint64(buf[8:], uint64(a.remaining)) //nolint:gosec // G115: two's complement on purpose: readAnswer turns it back into the same, possibly negative, duration
 	_, err := w.Write(buf[:])
 	return err
 }
@@ -90,7 +90,7 @@ func readAnswer(r io.Reader) (promiseAnswer, error) {
 	if _, err := io.ReadFull(r, buf[:]); err != nil {
 		return promiseAnswer{}, err
 	}
-	return promiseAnswer{seq: binary.BigEndian.Uint64(buf[0:]), remaining: time.Duration(binary.BigEndian.Uint64(buf[8:]))}, nil
+	return promiseAnswer{seq: binary.BigEndian.Uint64(buf[0:]), remaining: time.Duration(binary.BigEndian.Uint64(buf[8:]))}, nil //nolint:gosec // G115: the inverse of writeAnswer's conversion; a negative remaining means no promise
 }
 
 // promiser is what a follower consults to answer: the remaining part of its
@@ -191,7 +191,7 @@ func (x *exchange) close() {
 	peers := x.peers
 	x.peers = map[string]*promisePeer{}
 	x.mu.Unlock()
-	x.layer.Close()
+	_ = x.layer.Close()
 	for _, p := range peers {
 		p.drop()
 	}

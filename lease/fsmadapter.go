@@ -64,7 +64,7 @@ func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		_, err = sink.Write(b)
 	}
 	if err != nil {
-		sink.Cancel()
+		_ = sink.Cancel()
 		return err
 	}
 	return sink.Close()

@@ -37,7 +37,7 @@ type leaseLog struct {
 }
 
 func openLeaseLog(path, id string) (*leaseLog, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lease: lease log: %w", err)
 	}
@@ -45,7 +45,7 @@ func openLeaseLog(path, id string) (*leaseLog, error) {
 	var ts unix.Timespec
 	before := time.Now()
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("lease: lease log: CLOCK_MONOTONIC: %w", err)
 	}
 	after := time.Now()
@@ -72,7 +72,7 @@ func (l *leaseLog) record(term uint64, from, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
-		l.f.WriteString(line) // best effort: a debug aid must not stop the node
+		_, _ = l.f.WriteString(line) // best effort: a debug aid must not stop the node
 	}
 }
 
@@ -83,7 +83,7 @@ func (l *leaseLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
-		l.f.Close()
+		_ = l.f.Close()
 		l.f = nil
 	}
 }

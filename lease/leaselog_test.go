@@ -34,7 +34,7 @@ func readLeaseLogs(t *testing.T, dir string) ([]validate.LeaseLine, int) {
 			t.Fatal(err)
 		}
 		ls, sk, err := validate.ParseLeaseLog(f)
-		f.Close()
+		_ = f.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,14 +66,14 @@ func TestLeaseLog_FailoverLogsDisjointLeases(t *testing.T) {
 	lines, skipped := readLeaseLogs(t, dir)
 	after := monoNow(t)
 	nodes := map[string]bool{}
-	max := lease.DefaultConfig().HeartbeatTimeout
+	longest := lease.DefaultConfig().HeartbeatTimeout
 	for _, ln := range lines {
 		nodes[ln.Node] = true
 		if ln.From < before || ln.From > after {
 			t.Errorf("line %+v: from outside [%d, %d]: not CLOCK_MONOTONIC", ln, before, after)
 		}
-		if d := time.Duration(ln.Until - ln.From); d > max {
-			t.Errorf("line %+v: a lease of %v, longer than the heartbeat timeout %v", ln, d, max)
+		if d := time.Duration(ln.Until - ln.From); d > longest {
+			t.Errorf("line %+v: a lease of %v, longer than the heartbeat timeout %v", ln, d, longest)
 		}
 	}
 	if len(nodes) != 2 || skipped != 0 {

@@ -207,7 +207,7 @@ func TestLeaderTimers_WallStepChangesNoTimer(t *testing.T) {
 			if err := tn.tryAcquire(b, "y"); err != nil {
 				t.Fatal(err)
 			}
-			if stamp := tn.n.fsm.Lock("x").Holders[0].AcquiredAt; stamp.Sub(time.Now()) < step-time.Minute || stamp.Sub(time.Now()) > step+time.Minute {
+			if stamp := tn.n.fsm.Lock("x").Holders[0].AcquiredAt; time.Until(stamp) < step-time.Minute || time.Until(stamp) > step+time.Minute {
 				t.Fatalf("acquired_at %v is not stamped %v off", stamp, step)
 			}
 			short := tn.session(0, 1500*time.Millisecond)

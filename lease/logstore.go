@@ -51,7 +51,7 @@ func openLogStore(dir, kind string) (logStore, error) {
 	}
 	switch kind {
 	case LogStoreWAL:
-		if err := os.MkdirAll(walPath, 0o755); err != nil {
+		if err := os.MkdirAll(walPath, 0o750); err != nil {
 			return nil, fmt.Errorf("lease: %w", err)
 		}
 		w, err := wal.Open(walPath)

@@ -35,7 +35,7 @@ func newRaftEngine(n *Node) *raftEngine {
 // cluster if the node has no state and is not joining.
 func (e *raftEngine) open() error {
 	cfg := e.n.cfg
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("lease: data dir: %w", err)
 	}
 	store, err := openLogStore(cfg.DataDir, cfg.LogStore)
@@ -74,8 +74,8 @@ func bootWait(store raft.StableStore, hb time.Duration) error {
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("lease: read %s: %w", keyPromise, err)
 	}
-	time.Sleep(max(hb, time.Duration(prev)))
-	if err := store.SetUint64(keyPromise, uint64(hb)); err != nil {
+	time.Sleep(max(hb, time.Duration(prev)))                        //nolint:gosec // G115: prev is a heartbeat timeout this code stored from a positive Duration
+	if err := store.SetUint64(keyPromise, uint64(hb)); err != nil { //nolint:gosec // G115: a heartbeat timeout, positive
 		return fmt.Errorf("lease: record %s: %w", keyPromise, err)
 	}
 	return nil
@@ -101,13 +101,13 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	a := raftFSM{f: e.n.fsm}
 	if cfg.Unsafe.ForgetGrant {
 		if a.forgetUpTo, err = logs.LastIndex(); err != nil {
-			e.trans.Close()
+			_ = e.trans.Close()
 			return fmt.Errorf("lease: read last index: %w", err)
 		}
 	}
 	r, err := raft.NewRaft(e.raftConfig(hl), a, logs, e.stable, snaps, e.trans)
 	if err != nil {
-		e.trans.Close()
+		_ = e.trans.Close()
 		return fmt.Errorf("lease: start raft: %w", err)
 	}
 	e.raft = r
@@ -127,7 +127,7 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	if !existing && cfg.Join == "" {
 		boot := e.bootstrapConfiguration()
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			r.Shutdown().Error()
+			_ = r.Shutdown().Error()
 			return fmt.Errorf("lease: bootstrap: %w", err)
 		}
 		e.n.log.Info("bootstrapped cluster", "voters", len(boot.Servers))
@@ -258,7 +258,7 @@ func (e *raftEngine) close() error {
 		err = e.raft.Shutdown().Error()
 	}
 	if e.trans != nil {
-		e.trans.Close()
+		_ = e.trans.Close()
 	}
 	if e.store != nil {
 		e.stable.close()

@@ -191,13 +191,6 @@ func (n *Node) delayRemaining(err *fsm.DelayError) time.Duration {
 	return time.Second
 }
 
-func (t *leaderTerm) sleep(d time.Duration) {
-	select {
-	case <-t.ctx.Done():
-	case <-time.After(d):
-	}
-}
-
 // ctxErr translates a finished context into the API's error.
 func ctxErr(ctx context.Context) error {
 	if ctx.Err() == context.DeadlineExceeded {

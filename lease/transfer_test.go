@@ -45,7 +45,7 @@ func servingNode(t *testing.T, onTransfer func(n *Node)) *Node {
 	if err := n.Open(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { n.Abort() })
+	t.Cleanup(func() { _ = n.Abort() })
 	for deadline := time.Now().Add(5 * time.Second); n.Ready(context.Background()) != nil; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the node never served under a master lease")

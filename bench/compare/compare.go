@@ -118,7 +118,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		return fail(err)
 	}
 	if sys != nil {
-		defer sys.Close()
+		defer func() { _ = sys.Close() }()
 		cfg.System = sys
 	}
 	if progress := cfg.Progress; progress != nil {

@@ -37,7 +37,7 @@ func newEtcd(endpoints []string) (*etcd, error) {
 			Logger:      zap.NewNop(),
 		})
 		if err != nil {
-			e.Close()
+			_ = e.Close()
 			return nil, fmt.Errorf("etcd client for %s: %w", ep, err)
 		}
 		e.clients = append(e.clients, c)
@@ -90,7 +90,7 @@ func etcdLeads(ctx context.Context, endpoint string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	st, err := c.Status(ctx, endpoint)
 	if err != nil {
 		return false, err
@@ -216,7 +216,7 @@ func (e *etcdPeer) whole(ctx context.Context) error {
 			return err
 		}
 		st, err := c.Status(ctx, ep)
-		c.Close()
+		_ = c.Close()
 		switch {
 		case err != nil:
 			return fmt.Errorf("etcd %s: %w", ep, err)
@@ -289,11 +289,11 @@ func (p *etcdProber) close() {
 	}
 	if p.lease != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), tryLimit)
-		p.clients[0].Revoke(ctx, p.lease)
+		_, _ = p.clients[0].Revoke(ctx, p.lease) // best effort: the lease expires anyway
 		cancel()
 	}
 	for _, c := range p.clients {
-		c.Close()
+		_ = c.Close()
 	}
 }
 

@@ -216,9 +216,9 @@ type peer interface {
 // 1, a new session per try.
 type prober interface {
 	// channels is how many tries column col sends per round (one per
-	// survivor, or one for a single connection to them all), and cap how
+	// survivor, or one for a single connection to them all), and limit how
 	// many of a channel's tries may be in flight at once.
-	channels(col int) (n, cap int)
+	channels(col int) (n, limit int)
 	// try tries once through channel ch of column col; nil if the lock
 	// was taken.
 	try(ctx context.Context, col, ch int, k uint64) error
@@ -244,7 +244,7 @@ func peerFailover(ctx context.Context, opts FailoverOptions, f *Failover) error 
 	if err != nil {
 		return err
 	}
-	defer sys.Close()
+	defer func() { _ = sys.Close() }()
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	ld := startLoad(ctx, sys, opts.Workers, opts.TTL, run)
 	defer func() {
@@ -538,7 +538,7 @@ func startLoad(ctx context.Context, sys load.System, workers int, ttl time.Durat
 			var s load.Session
 			end := func() {
 				dctx, dcancel := context.WithTimeout(context.Background(), tryLimit)
-				s.Destroy(dctx)
+				_ = s.Destroy(dctx) // best effort: the session expires anyway
 				dcancel()
 				s = nil
 			}

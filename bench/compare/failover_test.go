@@ -70,7 +70,7 @@ func TestMemberPID(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "m1.pid")
 	write := func(s string) {
-		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,13 +89,13 @@ func TestMemberPID(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Skip(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { cmd.Process.Kill(); _ = cmd.Wait() }()
 	write(strconv.Itoa(cmd.Process.Pid) + "\n")
 	if pid, err := memberPID(file); err != nil || pid != cmd.Process.Pid {
 		t.Errorf("member %d: %d, %v", cmd.Process.Pid, pid, err)
 	}
 	cmd.Process.Kill()
-	cmd.Wait()
+	_ = cmd.Wait() // killed: the error is the kill
 	if running(cmd.Process.Pid) {
 		t.Error("a reaped process runs")
 	}

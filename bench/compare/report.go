@@ -319,7 +319,7 @@ func Machine() (string, int) {
 				break
 			}
 		}
-		f.Close()
+		_ = f.Close() // read only
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		var kb float64
@@ -752,7 +752,7 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return os.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // ReadResult reads a Result that `lockd-compare run` wrote.

@@ -62,33 +62,33 @@ func aclCmd(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var v any
-	var print func(io.Writer)
+	var table func(io.Writer)
 	switch verb {
 	case "create":
 		if *admin == (len(rules) > 0) {
 			return usageErr(fs, "give --admin or at least one --rule, not both")
 		}
 		tok, e := c.CreateToken(ctx, wire.CreateTokenRequest{Description: *desc, Admin: *admin, Rules: rules})
-		v, err, print = tok, e, func(w io.Writer) {
+		v, err, table = tok, e, func(w io.Writer) {
 			fmt.Fprintf(w, "ACCESSOR\tSECRET\n%s\t%s\n", tok.AccessorID, tok.Secret)
 			fmt.Fprintln(os.Stderr, "lockd acl token create: the secret is shown once; the cluster keeps only its hash")
 		}
 	case "list":
 		toks, e := c.Tokens(ctx)
-		v, err, print = toks, e, func(w io.Writer) { printTokens(w, toks) }
+		v, err, table = toks, e, func(w io.Writer) { printTokens(w, toks) }
 	case "self":
 		tok, e := c.SelfToken(ctx)
-		v, err, print = tok, e, func(w io.Writer) { printTokens(w, []wire.Token{tok}) }
+		v, err, table = tok, e, func(w io.Writer) { printTokens(w, []wire.Token{tok}) }
 	case "revoke":
 		err = c.RevokeToken(ctx, pos[0])
-		v, print = struct{}{}, func(io.Writer) {}
+		v, table = struct{}{}, func(io.Writer) {}
 	default:
 		return usageErr(fs, "unknown verb %q (want create, list, self or revoke)", verb)
 	}
 	if err != nil {
 		return fail(os.Stderr, fs.Name()+" "+verb, err)
 	}
-	return output(f.jsonOut, v, print)
+	return output(f.jsonOut, v, table)
 }
 
 func printTokens(w io.Writer, toks []wire.Token) {

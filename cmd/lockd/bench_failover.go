@@ -46,13 +46,13 @@ func failoverCmd(args []string) int {
 		return fail(os.Stderr, fs.Name(), err)
 	}
 	if err := cfg.Validate(); err != nil {
-		os.RemoveAll(cfg.Dir)
+		_ = os.RemoveAll(cfg.Dir) // a temporary directory, still empty
 		return usageErr(fs, "%v", err)
 	}
 	if *keep {
 		fmt.Fprintf(os.Stderr, "data and logs in %s\n", cfg.Dir)
 	} else {
-		defer os.RemoveAll(cfg.Dir)
+		defer func() { _ = os.RemoveAll(cfg.Dir) }() // a temporary directory
 	}
 	if !*quiet {
 		cfg.Progress = func(line string) { fmt.Fprintln(os.Stderr, line) }
@@ -70,7 +70,7 @@ func failoverCmd(args []string) int {
 			Command string          `json:"command"`
 			Rows    []failbench.Row `json:"rows"`
 		}{time.Now().UTC(), "lockd bench failover " + strings.Join(args, " "), rows}, "", "  ")
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o600); err != nil {
 			return fail(os.Stderr, fs.Name(), err)
 		}
 	}

@@ -79,7 +79,7 @@ func (f *clientFlags) endpoints() ([]string, *tls.Config, error) {
 func parseArgs(fs *flag.FlagSet, args []string) (positional, command []string, err error) {
 	for i, a := range args {
 		if a == "--" {
-			args, command = args[:i], args[i+1:]
+			args, command = args[:i], args[i+1:] //nolint:gosec // G602: i indexes args, so i+1 <= len(args)
 			break
 		}
 	}

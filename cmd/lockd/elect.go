@@ -43,7 +43,7 @@ func electCmd(args []string) int {
 	code = h.run(command, env, e.Lost(), "leadership of "+name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	e.Resign(ctx)
+	_ = e.Resign(ctx) // if this fails, closing the session (deferred) ends the leadership
 	return code
 }
 
@@ -78,7 +78,7 @@ func (h *holder) watchElection(e *client.Election, value string) int {
 		case sig := <-h.sigs:
 			cancel()
 			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
-			e.Resign(rctx)
+			_ = e.Resign(rctx) // if this fails, closing the session (deferred) ends the leadership
 			rcancel()
 			fmt.Fprintf(os.Stderr, "%s: %v: resigned\n", h.cmd, sig)
 			return exitOK

@@ -24,7 +24,7 @@ func applyEnv(fs *flag.FlagSet) error {
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if serr := fs.Set(f.Name, v); serr != nil {
-				err = fmt.Errorf("%s=%q: %v", envName(f.Name), v, serr)
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, serr)
 			}
 		}
 	})

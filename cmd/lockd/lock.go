@@ -74,7 +74,7 @@ func lockCmd(args []string) int {
 	code = h.run(command, env, m.Lost(), "lock "+name)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	m.Unlock(ctx)
+	_ = m.Unlock(ctx) // if this fails, closing the session (deferred) releases the lock
 	return code
 }
 
@@ -105,7 +105,10 @@ func (f *holdFlags) open(cmd string) (*holder, int) {
 
 func (h *holder) close() {
 	signal.Stop(h.sigs)
-	h.s.Close()
+	if err := h.s.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: could not end session %s (%v); what it holds is freed when its TTL of %v runs out\n",
+			h.cmd, h.s.ID(), err, h.s.TTL())
+	}
 }
 
 // acquire runs take until it succeeds (returns -1), or a signal or failure
@@ -118,7 +121,7 @@ func (h *holder) acquire(take func(context.Context) error, what string) int {
 	select {
 	case sig := <-h.sigs:
 		cancel()
-		<-done
+		<-done //nolint:errcheck // take's error once cancelled is only the cancellation
 		fmt.Fprintf(os.Stderr, "%s: interrupted by %v while waiting for %s\n", h.cmd, sig, what)
 		return 128 + int(sig.(syscall.Signal))
 	case err := <-done:
@@ -146,7 +149,7 @@ func (h *holder) run(command, env []string, lost <-chan struct{}, what string) i
 		return fail(os.Stderr, h.cmd, err)
 	}
 	exited := make(chan struct{})
-	go func() { c.Wait(); close(exited) }()
+	go func() { _ = c.Wait(); close(exited) }() // c.ProcessState tells how it ended
 	for {
 		select {
 		case <-exited:

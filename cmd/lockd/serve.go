@@ -390,7 +390,7 @@ func secretFrom(flagName, file, env string) (string, error) {
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("%s: %v", flagName, err)
+			return "", fmt.Errorf("%s: %w", flagName, err)
 		}
 		s = strings.TrimSpace(string(b))
 	}
@@ -398,7 +398,7 @@ func secretFrom(flagName, file, env string) (string, error) {
 		return "", nil
 	}
 	if err := acl.ValidateSecret(s); err != nil {
-		return "", fmt.Errorf("%s (or %s): %v", flagName, env, err)
+		return "", fmt.Errorf("%s (or %s): %w", flagName, env, err)
 	}
 	return s, nil
 }

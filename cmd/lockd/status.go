@@ -39,47 +39,52 @@ func infoCmd(name string, args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var v any
-	var print func(io.Writer)
+	var table func(io.Writer)
 	switch name {
 	case "status":
 		cl, e := c.Cluster(ctx)
-		v, err, print = cl, e, func(w io.Writer) { printCluster(w, cl) }
+		v, err, table = cl, e, func(w io.Writer) { printCluster(w, cl) }
 	case "locks":
 		ls, e := c.Locks(ctx)
-		v, err, print = ls, e, func(w io.Writer) { printLocks(w, ls) }
+		v, err, table = ls, e, func(w io.Writer) { printLocks(w, ls) }
 	case "sessions":
 		ss, e := c.Sessions(ctx)
-		v, err, print = ss, e, func(w io.Writer) { printSessions(w, ss) }
+		v, err, table = ss, e, func(w io.Writer) { printSessions(w, ss) }
 	case "elections":
 		es, e := c.Elections(ctx)
-		v, err, print = es, e, func(w io.Writer) { printElections(w, es) }
+		v, err, table = es, e, func(w io.Writer) { printElections(w, es) }
 	case "leader":
 		l, e := c.Election(ctx, pos[0])
 		if errors.Is(e, client.ErrNoElectionLeader) {
 			fmt.Fprintf(os.Stderr, "lockd leader: nobody leads %q\n", pos[0])
 			return exitNotAcquired
 		}
-		v, err, print = l, e, func(w io.Writer) {
+		v, err, table = l, e, func(w io.Writer) {
 			fmt.Fprintf(w, "SESSION\tVALUE\tTOKEN\n%s\t%s\t%d\n", l.Session, l.Value, l.Token)
 		}
 	}
 	if err != nil {
 		return fail(os.Stderr, fs.Name(), err)
 	}
-	return output(f.jsonOut, v, print)
+	return output(f.jsonOut, v, table)
 }
 
-// output prints v as indented JSON with jsonOut, else print's table.
-func output(jsonOut bool, v any, print func(io.Writer)) int {
+// output prints v as indented JSON with jsonOut, else the table that table
+// writes.
+func output(jsonOut bool, v any, table func(io.Writer)) int {
 	if jsonOut {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
-		enc.Encode(v)
+		if err := enc.Encode(v); err != nil {
+			return fail(os.Stderr, "lockd", fmt.Errorf("write output: %w", err))
+		}
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	print(tw)
-	tw.Flush()
+	table(tw)
+	if err := tw.Flush(); err != nil {
+		return fail(os.Stderr, "lockd", fmt.Errorf("write output: %w", err))
+	}
 	return exitOK
 }
 

@@ -51,20 +51,20 @@ func startProc(t *testing.T, name string, args ...string) *proc {
 	}
 	p.cmd.Stdout, p.cmd.Stderr = w, w
 	err = p.cmd.Start()
-	w.Close()
+	_ = w.Close()
 	if err != nil {
-		r.Close()
+		_ = r.Close()
 		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() {
-		defer r.Close()
+		defer func() { _ = r.Close() }()
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			p.add(sc.Text())
 		}
 	}()
 	go func() {
-		p.cmd.Wait()
+		_ = p.cmd.Wait()
 		close(p.done)
 	}()
 	t.Cleanup(func() {

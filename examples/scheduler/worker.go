@@ -63,7 +63,7 @@ func (w *worker) Run(ctx context.Context) {
 		}
 		if err != nil {
 			w.log.Warn("will campaign again", "after", retryPause, "err", err)
-			sleep(ctx, retryPause)
+			_ = sleep(ctx, retryPause)
 		}
 	}
 }
@@ -205,7 +205,7 @@ func (c *storeClient) do(ctx context.Context, method, path string, in, out any) 
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e apiError
-		json.Unmarshal(raw, &e)
+		_ = json.Unmarshal(raw, &e)
 		if e.Code == codeStaleToken {
 			return fmt.Errorf("%w (%s)", errStale, e.Message)
 		}

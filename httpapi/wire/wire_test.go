@@ -106,7 +106,7 @@ func TestAllPages(t *testing.T) {
 	}
 	// An error from a page is returned as is.
 	boom := errors.New("boom")
-	if _, err := AllPages(func(string) ([]int, string, error) { return nil, "", boom }); err != boom {
+	if _, err := AllPages(func(string) ([]int, string, error) { return nil, "", boom }); !errors.Is(err, boom) {
 		t.Fatalf("page error: %v", err)
 	}
 }

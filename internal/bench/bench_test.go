@@ -232,7 +232,7 @@ func readCSV(t *testing.T, path string) [][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	recs, err := csv.NewReader(f).ReadAll()
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)

@@ -209,7 +209,7 @@ func setupRandom(alg Algorithm, n int, seed uint64) (simRun, error) {
 	if err != nil {
 		return simRun{}, err
 	}
-	rng := rand.New(rand.NewPCG(seed, uint64(n)))
+	rng := rand.New(rand.NewPCG(seed, uint64(n))) //nolint:gosec // G115: n counts nodes, never negative
 	living := s.Living()
 	start := RandomDetectWindow
 	for _, i := range rng.Perm(len(living))[:1+rng.IntN(len(living))] {

@@ -194,7 +194,7 @@ func (c *raftCluster) close() {
 		}
 	}
 	for _, f := range c.shutdowns {
-		f.Error()
+		_ = f.Error()
 	}
 	c.shutdowns = nil
 }

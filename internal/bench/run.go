@@ -86,7 +86,7 @@ func measure(ctx context.Context, cfg Config, alg Algorithm, n int, sc Scenario,
 
 // WriteFiles writes CSVFile and SVGFile to dir, creating it if needed.
 func WriteFiles(dir string, rows []Row) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	for _, f := range []struct {
@@ -109,7 +109,7 @@ func writeFile(path string, rows []Row, write func(io.Writer, []Row) error) erro
 		return fmt.Errorf("bench: %w", err)
 	}
 	if err := write(f, rows); err != nil {
-		f.Close()
+		_ = f.Close()
 		return fmt.Errorf("bench: write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {

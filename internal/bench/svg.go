@@ -136,7 +136,7 @@ func drawPanel(b *bytes.Buffer, x0, y0 int, title string, ns []int, algs []Algor
 			x, y := xOf(r.N), yOf(m.value(r))
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x, y))
 			fmt.Fprintf(&marks, `<circle cx="%.1f" cy="%.1f" r="%.1f" fill="%s"><title>`, x, y, markerRadius, seriesColor[a])
-			xml.EscapeText(&marks, fmt.Appendf(nil, "%s N=%d %s: %s", a, r.N, sc, formatTick(m.value(r))))
+			_ = xml.EscapeText(&marks, fmt.Appendf(nil, "%s N=%d %s: %s", a, r.N, sc, formatTick(m.value(r))))
 			marks.WriteString("</title></circle>\n")
 		}
 		if len(pts) > 1 {
@@ -151,7 +151,7 @@ func drawPanel(b *bytes.Buffer, x0, y0 int, title string, ns []int, algs []Algor
 // text writes an escaped text element.
 func text(b *bytes.Buffer, x, y int, anchor string, size int, s string) {
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="%s" font-size="%d">`, x, y, anchor, size)
-	xml.EscapeText(b, []byte(s))
+	_ = xml.EscapeText(b, []byte(s))
 	b.WriteString("</text>\n")
 }
 

@@ -185,7 +185,7 @@ func writePEM(dir, name, typ string, der []byte, perm os.FileMode) (string, erro
 		return "", err
 	}
 	if err := pem.Encode(f, &pem.Block{Type: typ, Bytes: der}); err != nil {
-		f.Close()
+		_ = f.Close()
 		return "", err
 	}
 	return p, f.Close()

@@ -258,7 +258,7 @@ func (r *runner) whole(ctx context.Context) (*proccluster.Node, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	ctxsleep.Sleep(ctx, r.cfg.Settle)
+	_ = ctxsleep.Sleep(ctx, r.cfg.Settle)
 	return r.c.WaitLeader(ctx, giveUp)
 }
 
@@ -289,7 +289,7 @@ func (r *runner) startLoad(ctx context.Context, kind string) *load {
 					var s wire.Session
 					if err := n.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{}, &s); err != nil {
 						ld.errors.Add(1)
-						ctxsleep.Sleep(ctx, 50*time.Millisecond)
+						_ = ctxsleep.Sleep(ctx, 50*time.Millisecond)
 						continue
 					}
 					session = s.ID
@@ -310,7 +310,7 @@ func (r *runner) startLoad(ctx context.Context, kind string) *load {
 					if wire.CodeOf(err) == wire.CodeSessionExpired {
 						session = ""
 					}
-					ctxsleep.Sleep(ctx, 20*time.Millisecond)
+					_ = ctxsleep.Sleep(ctx, 20*time.Millisecond)
 				}
 			}
 		}()

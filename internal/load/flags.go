@@ -53,7 +53,7 @@ func parseLists(ls ...intList) error {
 	for _, l := range ls {
 		ns, err := parseInts(l.in)
 		if err != nil {
-			return fmt.Errorf("--%s: %v", l.flag, err)
+			return fmt.Errorf("--%s: %w", l.flag, err)
 		}
 		*l.out = ns
 	}

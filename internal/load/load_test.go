@@ -100,20 +100,20 @@ func TestKeepalive_CatchesWrongExpiriesAndWrites(t *testing.T) {
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
 			commit.Add(1)
 			w.WriteHeader(http.StatusCreated)
-			json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", made.Add(1))})
+			_ = json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", made.Add(1))})
 		case strings.HasSuffix(r.URL.Path, "/keepalive"):
 			commit.Add(1) // a write per keepalive
 			if renewals.Add(1)%7 == 0 {
 				w.WriteHeader(http.StatusGone)
-				json.NewEncoder(w).Encode(wire.Error{Message: "expired", Code: wire.CodeSessionExpired})
+				_ = json.NewEncoder(w).Encode(wire.Error{Message: "expired", Code: wire.CodeSessionExpired})
 				return
 			}
-			json.NewEncoder(w).Encode(wire.KeepAliveResponse{})
+			_ = json.NewEncoder(w).Encode(wire.KeepAliveResponse{})
 		case r.URL.Path == "/v1/cluster":
-			json.NewEncoder(w).Encode(wire.Cluster{State: "Leader", CommitIndex: commit.Load()})
+			_ = json.NewEncoder(w).Encode(wire.Cluster{State: "Leader", CommitIndex: commit.Load()})
 		default:
 			w.WriteHeader(http.StatusOK)
-			w.Write([]byte("{}"))
+			_, _ = w.Write([]byte("{}"))
 		}
 	}))
 	defer srv.Close()
@@ -194,11 +194,11 @@ func TestScaleRows_CatchABrokenServer(t *testing.T) {
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
 			w.WriteHeader(http.StatusCreated)
-			json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", made.Add(1))})
+			_ = json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", made.Add(1))})
 		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/locks/"):
-			json.NewEncoder(w).Encode(wire.Lock{Name: strings.TrimPrefix(r.URL.Path, "/v1/locks/")})
+			_ = json.NewEncoder(w).Encode(wire.Lock{Name: strings.TrimPrefix(r.URL.Path, "/v1/locks/")})
 		default:
-			w.Write([]byte("{}"))
+			_, _ = w.Write([]byte("{}"))
 		}
 	}))
 	defer srv.Close()
@@ -250,14 +250,14 @@ func TestRows_CreateAgainAfterNoLeader(t *testing.T) {
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/sessions" {
 			if n := creates.Add(1); n%3 == 0 || always.Load() {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				json.NewEncoder(w).Encode(wire.Error{Message: "no leader", Code: wire.CodeNoLeader})
+				_ = json.NewEncoder(w).Encode(wire.Error{Message: "no leader", Code: wire.CodeNoLeader})
 				return
 			}
 			w.WriteHeader(http.StatusCreated)
-			json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", creates.Load())})
+			_ = json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", creates.Load())})
 			return
 		}
-		w.Write([]byte("{}"))
+		_, _ = w.Write([]byte("{}"))
 	}))
 	defer srv.Close()
 	cfg := small([]string{srv.URL})

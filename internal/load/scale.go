@@ -310,7 +310,7 @@ func (b *bench) openFiles(n int) error {
 	if n == 0 {
 		return nil
 	}
-	want := uint64(n) + 1024
+	want := uint64(n) + 1024 //nolint:gosec // G115: n counts connections, never negative
 	before, after, err := raiseOpenFiles(want)
 	if err != nil {
 		return fmt.Errorf("raising the limit of open files to %d: %w", want, err)

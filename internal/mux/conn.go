@@ -1,6 +1,7 @@
 package mux
 
 import (
+	"errors"
 	"net"
 	"os"
 	"sync"
@@ -140,7 +141,7 @@ func (c *Conn) readLine(l *line, p []byte) (int, error) {
 		if !dl.IsZero() && (until.IsZero() || dl.Before(until)) {
 			until = dl
 		}
-		if wait(ch, c.done, until) == errWaitClosed {
+		if errors.Is(wait(ch, c.done, until), errWaitClosed) {
 			return 0, c.opError("read", net.ErrClosed)
 		}
 	}
@@ -227,7 +228,7 @@ func (c *Conn) writeLine(o *line, p []byte, d time.Duration) (int, error) {
 	for off := 0; off < len(p); {
 		switch err := o.waitRoom(c.writeDeadline, c.done); err {
 		case nil:
-		case errWaitClosed, errWaitDeadline:
+		case errWaitClosed, errWaitDeadline: //nolint:errorlint // waitRoom returns its sentinels unwrapped
 			return off, c.opError("write", err)
 		default:
 			return off, err // the socket failed, as the line's goroutine found

@@ -86,7 +86,7 @@ func FuzzHeader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte, hold bool) {
 		checkReaders(t, data)
-		if _, _, _, err := specHeader(data); hold && err == errTruncated && (len(data) == 0 || m.layer(data[0]) != nil) {
+		if _, _, _, err := specHeader(data); hold && errors.Is(err, errTruncated) && (len(data) == 0 || m.layer(data[0]) != nil) {
 			checkReadHeader(t, short, data, hold)
 		} else {
 			checkReadHeader(t, m, data, hold)
@@ -133,7 +133,7 @@ func checkReaders(t *testing.T, data []byte) {
 	r := bytes.NewReader(data)
 	proto, err := readProto(r)
 	if len(data) == 0 {
-		if err != io.EOF {
+		if !errors.Is(err, io.EOF) {
 			t.Fatalf("readProto of nothing: %d, %v", proto, err)
 		}
 		return
@@ -144,8 +144,8 @@ func checkReaders(t *testing.T, data []byte) {
 	id, err := readNodeID(r)
 	_, wantID, n, wantErr := specHeader(data)
 	switch {
-	case wantErr == errTruncated:
-		if err != io.EOF && err != io.ErrUnexpectedEOF {
+	case errors.Is(wantErr, errTruncated):
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("readNodeID of the truncated %q: %q, %v", data, id, err)
 		}
 	case wantErr != nil:
@@ -240,12 +240,12 @@ func checkReadHeader(t *testing.T, m *Mux, data []byte, hold bool) {
 			t.Fatalf("readHeader of %q, an unknown protocol byte: %v", data, err)
 		}
 		checkRest(t, server, data[1:], hold)
-	case wantErr == errTruncated && hold:
+	case errors.Is(wantErr, errTruncated) && hold:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("readHeader of the truncated %q, held open: %v; want the header timeout", data, err)
 		}
-	case wantErr == errTruncated:
-		if err != io.EOF && err != io.ErrUnexpectedEOF {
+	case errors.Is(wantErr, errTruncated):
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("readHeader of the truncated %q: %v", data, err)
 		}
 	case wantErr != nil:
@@ -279,7 +279,7 @@ func checkRest(t *testing.T, server net.Conn, rest []byte, hold bool) {
 		t.Fatalf("after the header: %q, %v; want %q", got, err, rest)
 	}
 	if !hold {
-		if n, err := server.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		if n, err := server.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
 			t.Fatalf("after the data: %d bytes, %v; want EOF", n, err)
 		}
 	}

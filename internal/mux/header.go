@@ -57,7 +57,7 @@ func writeHeader(c net.Conn, proto byte, id string) error {
 		return ErrBadNodeID
 	}
 	buf := make([]byte, 0, 3+len(id))
-	buf = append(buf, proto, headerVersion, byte(len(id)))
+	buf = append(buf, proto, headerVersion, byte(len(id))) //nolint:gosec // G115: validNodeID bounds len(id) to MaxNodeIDLen, 255
 	buf = append(buf, id...)
 	_, err := c.Write(buf)
 	return err

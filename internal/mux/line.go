@@ -2,6 +2,7 @@ package mux
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -190,7 +191,7 @@ func (l *line) next(done <-chan struct{}) ([]byte, bool) {
 		}
 		ch := l.changed
 		l.mu.Unlock()
-		if wait(ch, done, until) == errWaitClosed {
+		if errors.Is(wait(ch, done, until), errWaitClosed) {
 			return nil, false
 		}
 	}

@@ -115,7 +115,7 @@ func TestMux_Dial_BadNodeID(t *testing.T) {
 		t.Fatalf("listen: %v", err)
 	}
 	m := New(ln, "", nil)
-	defer m.Close()
+	defer func() { _ = m.Close() }()
 	if _, err := m.Listen(ProtoRaft).Dial(ln.Addr().String(), time.Second); !errors.Is(err, ErrBadNodeID) {
 		t.Errorf("Dial with empty node ID: %v, want ErrBadNodeID", err)
 	}
@@ -212,9 +212,9 @@ func TestDial_FromLoopbackListenAddress(t *testing.T) {
 	b := mustNewMux(t, "b")
 	lb := b.Listen(ProtoRaft)
 	c := mustDial(t, a.Listen(ProtoRaft), b.Addr().String())
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	got := mustAccept(t, lb)
-	defer got.Close()
+	defer func() { _ = got.Close() }()
 	if ip := got.RemoteAddr().(*net.TCPAddr).IP.String(); ip != "127.0.0.2" {
 		t.Errorf("b sees a's connection from %s, want 127.0.0.2", ip)
 	}

@@ -53,7 +53,7 @@ func (m *Mux) serverHandshake(raw net.Conn) (net.Conn, error) {
 	tc := tls.Server(raw, m.tls)
 	if err := tc.Handshake(); err != nil {
 		m.warnHandshake(raw.RemoteAddr(), err)
-		return nil, fmt.Errorf("%w: %v", errHandshake, err)
+		return nil, fmt.Errorf("%w: %v", errHandshake, err) //nolint:errorlint // one kind of failure for callers to match; the TLS error is detail
 	}
 	return &tlsConn{Conn: tc, raw: raw}, nil
 }
@@ -69,7 +69,7 @@ func (m *Mux) clientHandshake(raw net.Conn, addr string) (*tlsConn, error) {
 	cfg.ServerName = host
 	tc := tls.Client(raw, cfg)
 	if err := tc.Handshake(); err != nil {
-		return nil, fmt.Errorf("%w: %v", errHandshake, err)
+		return nil, fmt.Errorf("%w: %v", errHandshake, err) //nolint:errorlint // one kind of failure for callers to match; the TLS error is detail
 	}
 	return &tlsConn{Conn: tc, raw: raw}, nil
 }

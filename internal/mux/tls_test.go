@@ -152,9 +152,9 @@ func TestTLS_RefusesWhatTheCADidNotSign(t *testing.T) {
 		}
 		defer raw.Close()
 		tc := tls.Client(raw, &tls.Config{RootCAs: ca.peer("b").RootCAs, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13})
-		tc.SetDeadline(time.Now().Add(testTimeout))
+		_ = tc.SetDeadline(time.Now().Add(testTimeout))
 		if err := tc.Handshake(); err == nil {
-			tc.Write([]byte{ProtoRaft, headerVersion, 1, 'b'})
+			_, _ = tc.Write([]byte{ProtoRaft, headerVersion, 1, 'b'})
 			if _, err := tc.Read(make([]byte, 1)); err == nil {
 				t.Fatal("a connection without a client certificate was answered")
 			}
@@ -197,7 +197,7 @@ func TestTLS_NodeIDMustBeTheCertificates(t *testing.T) {
 	mustBeClosed(t, c)
 	mustNotDeliver(t, delivered)
 	// The certificate's own name is let in.
-	l.Close()
+	_ = l.Close()
 	l = a.Listen(ProtoRaft)
 	honest := mustNewMux(t, "b", WithTLS(ca.peer("b")))
 	mustDial(t, honest.Listen(ProtoRaft), a.Addr().String())

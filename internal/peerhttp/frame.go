@@ -61,11 +61,11 @@ func (f *frame) encode() []byte {
 		b = appendHeader(b, f.header)
 		b = appendString(b, string(f.body))
 	case kindResponse:
-		b = binary.AppendUvarint(b, uint64(f.status))
+		b = binary.AppendUvarint(b, uint64(f.status)) //nolint:gosec // G115: an HTTP status, 100-999
 		b = appendHeader(b, f.header)
 		b = appendString(b, string(f.body))
 	}
-	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4)) //nolint:gosec // G115: readFrame refuses frames over MaxFrame (64 MiB), far below 4 GiB
 	return b
 }
 
@@ -115,7 +115,13 @@ func readFrame(r *bufio.Reader) (frame, error) {
 		f.header = d.header()
 		f.body = d.bytes()
 	case kindResponse:
-		f.status = int(d.uvarint())
+		// A status net/http cannot write (WriteHeader panics outside
+		// 100-999) is as malformed as a truncated frame.
+		status := d.uvarint()
+		if status < 100 || status > 999 {
+			d.err = errFrame
+		}
+		f.status = int(status) //nolint:gosec // G115: at most 999 here, or the frame is refused
 		f.header = d.header()
 		f.body = d.bytes()
 	case kindCancel:

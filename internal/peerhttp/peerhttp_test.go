@@ -27,7 +27,7 @@ func pair(t *testing.T, h http.Handler) (*Transport, net.Listener) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go Serve(ln, h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go func() { _ = Serve(ln, h, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 	tr := &Transport{
 		Dial: func(addr string, d time.Duration) (net.Conn, error) { return net.DialTimeout("tcp", addr, d) },
 		Resolve: func(host string) (string, bool) {
@@ -59,6 +59,7 @@ func TestRoundTrip_CarriesRequestAndAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	want := `POST /v1/locks/a%2Fb/acquire?x=1 n2 {"wait":"1s"} 13`
 	if resp.StatusCode != http.StatusTeapot || string(body) != want || resp.Header.Get("Retry-After") != "1" ||
@@ -77,9 +78,9 @@ func TestRoundTrip_ConcurrentRequestsGetTheirOwnAnswers(t *testing.T) {
 	tr, _ := pair(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := r.URL.Query().Get("n")
 		var d time.Duration
-		fmt.Sscan(n, &d)
+		_, _ = fmt.Sscan(n, &d)
 		time.Sleep(d % 7 * time.Millisecond)
-		io.WriteString(w, n)
+		_, _ = io.WriteString(w, n)
 	}))
 	dial := tr.Dial
 	tr.Dial = func(addr string, d time.Duration) (net.Conn, error) { dials.Add(1); return dial(addr, d) }
@@ -95,6 +96,7 @@ func TestRoundTrip_ConcurrentRequestsGetTheirOwnAnswers(t *testing.T) {
 				errs <- err
 				return
 			}
+			defer resp.Body.Close()
 			b, _ := io.ReadAll(resp.Body)
 			if string(b) != fmt.Sprint(i) {
 				errs <- fmt.Errorf("request %d got answer %q", i, b)
@@ -127,7 +129,7 @@ func TestRoundTrip_CancelReachesTheHandler(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://leader:1/block", nil)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := tr.RoundTrip(req)
+		_, err := tr.RoundTrip(req) //nolint:bodyclose // cancelled before it is answered: no response, no body
 		errc <- err
 	}()
 	<-started
@@ -152,7 +154,7 @@ func TestRoundTrip_Failures(t *testing.T) {
 		if r.URL.Path == "/block" {
 			<-block
 		}
-		io.WriteString(w, "ok")
+		_, _ = io.WriteString(w, "ok")
 	}))
 	dial := tr.Dial
 	tr.Dial = func(addr string, d time.Duration) (net.Conn, error) {
@@ -168,7 +170,7 @@ func TestRoundTrip_Failures(t *testing.T) {
 	req, _ := http.NewRequest("POST", "http://leader:1/block", nil)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent)))
+		_, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent))) //nolint:bodyclose // its connection is closed under it: no response, no body
 		errc <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -182,12 +184,13 @@ func TestRoundTrip_Failures(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("next request after a failed connection: %v", err)
 	}
+	resp.Body.Close()
 
 	tr.CloseIdleConnections()
 	ln.Close()
 	var sent2 atomic.Bool
 	req, _ = http.NewRequest("GET", "http://leader:1/ok", nil)
-	if _, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent2))); err == nil || sent2.Load() {
+	if _, err := tr.RoundTrip(req.WithContext(traced(context.Background(), &sent2))); err == nil || sent2.Load() { //nolint:bodyclose // the node cannot be dialled: no response, no body
 		t.Fatalf("request to a node that cannot be dialled: err %v, sent %v; want an error before GotConn", err, sent2.Load())
 	}
 }
@@ -205,6 +208,7 @@ func TestRoundTrip_UnknownHostUsesFallback(t *testing.T) {
 	if err != nil || resp.StatusCode != 204 || !used.Load() {
 		t.Fatalf("got %v %v, want the fallback's 204", resp, err)
 	}
+	resp.Body.Close()
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -223,12 +227,24 @@ func TestFrame_RoundTripAndMalformed(t *testing.T) {
 	trailing := append([]byte{0, 0, 0, byte(len(good) - 4 + 1)}, append(good[4:len(good):len(good)], 0)...)
 	badKind := append([]byte{}, good...)
 	badKind[4] = 9
+	resp := frame{kind: kindResponse, id: 7, status: 418, body: []byte("tea")}
+	if got, err := readFrame(bufio.NewReader(bytes.NewReader(resp.encode()))); err != nil || got.status != 418 || string(got.body) != "tea" {
+		t.Fatalf("response round trip: %+v, %v", got, err)
+	}
+	badStatus := func(status int) []byte {
+		f := resp
+		f.status = status
+		return f.encode()
+	}
 	for name, b := range map[string][]byte{
 		"truncated":   good[:len(good)-1],
 		"trailing":    trailing,
 		"bad kind":    badKind,
 		"huge length": {0xff, 0xff, 0xff, 0xff, 1},
 		"empty":       {0, 0, 0, 0},
+		"status 0":    badStatus(0),
+		"status 99":   badStatus(99),
+		"status 1000": badStatus(1000),
 	} {
 		if _, err := readFrame(bufio.NewReader(bytes.NewReader(b))); err == nil {
 			t.Errorf("%s: accepted", name)

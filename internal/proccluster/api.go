@@ -185,7 +185,7 @@ func (c *Cluster) CreateToken(ctx context.Context, req wire.CreateTokenRequest) 
 		}
 		select {
 		case <-ctx.Done():
-			return wire.Token{}, fmt.Errorf("cluster: create token: %v (last: %v)", ctx.Err(), err)
+			return wire.Token{}, fmt.Errorf("cluster: create token: %w (last: %w)", ctx.Err(), err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

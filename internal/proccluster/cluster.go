@@ -101,7 +101,7 @@ func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "lockd")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("cluster: go build: %v\n%s", err, out)
+		return "", fmt.Errorf("cluster: go build: %w\n%s", err, out)
 	}
 	return bin, nil
 }
@@ -238,7 +238,7 @@ func (c *Cluster) makeBootstrapToken() error {
 	}
 	c.adminToken = hex.EncodeToString(b)
 	c.tokenFile = filepath.Join(c.cfg.Dir, "acl-bootstrap.token")
-	if err := os.MkdirAll(c.cfg.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(c.cfg.Dir, 0o750); err != nil {
 		return err
 	}
 	if err := os.WriteFile(c.tokenFile, []byte(c.adminToken+"\n"), 0o600); err != nil {
@@ -319,10 +319,10 @@ func (n *Node) start(bin string, args []string) error {
 	if n.cmd != nil && n.aliveLocked() {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(n.LogPath), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(n.LogPath), 0o750); err != nil {
 		return err
 	}
-	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
@@ -331,11 +331,11 @@ func (n *Node) start(bin string, args []string) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close()
 		return fmt.Errorf("cluster: start %s: %w", n.ID, err)
 	}
 	done := make(chan struct{})
-	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(done) }() // how it ended shows in cmd.ProcessState
 	n.cmd, n.done, n.paused = cmd, done, false
 	n.restarts++
 	return nil

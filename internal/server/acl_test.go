@@ -15,7 +15,7 @@ import (
 	"github.com/lockd/lockd/internal/servertest"
 )
 
-const bootSecret = "acl-test-bootstrap-secret"
+const bootSecret = "acl-test-bootstrap-secret" //nolint:gosec // G101: a fixture for a throwaway test cluster
 
 // aclClient sends JSON requests with a given Authorization header.
 type aclClient struct {

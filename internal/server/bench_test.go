@@ -146,7 +146,7 @@ func (h benchHTTP) do(method, path string, in, out any) {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		h.b.Fatal(fmt.Sprintf("%s %s: %d %s", method, path, resp.StatusCode, raw))
+		h.b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {

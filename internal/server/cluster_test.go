@@ -197,7 +197,7 @@ func TestCluster_SessionExpiryReleasesWithLockDelayAndDropsWaiters(t *testing.T)
 		t.Fatal("acquire held")
 	}
 	// The doomed session also waits for "busy"; its waiter must go with it.
-	go l.do("POST", "/v1/locks/busy/acquire", wire.AcquireRequest{Session: doomed, Wait: wire.Duration(time.Minute)}, nil)
+	go l.do("POST", "/v1/locks/busy/acquire", wire.AcquireRequest{Session: doomed, Wait: wire.Duration(time.Minute)}, nil) //nolint:staticcheck // SA2002: do calls Fatal only when it cannot encode or build the request, which this literal request cannot cause
 	servertest.WaitFor(t, 5*time.Second, "the waiter to queue", func() bool {
 		var lk wire.Lock
 		l.must("GET", "/v1/locks/busy", nil, &lk)

@@ -46,7 +46,7 @@ func (a *api) do(method, path string, in, out any) (int, wire.Error) {
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
 		var e wire.Error
-		json.Unmarshal(raw, &e)
+		_ = json.Unmarshal(raw, &e)
 		if s := resp.Header.Get("Retry-After"); s != "" {
 			n, _ := strconv.Atoi(s)
 			e.RetryAfter = time.Duration(n) * time.Second

@@ -80,7 +80,7 @@ func TestMetrics_ServedAndBounded(t *testing.T) {
 	fol := scrape(t, c.URL(follower))
 	var forwarded int
 	for _, l := range series(fol) {
-		fmt.Sscanf(l, "lockd_http_forwarded_total %d", &forwarded)
+		_, _ = fmt.Sscanf(l, "lockd_http_forwarded_total %d", &forwarded)
 	}
 	// The session and the cycle, and the follower's own registration.
 	if !hasLine(fol, "lockd_leader 0") || forwarded < 3 {

@@ -148,7 +148,7 @@ func TestCluster_JoinAndRemoveMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s4.Abort() })
+	t.Cleanup(func() { _ = s4.Abort() })
 	servertest.WaitFor(t, 15*time.Second, "n4 to join as a voter with its HTTP address", func() bool {
 		for _, m := range l.cluster().Members {
 			if m.ID == "n4" && m.Voter && m.HTTP == s4.HTTPURL() {
@@ -212,7 +212,7 @@ func TestCluster_RawBadInput(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var buf bytes.Buffer
-		buf.ReadFrom(resp.Body)
+		_, _ = buf.ReadFrom(resp.Body)
 		return resp.StatusCode, buf.String()
 	}
 	tests := []struct {

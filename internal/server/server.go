@@ -166,16 +166,16 @@ func Start(cfg Config) (*Server, error) {
 		s.mux.Faults().SetPeerAddr(p.ID, p.Addr)
 	}
 	s.cfg.Node = nc
-	go s.mux.Serve()
+	s.serveLogged("the peer port", s.mux.Serve)
 	node, err := s.newNode()
 	if err == nil {
 		err = node.Open()
 	}
 	if err != nil {
 		if s.el != nil {
-			s.el.Close()
+			_ = s.el.Close()
 		}
-		s.mux.Close()
+		_ = s.mux.Close()
 		httpLn.Close()
 		return nil, err
 	}
@@ -202,14 +202,14 @@ func Start(cfg Config) (*Server, error) {
 			err = cfg.Metrics.Register(newClassicCollector(s.el, s.el.Stats().Algorithm))
 		}
 		if err != nil {
-			node.Close()
-			s.mux.Close()
+			_ = node.Close()
+			_ = s.mux.Close()
 			httpLn.Close()
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
 	s.api = api
-	go peerhttp.Serve(fwd, api, s.log)
+	s.serveLogged("forwarded requests", func() error { return peerhttp.Serve(fwd, api, s.log) })
 	var h http.Handler = api
 	if cfg.Pprof {
 		h = withPprof(h)
@@ -217,9 +217,9 @@ func Start(cfg Config) (*Server, error) {
 	s.http = newHTTPServer(h)
 	s.http.TLSConfig = cfg.HTTPTLS
 	if cfg.HTTPTLS != nil {
-		go s.http.ServeTLS(httpLn, "", "")
+		s.serveLogged("HTTPS", func() error { return s.http.ServeTLS(httpLn, "", "") })
 	} else {
-		go s.http.Serve(httpLn)
+		s.serveLogged("HTTP", func() error { return s.http.Serve(httpLn) })
 	}
 	if s.el == nil {
 		s.wg.Add(2)
@@ -307,6 +307,17 @@ func (s *Server) PeerAddr() string { return s.cfg.Node.PeerAddr }
 // ID returns the node id.
 func (s *Server) ID() string { return s.cfg.Node.ID }
 
+// serveLogged runs an accept loop in a goroutine of its own and logs the
+// error that ends it, unless closing its listener or server did: a node
+// that stops accepting must not do so silently.
+func (s *Server) serveLogged(what string, loop func() error) {
+	go func() {
+		if err := loop(); !errors.Is(err, net.ErrClosed) && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("stopped serving "+what, "err", err)
+		}
+	}()
+}
+
 // Close stops the node: the leader hands over leadership first, then the
 // HTTP server drains for a moment, then the peer listener closes.
 func (s *Server) Close() error {
@@ -316,14 +327,14 @@ func (s *Server) Close() error {
 		s.wg.Wait()
 		err = s.node.Close()
 		if s.el != nil {
-			s.el.Close()
+			_ = s.el.Close()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if herr := s.http.Shutdown(ctx); herr != nil {
-			s.http.Close()
+			_ = s.http.Close() // the drain timed out: drop what is left
 		}
-		s.mux.Close()
+		_ = s.mux.Close() // the node is closed: nothing is left to tell
 	})
 	return err
 }
@@ -334,12 +345,12 @@ func (s *Server) Abort() error {
 	s.once.Do(func() {
 		close(s.stop)
 		s.wg.Wait()
-		s.node.Abort()
+		_ = s.node.Abort() // a crash tells nobody either
 		if s.el != nil {
-			s.el.Close()
+			_ = s.el.Close()
 		}
-		s.http.Close()
-		s.mux.Close()
+		_ = s.http.Close()
+		_ = s.mux.Close()
 	})
 	return nil
 }
@@ -463,7 +474,7 @@ func postMember(hc *http.Client, base string, m wire.Member, token string) error
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		var e wire.Error
-		json.NewDecoder(resp.Body).Decode(&e)
+		_ = json.NewDecoder(resp.Body).Decode(&e) // without the API's error body, the status says it
 		return fmt.Errorf("%s: %s", resp.Status, e.Message)
 	}
 	return nil

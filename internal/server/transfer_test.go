@@ -27,12 +27,12 @@ func outsider(t *testing.T, id string) *raft.NetworkTransport {
 		t.Fatal(err)
 	}
 	m := mux.New(ln, id, nil)
-	go m.Serve()
+	go func() { _ = m.Serve() }()
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: testRaftLayer{m.Listen(mux.ProtoRaft)}, MaxPool: 1, Timeout: 2 * time.Second,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: io.Discard}),
 	})
-	t.Cleanup(func() { tr.Close(); m.Close() })
+	t.Cleanup(func() { _ = tr.Close(); _ = m.Close() })
 	return tr
 }
 

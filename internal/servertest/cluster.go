@@ -115,7 +115,7 @@ func (c *Cluster) Start(i int) {
 
 // Crash stops node i without a leadership transfer.
 func (c *Cluster) Crash(i int) {
-	c.Nodes[i].Abort()
+	_ = c.Nodes[i].Abort()
 	c.Nodes[i] = nil
 }
 
@@ -129,7 +129,7 @@ func (c *Cluster) Stop(i int) error {
 func (c *Cluster) closeAll() {
 	for i, s := range c.Nodes {
 		if s != nil {
-			s.Abort()
+			_ = s.Abort()
 			c.Nodes[i] = nil
 		}
 	}

@@ -56,7 +56,7 @@ func TestFaultPauseClient(t *testing.T) {
 	}
 	t.Logf("inject: %s", what)
 	v := p.victim
-	defer v.Resume()
+	defer func() { _ = v.Resume() }()
 	pausedAt := env.Rec.Now()
 	pid := v.PID()
 	waitFor(t, 2*time.Second, "every thread of "+v.Name+" stopped", func() bool {

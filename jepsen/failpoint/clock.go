@@ -149,7 +149,7 @@ func (f *fastFollowers) Available(ctx context.Context, env *Env) error {
 func (f *fastFollowers) Inject(ctx context.Context, env *Env, rng *rand.Rand) (what string, err error) {
 	defer func() {
 		if err != nil {
-			f.Heal(context.WithoutCancel(ctx), env) // leave no follower fast
+			_ = f.Heal(context.WithoutCancel(ctx), env) // leave no follower fast; the injection error is the one to report
 		}
 	}()
 	leader, followers := leaderAndFollowers(ctx, env, rng)

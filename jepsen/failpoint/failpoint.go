@@ -227,7 +227,7 @@ func HealAll(ctx context.Context, env *Env) error {
 	}
 	if env.Resource != nil {
 		for _, c := range env.Resource.Children() {
-			c.Resume()
+			_ = c.Resume()
 		}
 	}
 	return errors.Join(errs...)

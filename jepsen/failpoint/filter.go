@@ -183,12 +183,12 @@ func newChain(ctx context.Context, links []link, rule string, dataOnly bool) (*c
 	}
 	for _, r := range filterRules(links, rule, dataOnly) {
 		if err := c.run(ctx, append([]string{"-A", c.name}, r...)...); err != nil {
-			c.remove(ctx)
+			_ = c.remove(ctx) // best effort: the error being returned is the one to report
 			return nil, err
 		}
 	}
 	if err := c.run(ctx, "-I", "INPUT", "-i", "lo", "-j", c.name); err != nil {
-		c.remove(ctx)
+		_ = c.remove(ctx) // best effort: the error being returned is the one to report
 		return nil, err
 	}
 	return c, nil
@@ -211,7 +211,7 @@ func (c *chain) remove(ctx context.Context) error {
 func (c *chain) run(ctx context.Context, args ...string) error {
 	out, err := exec.CommandContext(ctx, "iptables", append([]string{"-w"}, args...)...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("iptables %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func TestFaultPause(t *testing.T) {
 			}
 			t.Logf("inject: %s", what)
 			v := p.victim
-			defer v.Resume()
+			defer func() { _ = v.Resume() }()
 			if name == "pause-leader" && v != leader {
 				t.Fatalf("paused %s, the leader is %s", v.ID, leader.ID)
 			}
@@ -208,7 +208,7 @@ func TestFaultDelay(t *testing.T) {
 			healed := false
 			defer func() {
 				if !healed {
-					d.Heal(ctx, env)
+					_ = d.Heal(ctx, env)
 				}
 			}()
 			start := time.Now()
@@ -259,7 +259,7 @@ func TestFaultWallStep(t *testing.T) {
 	}
 	t.Logf("inject: %s", what)
 	v := w.victim
-	defer w.Heal(ctx, env)
+	defer func() { _ = w.Heal(ctx, env) }()
 	c, err := v.Clock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,7 @@ func TestFaultMembership(t *testing.T) {
 	}
 	t.Logf("inject: %s; voters before: %s", what, before)
 	v := m.victim
-	defer m.Heal(ctx, env)
+	defer func() { _ = m.Heal(ctx, env) }()
 	waitFor(t, 10*time.Second, "the voters to lose "+v.ID, func() bool {
 		s := voters()
 		return s != before && !strings.Contains(","+s+",", ","+v.ID+",") && !strings.HasPrefix(s, "no ")

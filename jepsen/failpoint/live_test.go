@@ -208,7 +208,7 @@ func TestFaultPartitions(t *testing.T) {
 			healed := false
 			defer func() {
 				if !healed {
-					p.Heal(ctx, env)
+					_ = p.Heal(ctx, env)
 				}
 			}()
 			iso := isolated(env, p.cut)
@@ -278,7 +278,7 @@ func TestFaultBridge(t *testing.T) {
 			healed := false
 			defer func() {
 				if !healed {
-					p.Heal(ctx, env)
+					_ = p.Heal(ctx, env)
 				}
 			}()
 			ends := map[*proccluster.Node]bool{}
@@ -378,7 +378,7 @@ func TestFaultOneWay(t *testing.T) {
 				healed := false
 				defer func() {
 					if !healed {
-						p.Heal(ctx, env)
+						_ = p.Heal(ctx, env)
 					}
 				}()
 				others := without(env.Cluster.Nodes, l)

@@ -113,7 +113,7 @@ func (m *membership) Heal(ctx context.Context, env *Env) error {
 			return nil
 		}
 		if !wait(ctx, 200*time.Millisecond) {
-			return fmt.Errorf("%s is not a voter again: %v", v.ID, err)
+			return fmt.Errorf("%s is not a voter again: %w", v.ID, err)
 		}
 	}
 }

@@ -94,11 +94,6 @@ func sharedIndex(hs []sharedHolder, session string) int {
 // free reports whether nobody holds the lock.
 func (s State) free() bool { return s.Holder == "" && s.Shared == "" }
 
-// holds reports whether session holds the lock in either mode.
-func (s State) holds(session string) bool {
-	return s.Holder == session || sharedIndex(s.shared(), session) >= 0
-}
-
 // holdsIn reports whether session holds the lock in mode ("" or
 // "exclusive", or "shared").
 func (s State) holdsIn(session, mode string) bool {

@@ -49,7 +49,7 @@ func Write(r *runner.Result, ops []history.Op) error {
 	for _, e := range r.Events {
 		fmt.Fprintf(&tl, "%9s  %s\n", history.Seconds(e.At), e.What)
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "timeline.txt"), []byte(tl.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.Dir, "timeline.txt"), []byte(tl.String()), 0o600); err != nil {
 		return err
 	}
 	var vs strings.Builder
@@ -57,7 +57,7 @@ func Write(r *runner.Result, ops []history.Op) error {
 	for _, v := range r.Verdicts {
 		fmt.Fprintf(&vs, "\n[%s]\n%s\n", v.Checker, strings.Join(v.Details, "\n"))
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "verdicts.txt"), []byte(vs.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.Dir, "verdicts.txt"), []byte(vs.String()), 0o600); err != nil {
 		return err
 	}
 	if ops == nil {
@@ -67,14 +67,14 @@ func Write(r *runner.Result, ops []history.Op) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	enc := json.NewEncoder(f)
 	for _, op := range ops {
 		if err := enc.Encode(op); err != nil {
+			_ = f.Close() // the write error is the one to report
 			return err
 		}
 	}
-	return nil
+	return f.Close() // a history cut short on close would be checked as if whole
 }
 
 // Campaign sums up several runs.

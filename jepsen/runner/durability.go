@@ -323,7 +323,7 @@ func seeSurvivors(ctx context.Context, c *proccluster.Cluster, survivors []survi
 		} else {
 			out[i].KeptAlive = true
 		}
-		l.Do(ctx, "DELETE", "/v1/sessions/"+sv.ID, nil, nil)
+		_ = l.Do(ctx, "DELETE", "/v1/sessions/"+sv.ID, nil, nil)
 	}
 	return out, nil
 }

@@ -17,7 +17,7 @@ func SaveEvidence(dir string, ev Evidence) error {
 	if err != nil {
 		return fmt.Errorf("runner: evidence: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, EvidenceFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, EvidenceFile), b, 0o600); err != nil {
 		return fmt.Errorf("runner: evidence: %w", err)
 	}
 	return nil

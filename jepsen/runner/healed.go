@@ -134,7 +134,7 @@ func quietWindow(ctx context.Context, c *proccluster.Cluster, rec *history.Recor
 	}
 	defer func() {
 		for id := range ours {
-			l.Do(context.WithoutCancel(ctx), "DELETE", "/v1/sessions/"+id, nil, nil)
+			_ = l.Do(context.WithoutCancel(ctx), "DELETE", "/v1/sessions/"+id, nil, nil)
 		}
 	}()
 	keepalive := func() int {

@@ -34,7 +34,7 @@ func ReadLeaseLog(path string) ([]validate.LeaseLine, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	lines, skipped, err := validate.ParseLeaseLog(f)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)

@@ -120,7 +120,7 @@ func Run(cfg Config) (res *Result) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		res.Err = err
 		return res
 	}

@@ -59,7 +59,7 @@ func checkSecured(ctx context.Context, c *proccluster.Cluster) (string, error) {
 			return "", fmt.Errorf("runner: %s answered HTTPS without a client certificate with %d", n.ID, code)
 		}
 		if code, err := get(ct, n.HTTP+"/v1/cluster"); err != nil || code != http.StatusUnauthorized {
-			return "", fmt.Errorf("runner: %s answered a request without a token with %d (%v), want 401", n.ID, code, err)
+			return "", fmt.Errorf("runner: %s answered a request without a token with %d (%v), want 401", n.ID, code, err) //nolint:errorlint // err is nil when only the status is wrong; %w would print that as %!w(<nil>)
 		}
 	}
 	return "secured: every node refuses plain HTTP, HTTPS without a client certificate, and requests without a token (401); " +

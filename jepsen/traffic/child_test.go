@@ -37,12 +37,12 @@ func TestResource_RecordsChildHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.srv.Close()
+	defer func() { _ = r.srv.Close() }()
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Skip("no sleep command:", err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	defer func() { cmd.Process.Kill(); _ = cmd.Wait() }()
 	c := &Child{Name: "child-0", cmd: cmd, done: make(chan struct{}), rec: rec}
 	r.children = append(r.children, c)
 	post := func(path string, v any) {

@@ -35,7 +35,7 @@ func TestAbandonOne_EndsAtTheServersPromise(t *testing.T) {
 			w.WriteHeader(http.StatusNotFound)
 			return
 		}
-		json.NewEncoder(w).Encode(v)
+		_ = json.NewEncoder(w).Encode(v)
 	}))
 	defer srv.Close()
 	tr := traffic.New(traffic.Config{Endpoints: []string{srv.URL}, Recorder: rec, TTL: time.Second})

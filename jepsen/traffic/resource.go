@@ -104,13 +104,13 @@ func NewResource(fencing bool, rec *history.Recorder) (*Resource, error) {
 			return
 		}
 		if !r.Write(wr.Client, wr.Session, wr.Token) {
-			http.Error(w, "stale token", 409)
+			http.Error(w, "stale token", http.StatusConflict)
 		}
 	})
 	// A child asks for the time before it invokes an acquire: the answer
 	// is a reading taken before the invocation, so a lower bound of it.
 	mux.HandleFunc("POST /acquiring", func(w http.ResponseWriter, req *http.Request) {
-		json.NewEncoder(w).Encode(rec.Now())
+		_ = json.NewEncoder(w).Encode(rec.Now())
 	})
 	// A child reports a grant after its acquire returned: the report's
 	// arrival bounds the acknowledgement from above.
@@ -132,7 +132,7 @@ func NewResource(fencing bool, rec *history.Recorder) (*Resource, error) {
 		}
 	})
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 2 * time.Second}
-	go r.srv.Serve(ln)
+	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
 }
 
@@ -253,11 +253,11 @@ func (r *Resource) StartChildren(ctx context.Context, cfg Config, n int) error {
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
-			logf.Close()
+			_ = logf.Close()
 			return fmt.Errorf("traffic: start %s: %w", name, err)
 		}
 		c := &Child{Name: name, cmd: cmd, done: make(chan struct{}), rec: r.rec}
-		go func() { cmd.Wait(); logf.Close(); close(c.done) }()
+		go func() { _ = cmd.Wait(); _ = logf.Close(); close(c.done) }() // how it ended shows in cmd.ProcessState
 		r.mu.Lock()
 		r.children = append(r.children, c)
 		r.mu.Unlock()
@@ -293,7 +293,7 @@ func (c *Child) Resume() error {
 // then kills them), and stops the HTTP server.
 func (r *Resource) Close() {
 	for _, c := range r.Children() {
-		c.Resume()
+		_ = c.Resume()
 		select {
 		case <-c.done:
 		case <-time.After(10 * time.Second):
@@ -301,7 +301,7 @@ func (r *Resource) Close() {
 			<-c.done
 		}
 	}
-	r.srv.Close()
+	_ = r.srv.Close()
 }
 
 // fencedWorker is an in-process holder of FencedLock: it takes the lock

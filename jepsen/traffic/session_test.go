@@ -37,7 +37,7 @@ func (f *sessionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reply := func(code int, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		json.NewEncoder(w).Encode(v)
+		_ = json.NewEncoder(w).Encode(v)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

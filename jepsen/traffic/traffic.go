@@ -186,11 +186,11 @@ func (t *Traffic) Start(ctx context.Context) error {
 	rng := rand.New(rand.NewPCG(t.cfg.Seed, 0x7a11))
 	if t.has(Locks) || t.has(PlainLocks) {
 		for i := range 4 {
-			t.spawn(func() { t.lockWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+			t.spawnRand(rng, i, func(r *rand.Rand) { t.lockWorker(ctx, r) })
 		}
 		for i := range t.cfg.Endpoints {
-			t.spawn(func() { t.reader(ctx, i, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
-			t.spawn(func() { t.nodeReader(ctx, i, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+			t.spawnRand(rng, i, func(r *rand.Rand) { t.reader(ctx, i, r) })
+			t.spawnRand(rng, i, func(r *rand.Rand) { t.nodeReader(ctx, i, r) })
 		}
 		if t.has(Locks) {
 			t.startLockGuarantees(ctx, rng)
@@ -198,12 +198,12 @@ func (t *Traffic) Start(ctx context.Context) error {
 	}
 	if t.has(Elections) {
 		for i := range 2 {
-			t.spawn(func() { t.electionWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+			t.spawnRand(rng, i, func(r *rand.Rand) { t.electionWorker(ctx, r) })
 		}
 		t.spawn(func() { t.electionReader(ctx) })
 	}
 	if t.has(Expiry) {
-		t.spawn(func() { t.expiryWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), 9))) })
+		t.spawnRand(rng, 9, func(r *rand.Rand) { t.expiryWorker(ctx, r) })
 	}
 	if t.has(Fenced) {
 		r, err := NewResource(!t.cfg.NoFencing, t.rec)
@@ -216,7 +216,7 @@ func (t *Traffic) Start(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			t.spawn(func() { t.fencedWorker(ctx, token, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+			t.spawnRand(rng, i, func(r *rand.Rand) { t.fencedWorker(ctx, token, r) })
 		}
 		if err := r.StartChildren(ctx, t.cfg, 2); err != nil {
 			return err
@@ -230,22 +230,31 @@ func (t *Traffic) Start(ctx context.Context) error {
 // and repeated requests (RetryLock).
 func (t *Traffic) startLockGuarantees(ctx context.Context, rng *rand.Rand) {
 	for i := range 2 {
-		t.spawn(func() { t.sharedWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+		t.spawnRand(rng, i, func(r *rand.Rand) { t.sharedWorker(ctx, r) })
 	}
 	for i := range 3 {
-		t.spawn(func() { t.queueWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+		t.spawnRand(rng, i, func(r *rand.Rand) { t.queueWorker(ctx, r) })
 	}
-	t.spawn(func() { t.queueReader(ctx, rand.New(rand.NewPCG(rng.Uint64(), 11))) })
-	t.spawn(func() { t.delayAbandoner(ctx, rand.New(rand.NewPCG(rng.Uint64(), 12))) })
-	t.spawn(func() { t.retryWorker(ctx, rand.New(rand.NewPCG(rng.Uint64(), 13))) })
+	t.spawnRand(rng, 11, func(r *rand.Rand) { t.queueReader(ctx, r) })
+	t.spawnRand(rng, 12, func(r *rand.Rand) { t.delayAbandoner(ctx, r) })
+	t.spawnRand(rng, 13, func(r *rand.Rand) { t.retryWorker(ctx, r) })
 	for i := range 2 {
-		t.spawn(func() { t.delayContender(ctx, rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))) })
+		t.spawnRand(rng, i, func(r *rand.Rand) { t.delayContender(ctx, r) })
 	}
 }
 
 func (t *Traffic) spawn(f func()) {
 	t.wg.Add(1)
 	go func() { defer t.wg.Done(); f() }()
+}
+
+// spawnRand runs f in a goroutine of its own, like spawn, with a generator
+// of its own for stream. The seed is drawn from rng here, before the
+// goroutine starts: a rand.Rand is not safe for concurrent use, and seeds
+// drawn by the workers themselves would depend on the order they ran in.
+func (t *Traffic) spawnRand(rng *rand.Rand, stream int, f func(*rand.Rand)) {
+	r := rand.New(rand.NewPCG(rng.Uint64(), uint64(stream))) //nolint:gosec // G115: streams number workers from 0
+	t.spawn(func() { f(r) })
 }
 
 // Wait waits for every worker and child client to stop, and closes the

@@ -86,7 +86,7 @@ func TestCLI_LockExitCodes(t *testing.T) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { holder.Process.Kill(); holder.Wait() }()
+	defer func() { holder.Process.Kill(); _ = holder.Wait() }()
 	waitFor(t, 10*time.Second, "the holder to take the lock", func() bool {
 		out, _ := lockdCmd(t, c, "locks").Output()
 		return strings.Contains(string(out), "exclusive")
@@ -160,7 +160,7 @@ func TestCLI_ElectRunsCommandWhileLeader(t *testing.T) {
 	if err := leader.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { leader.Process.Kill(); leader.Wait() }()
+	defer func() { leader.Process.Kill(); _ = leader.Wait() }()
 	waitFor(t, 10*time.Second, "the election in the list", func() bool {
 		out, _ := lockdCmd(t, c, "elections").Output()
 		return strings.Contains(string(out), "boss") && strings.Contains(string(out), "me")

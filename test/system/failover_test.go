@@ -29,14 +29,14 @@ func TestSystem_DefaultsFromEnvironmentAndRecoverAfterRestart(t *testing.T) {
 	p.cmd = nil
 	env := append(os.Environ(), "LOCKD_HTTP="+httpAddr, "LOCKD_PEER="+peerAddr)
 	startIn := func() {
-		logf, _ := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		logf, _ := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		p.cmd = exec.Command(bin, "serve")
 		p.cmd.Dir, p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = dir, env, logf, logf
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		p.done = make(chan struct{})
-		go func() { p.cmd.Wait(); logf.Close(); close(p.done) }()
+		go func() { _ = p.cmd.Wait(); _ = logf.Close(); close(p.done) }()
 	}
 	_ = start
 	c := &procCluster{t: t, procs: []*proc{p}}

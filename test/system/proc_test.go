@@ -40,7 +40,7 @@ func mustBuild(t *testing.T) string {
 		binPath = filepath.Join(dir, "lockd")
 		out, err := exec.Command("go", "build", "-o", binPath, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
@@ -119,7 +119,7 @@ func mustStartClusterAs(t *testing.T, token string, n int, extra ...string) *pro
 
 func (p *proc) start() {
 	p.t.Helper()
-	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func (p *proc) start() {
 		p.t.Fatal(err)
 	}
 	p.done = make(chan struct{})
-	go func() { p.cmd.Wait(); logf.Close(); close(p.done) }()
+	go func() { _ = p.cmd.Wait(); _ = logf.Close(); close(p.done) }()
 }
 
 func (p *proc) running() bool {
@@ -240,11 +240,13 @@ func doJSONAs(token, base, method, path string, in, out any) (int, wire.Error) {
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
 		var e wire.Error
-		json.Unmarshal(raw, &e)
+		_ = json.Unmarshal(raw, &e)
 		return resp.StatusCode, e
 	}
 	if out != nil {
-		json.Unmarshal(raw, out)
+		if err := json.Unmarshal(raw, out); err != nil {
+			return 0, wire.Error{Code: "decode", Message: fmt.Sprintf("%s %s answered %d with %q: %v", method, path, resp.StatusCode, raw, err)}
+		}
 	}
 	return resp.StatusCode, wire.Error{}
 }

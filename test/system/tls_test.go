@@ -436,8 +436,8 @@ func newAttackerMux(t *testing.T, id string, opts ...mux.Option) *mux.Mux {
 		t.Fatal(err)
 	}
 	m := mux.New(ln, id, nil, opts...)
-	go m.Serve()
-	t.Cleanup(func() { m.Close() })
+	go func() { _ = m.Serve() }()
+	t.Cleanup(func() { _ = m.Close() })
 	return m
 }
 
@@ -455,7 +455,7 @@ func (s raftStream) Dial(a raft.ServerAddress, d time.Duration) (net.Conn, error
 func sendRaft(m *mux.Mux, peer string, term uint64) error {
 	l := m.Listen(mux.ProtoRaft)
 	tr := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{Stream: raftStream{l}, MaxPool: 1, Timeout: 2 * time.Second})
-	defer tr.Close()
+	defer func() { _ = tr.Close() }()
 	hdr := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("n4"), Addr: []byte(m.Addr().String())}
 	var ae raft.AppendEntriesResponse
 	errAE := tr.AppendEntries("n1", raft.ServerAddress(peer),
@@ -473,14 +473,14 @@ func sendRaft(m *mux.Mux, peer string, term uint64) error {
 // whether any byte comes back before the connection ends (2 s at most).
 func answered(m *mux.Mux, proto byte, peer string) bool {
 	l := m.Listen(proto)
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	c, err := l.Dial(peer, 2*time.Second)
 	if err != nil {
 		return false
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	c.Write([]byte("{\"type\":\"election\",\"from\":\"n4\",\"term\":1000}\n"))
+	_, _ = c.Write([]byte("{\"type\":\"election\",\"from\":\"n4\",\"term\":1000}\n"))
 	n, _ := c.Read(make([]byte, 1))
 	return n > 0
 }
@@ -495,7 +495,7 @@ func rawAnswered(peer string, proto byte) bool {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	c.Write(append([]byte{proto, 1, 2, 'n', '4'}, bytes.Repeat([]byte{0x81}, 64)...))
+	_, _ = c.Write(append([]byte{proto, 1, 2, 'n', '4'}, bytes.Repeat([]byte{0x81}, 64)...))
 	b := make([]byte, 64)
 	n, _ := c.Read(b)
 	// A TLS server may answer garbage with an alert record before closing.
