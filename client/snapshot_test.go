@@ -21,7 +21,7 @@ func snapshotServer(t *testing.T, file []byte, sum string) string {
 			return
 		}
 		w.Header().Set(wire.HeaderSnapshotSHA256, sum)
-		w.Write(file)
+		_, _ = w.Write(file)
 	}))
 	t.Cleanup(ts.Close)
 	return ts.URL

@@ -90,7 +90,7 @@ func Seed(dataDir string, voters []Peer, state []byte, now time.Time, floor uint
 	if err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return 0, fmt.Errorf("lease: data dir: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 2, hclog.NewNullLogger())
@@ -104,13 +104,13 @@ func Seed(dataDir string, voters []Peer, state []byte, now time.Time, floor uint
 	// The store asks a transport only to encode the voters' addresses
 	// for the oldest snapshot readers; an in-memory one does that.
 	_, trans := raft.NewInmemTransport("")
-	defer trans.Close()
+	defer func() { _ = trans.Close() }() // in memory: nothing to lose
 	sink, err := snaps.Create(raft.SnapshotVersionMax, index, seedTerm, conf, index, trans)
 	if err != nil {
 		return 0, fmt.Errorf("lease: create snapshot: %w", err)
 	}
 	if _, err := sink.Write(data); err != nil {
-		sink.Cancel()
+		_ = sink.Cancel() // the write error is the one to report
 		return 0, fmt.Errorf("lease: write snapshot: %w", err)
 	}
 	if err := sink.Close(); err != nil {

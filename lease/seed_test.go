@@ -128,7 +128,7 @@ func TestSeed_OneNodeThenJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s2.Abort() })
+	t.Cleanup(func() { _ = s2.Abort() })
 	servertest.WaitFor(t, 15*time.Second, "n2 to join and hold the seeded state", func() bool {
 		l := s2.Node().FSM().Lock("a")
 		return len(l.Holders) == 1 && l.Holders[0].Token == 1002 && len(c.Nodes[0].Node().Raft().GetConfiguration().Configuration().Servers) == 2
@@ -167,7 +167,7 @@ func TestSeed_Refuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	walUsed := t.TempDir()
-	if err := os.Mkdir(filepath.Join(walUsed, "wal"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(walUsed, "wal"), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

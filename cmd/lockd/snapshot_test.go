@@ -29,7 +29,9 @@ import (
 func api(ctx context.Context, base, method, path string, in, out any) (int, wire.Error) {
 	var body bytes.Buffer
 	if in != nil {
-		json.NewEncoder(&body).Encode(in)
+		if err := json.NewEncoder(&body).Encode(in); err != nil {
+			return 0, wire.Error{Message: err.Error()}
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, &body)
 	if err != nil {
@@ -42,9 +44,13 @@ func api(ctx context.Context, base, method, path string, in, out any) (int, wire
 	defer resp.Body.Close()
 	var e wire.Error
 	if resp.StatusCode >= 300 {
-		json.NewDecoder(resp.Body).Decode(&e)
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+			e.Message = "undecodable error body: " + err.Error()
+		}
 	} else if out != nil {
-		json.NewDecoder(resp.Body).Decode(out)
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return resp.StatusCode, wire.Error{Message: "decode: " + err.Error()}
+		}
 	}
 	return resp.StatusCode, e
 }
@@ -134,9 +140,9 @@ func loadCluster(t *testing.T) *loaded {
 	return l
 }
 
-// comparable returns the objects with the times a restore shows afresh
+// withoutTimes returns the objects with the times a restore shows afresh
 // (a waiter's deadline, a lock-delay's end) left out.
-func comparable(locks []fsm.Lock) []fsm.Lock {
+func withoutTimes(locks []fsm.Lock) []fsm.Lock {
 	out := make([]fsm.Lock, len(locks))
 	for i, l := range locks {
 		l.DelayUntil = time.Time{}
@@ -223,7 +229,7 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 		if !reflect.DeepEqual(g.Sessions(), wantSessions) {
 			t.Fatalf("node %d: sessions\n%+v\nwant\n%+v", i, g.Sessions(), wantSessions)
 		}
-		if !reflect.DeepEqual(comparable(g.Locks()), comparable(wantLocks)) || !reflect.DeepEqual(comparable(g.Elections()), comparable(wantElections)) {
+		if !reflect.DeepEqual(withoutTimes(g.Locks()), withoutTimes(wantLocks)) || !reflect.DeepEqual(withoutTimes(g.Elections()), withoutTimes(wantElections)) {
 			t.Fatalf("node %d: locks %+v elections %+v\nwant %+v %+v", i, g.Locks(), g.Elections(), wantLocks, wantElections)
 		}
 		// The waits and the lock-delay are shown running from the restore.
@@ -279,7 +285,9 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st map[string]any
-	json.Unmarshal(state, &st)
+	if err := json.Unmarshal(state, &st); err != nil {
+		t.Fatal(err)
+	}
 	st["applied_index"] = 9
 	state, _ = json.Marshal(st)
 	_, good, err := backup.Encode(backup.Header{Index: 9, Term: 1}, state)

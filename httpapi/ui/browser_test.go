@@ -204,7 +204,7 @@ func TestStatusPage_Screenshot(t *testing.T) {
 		chromedp.Sleep(2500*time.Millisecond), // a cluster refresh after every session exists
 		chromedp.FullScreenshot(&png, 100),
 	)
-	if err := os.WriteFile(*screenshot, png, 0o644); err != nil {
+	if err := os.WriteFile(*screenshot, png, 0o644); err != nil { //nolint:gosec // G306: a picture for the README, meant to be read by all
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d bytes)", *screenshot, len(png))

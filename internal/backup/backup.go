@@ -91,7 +91,10 @@ func Write(w io.Writer, h Header, state []byte) (int64, [sha256.Size]byte, error
 	fixed := make([]byte, 0, fixedLen)
 	fixed = append(fixed, Magic...)
 	fixed = binary.BigEndian.AppendUint32(fixed, FormatVersion)
-	fixed = binary.BigEndian.AppendUint32(fixed, uint32(len(hb)))
+	if len(hb) > MaxHeader {
+		return 0, sum, fmt.Errorf("backup: header of %d bytes is over the format's bound of %d", len(hb), MaxHeader)
+	}
+	fixed = binary.BigEndian.AppendUint32(fixed, uint32(len(hb))) //nolint:gosec // G115: len(hb) <= MaxHeader, checked above
 	parts := [][]byte{fixed, hb, binary.BigEndian.AppendUint64(nil, uint64(len(state))), state}
 	for _, p := range parts {
 		if _, err := hw.Write(p); err != nil {

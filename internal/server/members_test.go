@@ -213,7 +213,7 @@ func TestCluster_LeaderTransfer(t *testing.T) {
 			t.Fatal(err)
 		}
 		ls, _, err := validate.ParseLeaseLog(fh)
-		fh.Close()
+		_ = fh.Close() // read only
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -173,8 +173,8 @@ func checkFile(root, path string) ([]problem, error) {
 				bad(n, "link %q points at nothing", target)
 				continue
 			}
-			if real, err := filepath.EvalSymlinks(dest); err == nil {
-				if rel, err := filepath.Rel(realRoot, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			if resolved, err := filepath.EvalSymlinks(dest); err == nil {
+				if rel, err := filepath.Rel(realRoot, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 					bad(n, "link %q leaves the repository through a symbolic link", target)
 					continue
 				}
@@ -254,13 +254,13 @@ func TestCheckFile_Cases(t *testing.T) {
 	top := t.TempDir()
 	root := filepath.Join(top, "repo")
 	for _, dir := range []string{filepath.Join(root, "docs"), filepath.Join(top, "shared")} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
 			t.Fatal(err)
 		}
 	}
 	write := func(path, text string) {
 		t.Helper()
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

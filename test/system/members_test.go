@@ -374,7 +374,7 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		l, sk, err := validate.ParseLeaseLog(f)
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			t.Fatal(err)
 		}
