@@ -297,12 +297,12 @@ func (x *exchange) round(peers []string, leader string, term uint64, need int, d
 // promisePeer is the leader's side of the exchange with one follower: one
 // connection, one request on it at a time.
 type promisePeer struct {
-	addr string
+	addr    string
 	last    atomic.Int64  // when the peer last answered with a promise, Unix nanoseconds; 0: never
 	applied atomic.Uint64 // the applied index the peer sent with that promise
-	mu   sync.Mutex
-	conn net.Conn
-	r    *bufio.Reader
+	mu      sync.Mutex
+	conn    net.Conn
+	r       *bufio.Reader
 }
 
 // ask sends req and waits for its answer until deadline; 0 on any failure.
