@@ -12,7 +12,16 @@ import (
 // with the same addresses changes nothing, so the call is repeated after
 // an unknown outcome.
 func (c *Client) AddMember(ctx context.Context, m wire.Member) error {
-	return c.call(ctx, "POST", "/v1/cluster/members", m, nil, idempotent, 0)
+	return c.call(ctx, "POST", "/v1/cluster/members", wire.AddMember{Member: m}, nil, idempotent, 0)
+}
+
+// AddNonVoter adds a non-voter to the cluster (an admin token's call): a
+// member that replicates the log and serves ?stale reads but never votes
+// nor counts toward a commit. A member already in the cluster keeps its
+// role. It is repeated after an unknown outcome, as AddMember is.
+func (c *Client) AddNonVoter(ctx context.Context, m wire.Member) error {
+	no := false
+	return c.call(ctx, "POST", "/v1/cluster/members", wire.AddMember{Member: m, Voter: &no}, nil, idempotent, 0)
 }
 
 // RemoveMember removes the member id from the cluster (an admin token's

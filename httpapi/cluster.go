@@ -20,12 +20,16 @@ func (s *Server) cluster(r *http.Request) (any, error) {
 	return s.svc.Cluster(r.Context())
 }
 
-// addMember serves POST /v1/cluster/members.
+// addMember serves POST /v1/cluster/members. The body's voter field, if
+// present and false, adds a non-voter; the service reads the role from
+// the member's Voter.
 func (s *Server) addMember(r *http.Request) (any, error) {
-	var m wire.Member
-	if err := decodeBody(r, &m, false); err != nil {
+	var req wire.AddMember
+	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
+	m := req.Member
+	m.Voter = req.Voter == nil || *req.Voter
 	if err := fillMember(&m); err != nil {
 		return nil, err
 	}
@@ -34,7 +38,7 @@ func (s *Server) addMember(r *http.Request) (any, error) {
 	}
 	// The node logs a change of the configuration itself, once: a
 	// repeated registration changes nothing.
-	s.log.Debug("member added", "id", m.ID, "peer", m.Peer, "http", m.HTTP)
+	s.log.Debug("member added", "id", m.ID, "peer", m.Peer, "http", m.HTTP, "voter", m.Voter)
 	return struct{}{}, nil
 }
 

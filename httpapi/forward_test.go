@@ -99,7 +99,7 @@ func TestForward_ToLeader(t *testing.T) {
 			&call{"Election", []any{"e", ReadOptions{Consistent: true}}}},
 		{"list sessions", "GET", "/v1/sessions", "", 200, &call{"Sessions", []any{list(ReadOptions{}, wire.DefaultListLimit, "")}}},
 		{"add member", "POST", "/v1/cluster/members", `{"id":"n3","peer":"h:1","http":"h:2"}`, 200,
-			&call{"AddMember", []any{wire.Member{ID: "n3", Peer: "h:1", HTTP: "http://h:2"}}}},
+			&call{"AddMember", []any{wire.Member{ID: "n3", Peer: "h:1", HTTP: "http://h:2", Voter: true}}}},
 		{"stale read", "GET", "/v1/locks/a?stale", "", 200, nil},
 		{"stale list", "GET", "/v1/sessions?stale=true", "", 200, nil},
 		{"cluster", "GET", "/v1/cluster", "", 200, nil},

@@ -274,7 +274,7 @@ func checkCall(c call) error {
 		check(m.ID != "" && checkHostPort("peer", m.Peer) == nil, "member %+v", m)
 		u, err := url.Parse(m.HTTP)
 		check(err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Path == "", "http %q", m.HTTP)
-		check(!m.Voter && !m.Leader, "voter or leader set by a request")
+		check(!m.Leader && m.LastContact == nil, "leader or last contact set by a request")
 	case "Cluster", "Ready":
 	default:
 		check(false, "unknown method")

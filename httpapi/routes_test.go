@@ -89,9 +89,11 @@ func TestRoutes_Success(t *testing.T) {
 			`{"mode":"raft","node_id":"n1","state":"leader","leader":{"id":"n1","http":"http://127.0.0.1:7400"},"term":2,"commit_index":10,"applied_index":10,"master_lease_failures":0,"members":[{"id":"n1","peer":"127.0.0.1:7401","http":"http://127.0.0.1:7400","voter":true,"leader":true}]}`,
 			call{"Cluster", nil}},
 		{"add member, host:port", "POST", "/v1/cluster/members", `{"id":"n2","peer":"127.0.0.2:7401","http":"127.0.0.2:7400"}`, 200, `{}`,
-			call{"AddMember", []any{wire.Member{ID: "n2", Peer: "127.0.0.2:7401", HTTP: "http://127.0.0.2:7400"}}}},
+			call{"AddMember", []any{wire.Member{ID: "n2", Peer: "127.0.0.2:7401", HTTP: "http://127.0.0.2:7400", Voter: true}}}},
 		{"add member, URL", "POST", "/v1/cluster/members", `{"id":"n2","peer":"[::1]:7401","http":"https://node2:7400/","voter":true}`, 200, `{}`,
-			call{"AddMember", []any{wire.Member{ID: "n2", Peer: "[::1]:7401", HTTP: "https://node2:7400"}}}},
+			call{"AddMember", []any{wire.Member{ID: "n2", Peer: "[::1]:7401", HTTP: "https://node2:7400", Voter: true}}}},
+		{"add non-voter", "POST", "/v1/cluster/members", `{"id":"n4","peer":"127.0.0.4:7401","http":"127.0.0.4:7400","voter":false}`, 200, `{}`,
+			call{"AddMember", []any{wire.Member{ID: "n4", Peer: "127.0.0.4:7401", HTTP: "http://127.0.0.4:7400"}}}},
 		{"remove member", "DELETE", "/v1/cluster/members/n2", "", 200, `{}`, call{"RemoveMember", []any{"n2"}}},
 		{"readyz", "GET", "/readyz", "", 200, `{"status":"ready"}`, call{"Ready", nil}},
 	}

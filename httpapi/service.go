@@ -50,6 +50,7 @@ type Service interface {
 	Elections(ctx context.Context, opt ListOptions) (wire.ElectionList, error)
 
 	Cluster(ctx context.Context) (wire.Cluster, error)
+	// AddMember adds m as a voter, or as a non-voter if m.Voter is false.
 	AddMember(ctx context.Context, m wire.Member) error
 	RemoveMember(ctx context.Context, id string) error
 	// TransferLeadership hands leadership to the voter to ("" lets the

@@ -102,8 +102,9 @@ func checkProclaim(req *wire.ProclaimRequest) error {
 }
 
 // fillMember checks a member request and normalises its HTTP address to an
-// http:// or https:// URL. Voter and Leader are reported by the cluster,
-// never set by a request, so they are cleared.
+// http:// or https:// URL. Leader and LastContact are reported by the
+// cluster, never set by a request, so they are cleared; Voter is the role
+// the request asks for (see wire.AddMember) and is kept.
 func fillMember(m *wire.Member) error {
 	for _, f := range []struct{ name, value string }{{"id", m.ID}, {"peer", m.Peer}, {"http", m.HTTP}} {
 		if err := required(f.name, f.value); err != nil {
@@ -117,7 +118,7 @@ func fillMember(m *wire.Member) error {
 	if err != nil {
 		return err
 	}
-	m.HTTP, m.Voter, m.Leader = u, false, false
+	m.HTTP, m.Leader, m.LastContact = u, false, nil
 	return nil
 }
 

@@ -38,6 +38,8 @@ import (
 // options are the command's flags.
 type options struct {
 	nodes        int
+	nonVoters    int
+	deadVoter    time.Duration
 	runs         int
 	duration     time.Duration
 	seed         uint64
@@ -60,6 +62,8 @@ type options struct {
 
 func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.nodes, "nodes", 3, "cluster size: 3 or 5")
+	fs.IntVar(&o.nonVoters, "non-voters", 0, "raft: start this many of the nodes as non-voters, and every node with --voters (nodes - non-voters): the leader replaces a dead voter by a non-voter (see the kill-voter fault)")
+	fs.DurationVar(&o.deadVoter, "dead-voter-after", 3*time.Second, "with --non-voters: the nodes' --dead-voter-after")
 	fs.IntVar(&o.runs, "runs", 1, "number of runs; run i uses seed+i")
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long workloads and faults run in each run")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the first run (0: drawn at random and printed)")
@@ -106,6 +110,9 @@ func run(args []string) int {
 		return 2
 	case o.nodes != 3 && o.nodes != 5:
 		fmt.Fprintln(os.Stderr, "jepsen: --nodes must be 3 or 5")
+		return 2
+	case o.nonVoters < 0 || o.nonVoters > 0 && (o.election != "raft" || o.nodes-o.nonVoters < 3 || (o.nodes-o.nonVoters)%2 == 0):
+		fmt.Fprintln(os.Stderr, "jepsen: --non-voters needs --election raft and leaves at least 3 voters (--nodes 5 --non-voters 2)")
 		return 2
 	case o.runs < 1:
 		fmt.Fprintln(os.Stderr, "jepsen: --runs must be at least 1")
@@ -209,13 +216,16 @@ func allDecided(r *runner.Result) bool {
 func (o *options) config(seed uint64, self string, faults []failpoint.Failpoint) runner.Config {
 	return runner.Config{Binary: o.binary, Self: self, Nodes: o.nodes, Seed: seed, Duration: o.duration,
 		Faults: faults, Workloads: o.workloadList, UnsafeDebug: o.unsafeDebug,
-		Election: o.election, ServeArgs: strings.Fields(o.serveArgs), NoFencing: o.noFencing, UnsafeClock: o.unsafeClock, Secure: o.secure, TTL: o.ttl,
+		Election: o.election, NonVoters: o.nonVoters, DeadVoterAfter: o.deadVoter, ServeArgs: strings.Fields(o.serveArgs), NoFencing: o.noFencing, UnsafeClock: o.unsafeClock, Secure: o.secure, TTL: o.ttl,
 		Dir: filepath.Join(o.out, fmt.Sprintf("run-%d", seed)),
 		Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }}
 }
 
 func (o *options) mode() string {
 	m := fmt.Sprintf("%s, %d nodes, %v", o.election, o.nodes, o.duration)
+	if o.nonVoters > 0 {
+		m += fmt.Sprintf(" (%d voters, %d non-voters, --voters %d, --dead-voter-after %v)", o.nodes-o.nonVoters, o.nonVoters, o.nodes-o.nonVoters, o.deadVoter)
+	}
 	if o.unsafeDebug != "" {
 		m += ", unsafe-debug " + o.unsafeDebug
 	}
@@ -231,6 +241,9 @@ func (o *options) mode() string {
 func (o *options) command() string {
 	c := fmt.Sprintf("go run ./jepsen --nodes %d --runs %d --duration %v --seed %d --faults %s",
 		o.nodes, o.runs, o.duration, o.seed, o.faults)
+	if o.nonVoters > 0 {
+		c += fmt.Sprintf(" --non-voters %d --dead-voter-after %v", o.nonVoters, o.deadVoter)
+	}
 	if o.unsafeDebug != "" {
 		c += " --unsafe-debug " + o.unsafeDebug
 	}

@@ -58,8 +58,9 @@ func (n *Node) Cluster(ctx context.Context) (wire.Cluster, error) {
 	return c, err
 }
 
-// AddMember adds a voter (or updates a member's addresses) and records its
-// HTTP address in the member table.
+// AddMember adds a voter, or a non-voter if m.Voter is false (or updates a
+// member's addresses), and records its HTTP address in the member table.
+// A member already in the configuration keeps its role.
 func (n *Node) AddMember(ctx context.Context, m wire.Member) error {
 	if _, err := n.leading(); err != nil {
 		return err

@@ -58,6 +58,24 @@ type Config struct {
 	// Join, if set, means the node does not bootstrap: it waits to be added
 	// by the leader (cmd/lockd asks the member at this address to add it).
 	Join string
+	// NonVoter makes a joining node ask to be added as a non-voter: it
+	// replicates the log and serves ?stale reads, forwards everything
+	// else to the leader, and never votes nor counts toward a commit or
+	// the master lease. The voter-set maintenance (Voters) may promote it.
+	NonVoter bool
+	// Voters, if not 0, is the number of voters the leader keeps in the
+	// configuration (autopilot.go): it promotes a healthy, caught-up
+	// non-voter in place of a voter unreachable for DeadVoterAfter (and
+	// then removes the dead voter), promotes when there are fewer voters,
+	// and demotes when there are more. 0 (the default) leaves the voter set
+	// to the operator. Odd, at most 9.
+	Voters int
+	// DeadVoterAfter is how long a voter must have been unreachable from
+	// the leader (no answer in the lease exchange), without a break, before
+	// the leader replaces it; also how long a promoted member stays a
+	// voter before it may be demoted, and how long a non-voter must have
+	// been healthy before it is promoted. Default 10s.
+	DeadVoterAfter time.Duration
 	// CheckMember, if set, is asked by the leader before it adds a voter
 	// that is not in the configuration at that peer address yet: an error
 	// refuses the addition (bad_request, with the error's text). With
@@ -220,6 +238,7 @@ func DefaultConfig() Config {
 		MaxSessionsPerToken:  100000,
 		MaxObjectsPerSession: 10000,
 		MaxWaitersPerObject:  100000,
+		DeadVoterAfter:       10 * time.Second,
 		Clock:                SystemClock{},
 		RaftLogLevel:         slog.LevelWarn,
 	}
@@ -257,6 +276,12 @@ func (c *Config) Validate() error {
 			c.MaxSessionsPerToken, c.MaxObjectsPerSession, c.MaxWaitersPerObject)
 	case len(c.InitialCluster) > 0 && c.Join != "":
 		return errors.New("lease: config: InitialCluster and Join are exclusive")
+	case c.NonVoter && c.Join == "":
+		return errors.New("lease: config: NonVoter needs Join: a node that bootstraps a cluster is its voter")
+	case c.Voters < 0 || c.Voters > 9 || c.Voters != 0 && c.Voters%2 == 0:
+		return fmt.Errorf("lease: config: Voters %d must be 0 (off) or odd, at most 9", c.Voters)
+	case c.Voters > 0 && c.DeadVoterAfter < 2*c.HeartbeatTimeout:
+		return fmt.Errorf("lease: config: DeadVoterAfter %v must be at least twice HeartbeatTimeout %v", c.DeadVoterAfter, c.HeartbeatTimeout)
 	}
 	if len(c.InitialCluster) > 0 {
 		seen := map[string]bool{}

@@ -31,7 +31,12 @@ type Layer interface {
 // Frames, big-endian:
 //
 //	request  seq u64 | term u64 | idLen u8 | leader id (idLen bytes)
-//	answer   seq u64 | remaining i64 (nanoseconds; <= 0: no promise)
+//	answer   seq u64 | remaining i64 (nanoseconds; <= 0: no promise) | applied u64
+//
+// applied is the follower's last applied log index: the leader keeps it
+// per peer as a measure of how far behind the peer is (the voter-set
+// maintenance's "caught up", see autopilot.go). hashicorp/raft does not
+// expose its per-follower match index.
 //
 // A connection carries one request at a time; a late answer to an earlier
 // request is recognised by its seq and skipped.
@@ -44,6 +49,7 @@ type promiseRequest struct {
 type promiseAnswer struct {
 	seq       uint64
 	remaining time.Duration
+	applied   uint64
 }
 
 // maxExchangeIdle closes a follower's side of an exchange connection that
@@ -78,19 +84,21 @@ func readRequest(r io.Reader) (promiseRequest, error) {
 }
 
 func writeAnswer(w io.Writer, a promiseAnswer) error {
-	var buf [16]byte
+	var buf [24]byte
 	binary.BigEndian.PutUint64(buf[0:], a.seq)
 	binary.BigEndian.PutUint64(buf[8:], uint64(a.remaining)) //nolint:gosec // G115: two's complement on purpose: readAnswer turns it back into the same, possibly negative, duration
+	binary.BigEndian.PutUint64(buf[16:], a.applied)
 	_, err := w.Write(buf[:])
 	return err
 }
 
 func readAnswer(r io.Reader) (promiseAnswer, error) {
-	var buf [16]byte
+	var buf [24]byte
 	if _, err := io.ReadFull(r, buf[:]); err != nil {
 		return promiseAnswer{}, err
 	}
-	return promiseAnswer{seq: binary.BigEndian.Uint64(buf[0:]), remaining: time.Duration(binary.BigEndian.Uint64(buf[8:]))}, nil //nolint:gosec // G115: the inverse of writeAnswer's conversion; a negative remaining means no promise
+	return promiseAnswer{seq: binary.BigEndian.Uint64(buf[0:]), remaining: time.Duration(binary.BigEndian.Uint64(buf[8:])), //nolint:gosec // G115: the inverse of writeAnswer's conversion; a negative remaining means no promise
+		applied: binary.BigEndian.Uint64(buf[16:])}, nil
 }
 
 // promiser is what a follower consults to answer: the remaining part of its
@@ -101,6 +109,7 @@ type promiser func(term uint64, leader string) time.Duration
 type exchange struct {
 	layer   Layer
 	promise promiser
+	applied func() uint64 // this node's last applied index, sent with each answer; nil: 0
 	seq     atomic.Uint64
 
 	mu     sync.Mutex
@@ -174,8 +183,12 @@ func (x *exchange) answer(c net.Conn) {
 		if id, ok := c.(remoteIDer); !ok || id.RemoteID() == req.leader {
 			rem = x.promise(req.term, req.leader)
 		}
+		var applied uint64
+		if x.applied != nil {
+			applied = x.applied()
+		}
 		c.SetWriteDeadline(time.Now().Add(maxExchangeIdle))
-		if err := writeAnswer(c, promiseAnswer{seq: req.seq, remaining: rem}); err != nil {
+		if err := writeAnswer(c, promiseAnswer{seq: req.seq, remaining: rem, applied: applied}); err != nil {
 			return
 		}
 	}
@@ -221,6 +234,33 @@ func (x *exchange) lastPromise(addr string) time.Time {
 	return time.Unix(0, p.last.Load())
 }
 
+// peerApplied returns the applied index the peer at addr reported with
+// its last promise, and when that was (the zero time if never).
+func (x *exchange) peerApplied(addr string) (uint64, time.Time) {
+	x.mu.Lock()
+	p := x.peers[addr]
+	x.mu.Unlock()
+	if p == nil || p.last.Load() == 0 {
+		return 0, time.Time{}
+	}
+	return p.applied.Load(), time.Unix(0, p.last.Load())
+}
+
+// probe asks each of peers for its promise to leader in term, as round
+// does, but waits for nothing and counts nothing: it only keeps the
+// peers' last contact and applied index fresh. The leader probes the
+// non-voters this way; their promises never make a quorum.
+func (x *exchange) probe(peers []string, leader string, term uint64, deadline time.Time) {
+	if len(peers) == 0 {
+		return
+	}
+	req := promiseRequest{seq: x.seq.Add(1), term: term, leader: leader}
+	for _, addr := range peers {
+		p := x.peer(addr)
+		go p.ask(x.layer, req, deadline)
+	}
+}
+
 // round asks each of peers for its promise to leader in term and returns
 // the promises of the first need of them to answer with one, in ascending
 // order. It gives up when that many can no longer come, or at deadline
@@ -257,11 +297,12 @@ func (x *exchange) round(peers []string, leader string, term uint64, need int, d
 // promisePeer is the leader's side of the exchange with one follower: one
 // connection, one request on it at a time.
 type promisePeer struct {
-	addr string
-	last atomic.Int64 // when the peer last answered with a promise, Unix nanoseconds; 0: never
-	mu   sync.Mutex
-	conn net.Conn
-	r    *bufio.Reader
+	addr    string
+	last    atomic.Int64  // when the peer last answered with a promise, Unix nanoseconds; 0: never
+	applied atomic.Uint64 // the applied index the peer sent with that promise
+	mu      sync.Mutex
+	conn    net.Conn
+	r       *bufio.Reader
 }
 
 // ask sends req and waits for its answer until deadline; 0 on any failure.
@@ -272,40 +313,41 @@ func (p *promisePeer) ask(layer Layer, req promiseRequest, deadline time.Time) t
 		return 0
 	}
 	defer p.mu.Unlock()
-	rem, err := p.askLocked(layer, req, deadline)
+	a, err := p.askLocked(layer, req, deadline)
 	if err != nil {
 		p.closeLocked()
 		return 0
 	}
-	if rem > 0 {
+	if a.remaining > 0 {
+		p.applied.Store(a.applied)
 		p.last.Store(time.Now().UnixNano())
 	}
-	return rem
+	return a.remaining
 }
 
-func (p *promisePeer) askLocked(layer Layer, req promiseRequest, deadline time.Time) (time.Duration, error) {
+func (p *promisePeer) askLocked(layer Layer, req promiseRequest, deadline time.Time) (promiseAnswer, error) {
 	if p.conn == nil {
 		timeout := time.Until(deadline)
 		if timeout <= 0 {
-			return 0, errPeerBusy
+			return promiseAnswer{}, errPeerBusy
 		}
 		c, err := layer.Dial(p.addr, timeout)
 		if err != nil {
-			return 0, err
+			return promiseAnswer{}, err
 		}
 		p.conn, p.r = c, bufio.NewReader(c)
 	}
 	p.conn.SetDeadline(deadline)
 	if err := writeRequest(p.conn, req); err != nil {
-		return 0, err
+		return promiseAnswer{}, err
 	}
 	for {
 		a, err := readAnswer(p.r)
 		if err != nil {
-			return 0, err
+			return promiseAnswer{}, err
 		}
 		if a.seq == req.seq {
-			return a.remaining, nil
+			return a, nil
 		}
 		// An answer to an earlier request that timed out: skip it.
 	}

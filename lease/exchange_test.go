@@ -46,7 +46,7 @@ func TestExchange_FramesRoundTrip(t *testing.T) {
 	if err != nil || got != req {
 		t.Fatalf("request round trip: %+v, %v", got, err)
 	}
-	ans := promiseAnswer{seq: 9, remaining: -3 * time.Millisecond}
+	ans := promiseAnswer{seq: 9, remaining: -3 * time.Millisecond, applied: 1<<33 + 5}
 	if err := writeAnswer(&b, ans); err != nil {
 		t.Fatal(err)
 	}
@@ -141,5 +141,33 @@ func TestExchange_NoPeersNeeded(t *testing.T) {
 	}
 	if _, err := x.round(nil, "L", 1, 1, time.Now().Add(time.Second)); err == nil {
 		t.Fatal("round with no peers met a need of one")
+	}
+}
+
+// A probe counts for no round, but keeps the peer's last contact and the
+// applied index it reports.
+func TestExchange_ProbeRecordsAppliedIndex(t *testing.T) {
+	l := mustTCPLayer(t)
+	fx := newExchange(l, func(uint64, string) time.Duration { return 300 * time.Millisecond })
+	fx.applied = func() uint64 { return 42 }
+	fx.serve()
+	t.Cleanup(fx.close)
+	addr := l.Addr().String()
+	x := newExchange(mustTCPLayer(t), nil)
+	defer x.close()
+	if applied, at := x.peerApplied(addr); applied != 0 || !at.IsZero() {
+		t.Fatalf("before any probe: applied %d at %v", applied, at)
+	}
+	x.probe([]string{addr}, "L", 1, time.Now().Add(2*time.Second))
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		applied, at := x.peerApplied(addr)
+		if applied == 42 && !at.IsZero() && !x.lastPromise(addr).IsZero() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a probe: applied %d at %v, want 42 at a recent time", applied, at)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

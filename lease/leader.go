@@ -110,6 +110,10 @@ func (t *leaderTerm) establish() {
 	t.wg.Add(2)
 	go t.expiryLoop()
 	go t.tickLoop()
+	if n.raft != nil && n.cfg.Voters > 0 {
+		t.wg.Add(1)
+		go n.raft.autopilot(t)
+	}
 	t.registerSelf()
 	t.bootstrapACL()
 }

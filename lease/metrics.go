@@ -24,6 +24,7 @@ type counters struct {
 	leaseLapses atomic.Uint64
 
 	grants             *prometheus.CounterVec
+	autopilot          *prometheus.CounterVec // voter-set changes by kind
 	grantNow, handoffs prometheus.Counter
 	wait, hold         prometheus.Histogram
 }
@@ -43,6 +44,10 @@ func (c *counters) init() {
 			Name: "lockd_lock_grants_total",
 			Help: "Locks granted by entries this node proposed as leader: kind=immediate when the acquire found the lock free, kind=handoff when a queued acquire got it as the lock became free.",
 		}, []string{"kind"}),
+		autopilot: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockd_autopilot_changes_total",
+			Help: "Configuration changes this node's voter-set maintenance (--voters) made as leader: kind=promote (a non-voter made voter), demote (a voter made non-voter), remove (a dead voter removed).",
+		}, []string{"kind"}),
 		wait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "lockd_lock_acquire_wait_seconds",
 			Help:    "Time from an acquire reaching this leader to its grant, for acquires that were granted (refusals are not counted).",
@@ -53,6 +58,9 @@ func (c *counters) init() {
 			Help:    "How long a lock was held, from grant to release, session end or expiry, for holdings ended by entries this node proposed as leader.",
 			Buckets: holdBuckets,
 		}),
+	}
+	for _, k := range []string{apPromote, apDemote, apRemove} {
+		c.autopilot.WithLabelValues(k) // every kind shows, at 0 until it happens
 	}
 	c.grantNow = c.grants.WithLabelValues("immediate")
 	c.handoffs = c.grants.WithLabelValues("handoff")
@@ -97,7 +105,7 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 	cs := []prometheus.Collector{
 		newClusterCollector(n),
 		newStateCollector(n),
-		n.count.grants, n.count.wait, n.count.hold,
+		n.count.grants, n.count.wait, n.count.hold, n.count.autopilot,
 		counter("lockd_master_lease_failures_total", "Master-lease renewals that failed to confirm a quorum while this node led.",
 			func() float64 { return float64(n.leaseFailures.Load()) }),
 		counter("lockd_master_lease_suspensions_total", "Times this leader's master lease ran out while it still led: it served nothing until a renewal confirmed a quorum again or its term ended.",

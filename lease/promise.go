@@ -48,10 +48,11 @@ func (e *raftEngine) lease(term uint64, start time.Time) (time.Time, error) {
 	if e.raft.State() != raft.Leader || e.raft.CurrentTerm() != term {
 		return time.Time{}, errNoLeader("no longer the Raft leader of this term")
 	}
-	var peers []string
+	var peers, others []string
 	voters, self := 0, false
 	for _, s := range e.servers() {
 		if s.Suffrage != raft.Voter {
+			others = append(others, string(s.Address))
 			continue
 		}
 		voters++
@@ -69,7 +70,12 @@ func (e *raftEngine) lease(term uint64, start time.Time) (time.Time, error) {
 	if self {
 		need--
 	}
-	got, err := e.x.round(peers, cfg.ID, term, need, time.Now().Add(cfg.HeartbeatTimeout))
+	deadline := time.Now().Add(cfg.HeartbeatTimeout)
+	// Non-voters are asked too, for their health and applied index (the
+	// voter-set maintenance's signal), but never counted: only voters
+	// can elect another leader, so only their promises make the lease.
+	e.x.probe(others, cfg.ID, term, deadline)
+	got, err := e.x.round(peers, cfg.ID, term, need, deadline)
 	if err != nil {
 		return time.Time{}, errNoLeader(err.Error())
 	}

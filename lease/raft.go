@@ -133,6 +133,7 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 		e.n.log.Info("bootstrapped cluster", "voters", len(boot.Servers))
 	}
 	e.x = newExchange(cfg.LeaseLayer, e.promise)
+	e.x.applied = r.AppliedIndex
 	e.x.serve()
 	e.rm.stop, e.rm.done = make(chan struct{}), make(chan struct{})
 	go e.watchMembership()
@@ -295,6 +296,8 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 		m := wire.Member{ID: string(s.ID), Peer: string(s.Address),
 			HTTP: e.memberHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader}
 		if at := e.x.lastPromise(m.Peer); leads && m.ID != e.n.cfg.ID && !at.IsZero() {
+			// Voters answer the lease rounds, non-voters the probes that go
+			// with them (promise.go): both tell how fresh the member is.
 			d := wire.Duration(time.Since(at))
 			m.LastContact = &d
 		}
@@ -303,8 +306,11 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 	return nil
 }
 
-// addMember adds a voter (or updates a member's addresses) and records its
-// HTTP address in the member table.
+// addMember adds a voter, or a non-voter with m.Voter false (or updates a
+// member's addresses), and records its HTTP address in the member table.
+// A member already in the configuration at that peer address keeps its
+// role: a node that registers again (every start does) neither promotes
+// nor demotes itself.
 func (e *raftEngine) addMember(ctx context.Context, m wire.Member) error {
 	present := false
 	for _, s := range e.servers() {
@@ -316,10 +322,14 @@ func (e *raftEngine) addMember(ctx context.Context, m wire.Member) error {
 				return wire.Errorf(wire.CodeBadRequest, "member %s at %s: %v", m.ID, m.Peer, err)
 			}
 		}
-		if err := e.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.Peer), 0, e.n.cfg.ApplyTimeout).Error(); err != nil {
+		add, role := e.raft.AddVoter, "voter"
+		if !m.Voter {
+			add, role = e.raft.AddNonvoter, "non-voter"
+		}
+		if err := add(raft.ServerID(m.ID), raft.ServerAddress(m.Peer), 0, e.n.cfg.ApplyTimeout).Error(); err != nil {
 			return raftErr(err)
 		}
-		e.n.log.Info("added voter", "id", m.ID, "peer", m.Peer)
+		e.n.log.Info("added "+role, "id", m.ID, "peer", m.Peer)
 	}
 	res, err := e.n.propose(ctx, fsm.Command{Op: fsm.OpSetMember, Member: &fsm.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}})
 	if err != nil {

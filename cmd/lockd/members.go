@@ -12,7 +12,7 @@ import (
 )
 
 const membersUsage = `lockd members [--addr ADDRS] [--json]
-  lockd members add ID PEER_ADDR --http URL [--addr ADDRS]
+  lockd members add ID PEER_ADDR --http URL [--non-voter] [--addr ADDRS]
   lockd members remove ID [--addr ADDRS]
 Any member forwards add and remove to the leader; with ACLs on they need an admin token.
 A new node usually adds itself: start it with --join (README "A 3-node cluster on one machine").`
@@ -26,6 +26,7 @@ func membersCmd(args []string) int {
 	var f clientFlags
 	f.register(fs, true)
 	httpAddr := fs.String("http", "", "add: the new member's HTTP URL (http://host:port or https://...)")
+	nonVoter := fs.Bool("non-voter", false, "add: add the node as a non-voter (it replicates the log, never votes; a member keeps its role)")
 	verb := "list"
 	if len(args) > 0 && (args[0] == "add" || args[0] == "remove" || args[0] == "list") {
 		verb, args = args[0], args[1:]
@@ -41,6 +42,9 @@ func membersCmd(args []string) int {
 	if (verb == "add") != (*httpAddr != "") {
 		return usageErr(fs, "--http is required with add, and only with add")
 	}
+	if *nonVoter && verb != "add" {
+		return usageErr(fs, "--non-voter is only for add")
+	}
 	c, err := f.client()
 	if err != nil {
 		return fail(os.Stderr, fs.Name(), err)
@@ -50,10 +54,14 @@ func membersCmd(args []string) int {
 	switch verb {
 	case "add":
 		m := wire.Member{ID: pos[0], Peer: pos[1], HTTP: *httpAddr}
-		if err := c.AddMember(ctx, m); err != nil {
+		add, role := c.AddMember, "a voter"
+		if *nonVoter {
+			add, role = c.AddNonVoter, "a non-voter"
+		}
+		if err := add(ctx, m); err != nil {
 			return fail(os.Stderr, fs.Name()+" add", err)
 		}
-		fmt.Printf("added %s (peer %s, http %s) as a voter\n", m.ID, m.Peer, m.HTTP)
+		fmt.Printf("added %s (peer %s, http %s) as %s, unless it was a member already (a member keeps its role)\n", m.ID, m.Peer, m.HTTP, role)
 		return exitOK
 	case "remove":
 		if err := c.RemoveMember(ctx, pos[0]); err != nil {
@@ -94,13 +102,7 @@ func leaderView(ctx context.Context, c *client.Client, f clientFlags) (wire.Clus
 func printMembers(w io.Writer, c wire.Cluster) {
 	fmt.Fprintln(w, "ID\tPEER\tHTTP\tVOTER\tROLE\tLAST CONTACT")
 	for _, m := range c.Members {
-		role := "follower"
-		switch {
-		case m.Leader:
-			role = "leader"
-		case !m.Voter:
-			role = "nonvoter"
-		}
+		role := memberRole(m)
 		contact := "-"
 		if m.LastContact != nil {
 			contact = m.LastContact.D().Round(time.Millisecond).String() + " ago"
@@ -109,6 +111,18 @@ func printMembers(w io.Writer, c wire.Cluster) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\n", m.ID, m.Peer, dash(m.HTTP), m.Voter, role, contact)
 	}
+}
+
+// memberRole names a member's role: leader, voter (a follower that
+// votes) or non-voter.
+func memberRole(m wire.Member) string {
+	switch {
+	case m.Leader:
+		return "leader"
+	case m.Voter:
+		return "voter"
+	}
+	return "non-voter"
 }
 
 // transferCmd runs "lockd leader-transfer [--to ID]".

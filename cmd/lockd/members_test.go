@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lockd/lockd/httpapi/wire"
+)
 
 func TestMembersCmd_UsageErrors(t *testing.T) {
 	for _, args := range [][]string{
@@ -12,9 +16,25 @@ func TestMembersCmd_UsageErrors(t *testing.T) {
 		{"members", "remove", "n4", "--http", "http://127.0.0.1:7440"}, // --http is for add
 		{"leader-transfer", "n2"},                                      // --to, not an argument
 		{"members", "--no-such-flag"},
+		{"members", "remove", "n4", "--non-voter"}, // --non-voter is for add
 	} {
 		if code := run(args); code != exitUsage {
 			t.Errorf("lockd %v exited %d, want %d", args, code, exitUsage)
+		}
+	}
+}
+
+func TestMemberRole(t *testing.T) {
+	for _, tt := range []struct {
+		m    wire.Member
+		want string
+	}{
+		{wire.Member{Voter: true, Leader: true}, "leader"},
+		{wire.Member{Voter: true}, "voter"},
+		{wire.Member{}, "non-voter"},
+	} {
+		if got := memberRole(tt.m); got != tt.want {
+			t.Errorf("memberRole(%+v) = %q, want %q", tt.m, got, tt.want)
 		}
 	}
 }

@@ -26,6 +26,9 @@ type serveFlags struct {
 	logStore                        string
 	advertiseHTTP, advertisePeer    string
 	initialCluster, join, election  string
+	nonVoter                        bool
+	voters                          int
+	deadVoterAfter                  time.Duration
 	heartbeat, electionTO, leaderTO time.Duration
 	drift                           float64
 	margin                          time.Duration
@@ -58,6 +61,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.advertisePeer, "advertise-peer", "", "peer address other nodes dial (default --peer)")
 	fs.StringVar(&f.initialCluster, "initial-cluster", "", "all voters of a new cluster: n1=127.0.0.1:7401,n2=...")
 	fs.StringVar(&f.join, "join", "", "HTTP address of any member of an existing cluster to join (host:port means https:// with --tls-cert)")
+	fs.BoolVar(&f.nonVoter, "non-voter", false, "with --join: join as a non-voter (replicates the log, serves ?stale reads, never votes; --voters on the leader may promote it)")
+	fs.IntVar(&f.voters, "voters", d.Voters, "voters the leader keeps (3 or 5; 0: off, the operator manages the voter set): it replaces a dead voter by a healthy, caught-up non-voter, promotes when short, demotes extras")
+	fs.DurationVar(&f.deadVoterAfter, "dead-voter-after", d.DeadVoterAfter, "with --voters: how long a voter must be unreachable from the leader, without a break, before it is replaced")
 	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation (unreplicated)")
 	fs.StringVar(&f.clusterHTTP, "cluster-http", "", "classic modes, optional: members' HTTP URLs, n1=http://127.0.0.1:7400,...; by default each member tells the others its --advertise-http over the peer port, and a URL given here overrides it")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", d.HeartbeatTimeout, "Raft follower timeout; also the master lease unit")
@@ -194,6 +200,9 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
+	if f.election != "raft" && (f.nonVoter || f.voters != 0) {
+		return server.Config{}, fmt.Errorf("--non-voter and --voters are for --election raft: the classic modes have a fixed membership")
+	}
 	if f.election != "raft" && f.initialCluster == "" {
 		return server.Config{}, fmt.Errorf("--election %s needs --initial-cluster naming every member", f.election)
 	}
@@ -225,6 +234,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		nc.HTTPAddr = f.advertiseHTTP
 	}
 	nc.Join = f.join
+	nc.NonVoter, nc.Voters, nc.DeadVoterAfter = f.nonVoter, f.voters, f.deadVoterAfter
 	nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = f.heartbeat, f.electionTO, f.leaderTO
 	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
 	nc.MaxBlockingQueries = f.maxBlocking

@@ -101,9 +101,16 @@ func printCluster(w io.Writer, c wire.Cluster) {
 	fmt.Fprintf(w, "term\t%d\n", c.Term)
 	fmt.Fprintf(w, "commit / applied\t%d / %d\n", c.CommitIndex, c.AppliedIndex)
 	fmt.Fprintf(w, "master lease left\t%s\n\n", lease)
-	fmt.Fprintln(w, "MEMBER\tPEER\tHTTP\tVOTER\tLEADER")
+	fmt.Fprintln(w, "MEMBER\tPEER\tHTTP\tROLE")
 	for _, m := range c.Members {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\n", m.ID, m.Peer, dash(m.HTTP), m.Voter, m.Leader)
+		role := memberRole(m)
+		if c.Mode != "raft" && c.Mode != "" {
+			role = "member" // the classic modes have no voters: every member takes part
+			if m.Leader {
+				role = "leader"
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", m.ID, m.Peer, dash(m.HTTP), role)
 	}
 }
 

@@ -137,14 +137,24 @@ type Member struct {
 	ID   string `json:"id"`
 	Peer string `json:"peer"`
 	HTTP string `json:"http"`
-	// Voter and Leader are filled in by GET /v1/cluster.
+	// Voter and Leader are filled in by GET /v1/cluster: a member that
+	// is not a voter is a non-voter.
 	Voter  bool `json:"voter,omitempty"`
 	Leader bool `json:"leader,omitempty"`
 	// LastContact is filled in by the leader's GET /v1/cluster for the
-	// other voters: how long ago the member last confirmed, in the lease
-	// exchange, that it follows this leader. Absent when the member never
+	// other members, voters and non-voters: how long ago the member last
+	// confirmed, in the lease exchange, that it follows this leader. Absent when the member never
 	// has in this leader's life, and on followers.
 	LastContact *Duration `json:"last_contact,omitempty"`
+}
+
+// AddMember is the body of POST /v1/cluster/members: the member's id and
+// addresses, and its role: voter absent or true adds a voter, false a
+// non-voter (it replicates the log and votes for nothing). A member that
+// is in the configuration already keeps its role.
+type AddMember struct {
+	Member
+	Voter *bool `json:"voter,omitempty"`
 }
 
 // TransferRequest is the body of POST /v1/cluster/leader-transfer. To

@@ -104,6 +104,13 @@ func (n *Node) AddMember(ctx context.Context, m *Node) error {
 	return n.Do(ctx, "POST", "/v1/cluster/members", wire.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}, nil)
 }
 
+// AddNonVoter asks the node (which forwards to the leader) to add m as a
+// non-voter; a member keeps its role.
+func (n *Node) AddNonVoter(ctx context.Context, m *Node) error {
+	no := false
+	return n.Do(ctx, "POST", "/v1/cluster/members", wire.AddMember{Member: wire.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}, Voter: &no}, nil)
+}
+
 // HealPeer removes the node's transport fault rules against peer.
 func (n *Node) HealPeer(ctx context.Context, peer string) error {
 	return n.Do(ctx, "DELETE", "/v1/debug/faults/"+peer, nil, nil)

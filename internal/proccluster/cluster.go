@@ -31,6 +31,15 @@ type Config struct {
 	// (n1..nVoters, in --initial-cluster); Start starts only those, and
 	// the others are spares to start with StartJoin. 0 means all.
 	Voters int
+	// NonVoters, with Voters, is how many of the nodes after the initial
+	// voters (n(Voters+1)...) start as non-voters: Start starts them with
+	// --join (through n1) and --non-voter, and every later start of theirs
+	// uses the same flags. The rest of the nodes stay spares.
+	NonVoters int
+	// KeepVoters and DeadVoterAfter, if set, are every node's --voters and
+	// --dead-voter-after: the leader's voter-set maintenance.
+	KeepVoters     int
+	DeadVoterAfter time.Duration
 	// Dir holds each node's data directory and log.
 	Dir string
 	// Election is passed to "lockd serve --election" ("raft" if empty).
@@ -166,6 +175,16 @@ func New(cfg Config) (*Cluster, error) {
 			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease"), hc: hc, token: c.adminToken}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
 			"--initial-cluster", strings.Join(initial, ",")}
+		if cfg.Voters > 0 && i >= cfg.Voters && i < cfg.Voters+cfg.NonVoters {
+			n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
+				"--join", scheme + https[0], "--non-voter"}
+		}
+		if cfg.KeepVoters > 0 {
+			n.args = append(n.args, "--voters", fmt.Sprint(cfg.KeepVoters))
+		}
+		if cfg.DeadVoterAfter > 0 {
+			n.args = append(n.args, "--dead-voter-after", cfg.DeadVoterAfter.String())
+		}
 		if cfg.TLS {
 			n.args = append(n.args, c.tlsArgs(id)...)
 		}
@@ -255,10 +274,11 @@ func (c *Cluster) AdminToken() string { return c.adminToken }
 // (its CA, the client certificate), or nil without Config.TLS.
 func (c *Cluster) ClientTLS() *tls.Config { return c.clientTLS }
 
-// Start starts every node (with Config.Voters, the initial voters).
+// Start starts every node (with Config.Voters, the initial voters and
+// Config.NonVoters non-voters).
 func (c *Cluster) Start() error {
 	for i, n := range c.Nodes {
-		if c.cfg.Voters > 0 && i >= c.cfg.Voters {
+		if c.cfg.Voters > 0 && i >= c.cfg.Voters+c.cfg.NonVoters {
 			break
 		}
 		if err := n.Start(c.cfg.Binary); err != nil {
@@ -302,15 +322,31 @@ func (n *Node) Start(bin string) error { return n.start(bin, n.args) }
 // the cluster through the node at via (an HTTP base URL) instead of
 // bootstrapping it. Later starts are plain ones: the node has data then.
 func (n *Node) StartJoin(bin, via string) error {
+	return n.start(bin, append(n.joinArgs(), "--join", via))
+}
+
+// StartJoinNonVoter starts the node, which has no data, as a new
+// non-voter that joins through the node at via. Later starts are plain
+// ones.
+func (n *Node) StartJoinNonVoter(bin, via string) error {
+	return n.start(bin, append(n.joinArgs(), "--join", via, "--non-voter"))
+}
+
+// joinArgs are the node's arguments without --initial-cluster, --join and
+// --non-voter.
+func (n *Node) joinArgs() []string {
 	var args []string
 	for i := 0; i < len(n.args); i++ {
-		if n.args[i] == "--initial-cluster" {
+		switch n.args[i] {
+		case "--initial-cluster", "--join":
 			i++ // and its value
+			continue
+		case "--non-voter":
 			continue
 		}
 		args = append(args, n.args[i])
 	}
-	return n.start(bin, append(args, "--join", via))
+	return args
 }
 
 func (n *Node) start(bin string, args []string) error {

@@ -132,3 +132,49 @@ func TestSecuredClusterSpeaksTLSAndTokens(t *testing.T) {
 		t.Errorf("a token without rules: %v, want bad_request at once", err)
 	}
 }
+
+// TestNonVoterArgs: with Voters and NonVoters, the initial voters start
+// with --initial-cluster naming only them, the non-voters join through n1
+// with --non-voter, every node gets --voters and --dead-voter-after, and
+// StartJoin's arguments carry neither the initial cluster nor an old join.
+func TestNonVoterArgs(t *testing.T) {
+	c, err := New(Config{Binary: "lockd", Nodes: 6, Voters: 3, NonVoters: 2, KeepVoters: 3, DeadVoterAfter: 3 * time.Second, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arg := func(n *Node, name string) (string, bool) {
+		i := slices.Index(n.args, name)
+		if i < 0 {
+			return "", false
+		}
+		if i+1 < len(n.args) {
+			return n.args[i+1], true
+		}
+		return "", true
+	}
+	for i, n := range c.Nodes {
+		ic, hasIC := arg(n, "--initial-cluster")
+		join, hasJoin := arg(n, "--join")
+		_, nonVoter := arg(n, "--non-voter")
+		if v, _ := arg(n, "--voters"); v != "3" {
+			t.Errorf("%s: --voters %q", n.ID, v)
+		}
+		if v, _ := arg(n, "--dead-voter-after"); v != "3s" {
+			t.Errorf("%s: --dead-voter-after %q", n.ID, v)
+		}
+		switch {
+		case i < 3 || i == 5: // voters and the spare
+			if !hasIC || strings.Count(ic, "=") != 3 || hasJoin || nonVoter {
+				t.Errorf("%s: %v", n.ID, n.args)
+			}
+		default:
+			if hasIC || join != c.Nodes[0].HTTP || !nonVoter {
+				t.Errorf("%s: %v", n.ID, n.args)
+			}
+		}
+		ja := n.joinArgs()
+		if slices.Contains(ja, "--initial-cluster") || slices.Contains(ja, "--join") || slices.Contains(ja, "--non-voter") {
+			t.Errorf("%s: join arguments %v", n.ID, ja)
+		}
+	}
+}

@@ -361,7 +361,7 @@ func (s *Server) Abort() error {
 func (s *Server) register() {
 	defer s.wg.Done()
 	nc := s.cfg.Node
-	m := wire.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr}
+	m := wire.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr, Voter: !nc.NonVoter}
 	target := strings.TrimRight(nc.Join, "/")
 	if target != "" && !strings.Contains(target, "://") {
 		target = s.scheme() + target
@@ -456,7 +456,11 @@ func (s *Server) aclToken() string {
 }
 
 func postMember(hc *http.Client, base string, m wire.Member, token string) error {
-	body, _ := json.Marshal(m)
+	add := wire.AddMember{Member: m}
+	if !m.Voter {
+		add.Voter = &m.Voter // a non-voter (--non-voter); a member keeps its role anyway
+	}
+	body, _ := json.Marshal(add)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/cluster/members", bytes.NewReader(body))

@@ -1,5 +1,6 @@
 // Package failpoint is the harness's faults: killing, pausing and
-// restarting lockd nodes, pausing a lock-holding client, partitioning the
+// restarting lockd nodes, killing voters for good (the cluster replaces
+// them with non-voters), pausing a lock-holding client, partitioning the
 // network through the nodes' transport fault hooks or iptables, delaying
 // messages between nodes, stepping a node's wall clock, skewing its whole
 // clock, changing the membership, and two schedules aimed at the master
@@ -60,6 +61,10 @@ type Env struct {
 	// MaxClockDrift is the nodes' --max-clock-drift; 0 for lockd's
 	// default, negative for a bound of 0.
 	MaxClockDrift float64
+	// DeadVoterAfter is the nodes' --dead-voter-after when the cluster
+	// keeps its voter set (--voters, with non-voters standing by); 0 when
+	// it does not.
+	DeadVoterAfter time.Duration
 	// Clients is how the faults' own clients (late-answer's reader,
 	// writer and load) reach a secured cluster: the lock workload's TLS
 	// and token (traffic.LockAccess), since their reads are checked
@@ -97,7 +102,7 @@ func Registry() map[string]Failpoint {
 		&leaseSchedule{}, &lateAnswer{},
 		&delay{leader: true}, &delay{leader: false},
 		&wallStep{},
-		&membership{},
+		&membership{}, &killVoter{},
 	}
 	m := map[string]Failpoint{}
 	for _, f := range all {

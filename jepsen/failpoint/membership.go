@@ -20,8 +20,9 @@ import (
 // exits, and answers 410 removed when restarted until it is added back). Raft mode only (the classic modes' membership
 // is static).
 type membership struct {
-	victim *proccluster.Node
-	wiped  bool
+	victim   *proccluster.Node
+	wiped    bool
+	nonVoter bool // the victim was a non-voter: it comes back as one
 }
 
 func (m *membership) Name() string { return "membership" }
@@ -62,6 +63,12 @@ func (m *membership) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	// error (a leader removing itself steps down), and Heal must add the
 	// node back either way.
 	m.victim, m.wiped = v, false
+	voter, err := isVoter(ctx, leader, v.ID)
+	if err != nil {
+		m.victim = nil
+		return "", err
+	}
+	m.nonVoter = !voter
 	if err := leader.RemoveMember(ctx, v.ID); err != nil {
 		return "", fmt.Errorf("remove %s: %w", v.ID, err)
 	}
@@ -79,9 +86,9 @@ func (m *membership) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	return what, nil
 }
 
-// Heal adds the node back: a wiped node by starting it with --join, a
-// running one through the API. It retries until the node is a voter
-// again or ctx ends.
+// Heal adds the node back in the role it had: a wiped node by starting it
+// with --join (and --non-voter for a non-voter), a running one through
+// the API. It retries until the node is a member again or ctx ends.
 func (m *membership) Heal(ctx context.Context, env *Env) error {
 	v := m.victim
 	if v == nil {
@@ -92,11 +99,15 @@ func (m *membership) Heal(ctx context.Context, env *Env) error {
 		if via == nil {
 			return errors.New("no running node to join through")
 		}
-		if err := v.StartJoin(env.Binary, via.HTTP); err != nil {
+		start := v.StartJoin
+		if m.nonVoter {
+			start = v.StartJoinNonVoter
+		}
+		if err := start(env.Binary, via.HTTP); err != nil {
 			return err
 		}
 	} else if leader := env.Cluster.Leader(ctx); leader != nil {
-		if ok, err := isVoter(ctx, leader, v.ID); err == nil && ok {
+		if ok, err := isMember(ctx, leader, v.ID); err == nil && ok {
 			m.victim = nil // the removal never took effect
 			return nil
 		}
@@ -113,19 +124,20 @@ func (m *membership) Heal(ctx context.Context, env *Env) error {
 			return nil
 		}
 		if !wait(ctx, 200*time.Millisecond) {
-			return fmt.Errorf("%s is not a voter again: %w", v.ID, err)
+			return fmt.Errorf("%s is not a member again: %w", v.ID, err)
 		}
 	}
 }
 
-// readd returns nil once the leader names v a voter, and otherwise asks
-// it to add v (unless v joins by itself).
+// readd returns nil once the leader names v a member (in the role it
+// had, unless the leader's voter-set maintenance changed it since), and
+// otherwise asks it to add v (unless v joins by itself).
 func (m *membership) readd(ctx context.Context, env *Env, v *proccluster.Node) error {
 	leader := env.Cluster.Leader(ctx)
 	if leader == nil {
 		return errors.New("no leader")
 	}
-	ok, err := isVoter(ctx, leader, v.ID)
+	ok, err := isMember(ctx, leader, v.ID)
 	switch {
 	case err != nil:
 		return err
@@ -134,7 +146,11 @@ func (m *membership) readd(ctx context.Context, env *Env, v *proccluster.Node) e
 	case m.wiped:
 		return errors.New("not joined yet")
 	}
-	if err := leader.AddMember(ctx, v); err != nil {
+	add := leader.AddMember
+	if m.nonVoter {
+		add = leader.AddNonVoter
+	}
+	if err := add(ctx, v); err != nil {
 		return err
 	}
 	return errors.New("added, not seen yet")
@@ -160,6 +176,15 @@ func isVoter(ctx context.Context, n *proccluster.Node, id string) (bool, error) 
 		}
 	}
 	return false, nil
+}
+
+// isMember reports whether the node n names id a member, voter or not.
+func isMember(ctx context.Context, n *proccluster.Node, id string) (bool, error) {
+	ms, err := n.Members(ctx)
+	if err != nil {
+		return false, err
+	}
+	return hasMember(ms, id), nil
 }
 
 // anyOtherRunning returns a running, unpaused node other than x, or nil.

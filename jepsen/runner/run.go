@@ -46,6 +46,12 @@ type Config struct {
 	UnsafeDebug string
 	// Election is passed to lockd serve --election.
 	Election string
+	// NonVoters, if not 0, starts the last NonVoters nodes as non-voters
+	// (--join --non-voter) and every node with --voters Nodes-NonVoters and
+	// --dead-voter-after DeadVoterAfter: the leader keeps that many
+	// voters, promoting a non-voter for a dead voter.
+	NonVoters      int
+	DeadVoterAfter time.Duration
 	// ServeArgs are more arguments for every lockd serve.
 	ServeArgs []string
 	// NoFencing turns the fenced resource's token check off.
@@ -124,8 +130,13 @@ func Run(cfg Config) (res *Result) {
 		res.Err = err
 		return res
 	}
-	c, err := proccluster.New(proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
-		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs, TLS: cfg.Secure, ACL: cfg.Secure})
+	pc := proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
+		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs, TLS: cfg.Secure, ACL: cfg.Secure}
+	if cfg.NonVoters > 0 {
+		pc.Voters, pc.NonVoters = cfg.Nodes-cfg.NonVoters, cfg.NonVoters
+		pc.KeepVoters, pc.DeadVoterAfter = cfg.Nodes-cfg.NonVoters, cfg.DeadVoterAfter
+	}
+	c, err := proccluster.New(pc)
 	if err != nil {
 		res.Err = err
 		return res
@@ -177,6 +188,9 @@ func Run(cfg Config) (res *Result) {
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
 		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
 		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs), Clients: tr.LockAccess()}
+	if cfg.NonVoters > 0 {
+		env.DeadVoterAfter = cfg.DeadVoterAfter
+	}
 	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -272,8 +272,8 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 		}
 	}
 	table := mustCLI(t, all, "members")
-	if !strings.Contains(table, "leader") || strings.Count(table, "follower") != 4 {
-		t.Fatalf("lockd members table: want one leader and four followers:\n%s", table)
+	if !strings.Contains(table, "leader") || strings.Count(table, " voter ") != 4 {
+		t.Fatalf("lockd members table: want one leader and four voters:\n%s", table)
 	}
 	time.Sleep(time.Second)
 

@@ -238,6 +238,9 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 	m.check("lockd_sessions_created_total", ">= workers+1", atLeast(workers+1))
 	m.check("lockd_sessions_expired_total", ">= 1", atLeast(1))
 	m.check("lockd_keepalives_total", ">= workers", atLeast(workers))
+	for _, kind := range []string{"kind=promote", "kind=demote", "kind=remove"} {
+		m.check("lockd_autopilot_changes_total", "0 without --voters", equal(0), kind)
+	}
 	m.check("lockd_blocking_queries", "0", equal(0))
 	m.check("lockd_locks_held", "1 (final; delayed is in its lock-delay, held by nobody)", equal(1))
 	m.check("lockd_lock_holders", "1", equal(1))
