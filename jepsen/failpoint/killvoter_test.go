@@ -68,7 +68,7 @@ func TestFaultKillVoter(t *testing.T) {
 	}
 	v := k.victim
 	t.Logf("inject: %s", what)
-	defer k.Heal(ctx, env)
+	defer func() { _ = k.Heal(ctx, env) }() // the test has checked what it checks; a failed heal only leaves a node down
 	if v.Alive() {
 		t.Fatalf("%s still runs", v.ID)
 	}
