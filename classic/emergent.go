@@ -69,9 +69,9 @@ import (
 // Counting: with the pool at S slaves, the master gone and the
 // highest-ranked slave first to notice, the election costs S - 1
 // Coordinator messages; with the lowest first, the bully's worst case
-// among S processes, S(S-1)/2 Election, (S-1)(S-2)/2 Answer and S - 1
-// Coordinator messages (there is no dead higher process among the
-// slaves to send Election to). Neither depends on the number of idle
+// among S processes, S(S-1)/2 Election, as many Answers and S - 1
+// Coordinator messages (unlike the textbook case, the dead process is not
+// among the participants: every slave that receives Election answers). Neither depends on the number of idle
 // nodes. Normal operation costs, per second, (N-1)/HeartbeatInterval
 // master heartbeats as for the other algorithms, plus
 // S(N-1)/Pool.SlaveHeartbeatInterval slave heartbeats.
