@@ -379,3 +379,60 @@ func assertElectionCounts(t *testing.T, s *Sim, want map[Kind]uint64, total uint
 	s.Run(5 * time.Second)
 	check("5s later")
 }
+
+// TestEmergent_NodeOverMux runs the emergent algorithm on five real nodes
+// over internal/mux with pool limits 2 and 3: they elect a master, every
+// node reports its role, and the pool holds two or three slaves; the
+// master is closed, and the other four elect another from the slaves.
+func TestEmergent_NodeOverMux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real network")
+	}
+	nodes := mustStartCluster(t, Emergent, 5)
+	settled := func(ns []*testNode) func() bool {
+		return func() bool {
+			if !agreeOn(ns, "") {
+				return false
+			}
+			masters, pool := 0, 0
+			for _, n := range ns {
+				switch n.node.Stats().Role {
+				case "master":
+					masters++
+				case "slave":
+					pool++
+				case "idle":
+				default:
+					return false
+				}
+			}
+			return masters == 1 && pool >= 2 && pool <= 3
+		}
+	}
+	waitFor(t, "a master and a pool of 2..3 slaves", settled(nodes))
+	master, _, _ := nodes[0].node.Coordinator()
+	var slaves []string
+	for _, n := range nodes {
+		if n.node.Stats().Role == "slave" {
+			slaves = append(slaves, n.id)
+		}
+	}
+	i := slices.IndexFunc(nodes, func(n *testNode) bool { return n.id == master })
+	if err := nodes[i].node.Close(); err != nil {
+		t.Fatalf("close %s: %v", master, err)
+	}
+	_ = nodes[i].mux.Close()
+	rest := slices.Delete(slices.Clone(nodes), i, i+1)
+	waitFor(t, "a new master among the other four", settled(rest))
+	next, _, _ := rest[0].node.Coordinator()
+	if next == master || !slices.Contains(slaves, next) {
+		t.Fatalf("new master %s; old %s, slaves then %v", next, master, slaves)
+	}
+	for _, n := range rest {
+		st := n.node.Stats()
+		if st.Role == "idle" && len(st.SentByRole["idle"]) > 0 {
+			t.Errorf("%s sent while idle: %v", n.id, st.SentByRole["idle"])
+		}
+	}
+	t.Logf("master %s, then %s (slaves were %v)", master, next, slaves)
+}

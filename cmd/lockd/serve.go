@@ -58,7 +58,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.advertisePeer, "advertise-peer", "", "peer address other nodes dial (default --peer)")
 	fs.StringVar(&f.initialCluster, "initial-cluster", "", "all voters of a new cluster: n1=127.0.0.1:7401,n2=...")
 	fs.StringVar(&f.join, "join", "", "HTTP address of any member of an existing cluster to join (host:port means https:// with --tls-cert)")
-	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation (unreplicated)")
+	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation, emergent (unreplicated)")
 	fs.StringVar(&f.clusterHTTP, "cluster-http", "", "classic modes, optional: members' HTTP URLs, n1=http://127.0.0.1:7400,...; by default each member tells the others its --advertise-http over the peer port, and a URL given here overrides it")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", d.HeartbeatTimeout, "Raft follower timeout; also the master lease unit")
 	fs.DurationVar(&f.electionTO, "election-timeout", d.ElectionTimeout, "Raft candidate timeout")
@@ -178,9 +178,9 @@ func (f *serveFlags) logger() (*slog.Logger, error) {
 
 func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	switch f.election {
-	case "raft", "ring", "bully", "invitation":
+	case "raft", "ring", "bully", "invitation", "emergent":
 	default:
-		return server.Config{}, fmt.Errorf("--election %q: use raft, ring, bully or invitation", f.election)
+		return server.Config{}, fmt.Errorf("--election %q: use raft, ring, bully, invitation or emergent", f.election)
 	}
 	tc, err := f.tlsConfigs()
 	if err != nil {

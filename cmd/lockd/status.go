@@ -95,7 +95,11 @@ func printCluster(w io.Writer, c wire.Cluster) {
 	fmt.Fprintf(w, "leader\t%s\n", leader)
 	fmt.Fprintf(w, "term\t%d\n", c.Term)
 	fmt.Fprintf(w, "commit / applied\t%d / %d\n", c.CommitIndex, c.AppliedIndex)
-	fmt.Fprintf(w, "master lease left\t%s\n\n", lease)
+	fmt.Fprintf(w, "master lease left\t%s\n", lease)
+	if e := c.Election; e != nil && e.Role != "" {
+		fmt.Fprintf(w, "emergent role\t%s (slaves %s)\n", e.Role, dash(strings.Join(e.Slaves, ",")))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "MEMBER\tPEER\tHTTP\tVOTER\tLEADER")
 	for _, m := range c.Members {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\n", m.ID, m.Peer, dash(m.HTTP), m.Voter, m.Leader)
