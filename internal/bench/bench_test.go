@@ -23,6 +23,7 @@ func mustRun(t *testing.T) (Config, []Row, string) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Ns, cfg.Seeds, cfg.Out = []int{3, 5}, 2, t.TempDir()
+	cfg.PoolNs = nil // the idle-pool axis has its own test
 	if testing.Short() {
 		cfg.Algorithms = []Algorithm{Ring, Bully, Invitation}
 	}
@@ -343,6 +344,9 @@ func TestConfig_Validate(t *testing.T) {
 		{"no algorithms", func(c *Config) { c.Algorithms = nil }, false},
 		{"unknown algorithm", func(c *Config) { c.Algorithms = []Algorithm{"paxos"} }, false},
 		{"raft timeout too short", func(c *Config) { c.RaftTimeout = time.Millisecond }, false},
+		{"pool N too large", func(c *Config) { c.PoolNs = []int{8, 512} }, false},
+		{"pool size zero", func(c *Config) { c.PoolSizes = []int{0} }, false},
+		{"no pool axis", func(c *Config) { c.PoolNs = nil }, true},
 	}
 	for _, tc := range cases {
 		cfg := DefaultConfig()

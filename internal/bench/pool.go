@@ -239,7 +239,7 @@ func WritePoolTable(w io.Writer, rows []PoolRow) error {
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s | %.0f |\n", r.label(), r.N, r.Runs, r.Messages, ms(r.Time), r.SteadyPerSec)
 	}
-	b.WriteString("\nclassic: median over the seeds, virtual time from the master's crash (detection included) to agreement;\n" +
+	b.WriteString("\nclassic: median over the seeds, virtual time from the master's crash (one node told of it at once) to agreement;\n" +
 		"  steady: heartbeats per second, the whole cluster (emergent: master and slave heartbeats).\n" +
 		"raft: one run, all N voters, wall time from the first vote; steady: RPCs and replies per second when idle.\n")
 	_, err := w.Write(b.Bytes())
