@@ -24,22 +24,28 @@ const (
 	// Invitation is Garcia-Molina's invitation algorithm, for partitions
 	// and asynchronous timing.
 	Invitation Algorithm = "invitation"
+	// Emergent is the emergent election (R. J. Anthony, ICAC 2004): a
+	// small pool of slaves elects the master by bully among themselves,
+	// while idle nodes only watch the pool (emergent.go).
+	Emergent Algorithm = "emergent"
 )
 
 // Algorithms lists every algorithm, in the order reports print them.
-var Algorithms = []Algorithm{Ring, Bully, Invitation}
+var Algorithms = []Algorithm{Ring, Bully, Invitation, Emergent}
 
-// ParseAlgorithm parses "ring", "bully" or "invitation", ignoring case and
+// ParseAlgorithm parses "ring", "bully", "invitation" or "emergent", ignoring case and
 // surrounding space.
 func ParseAlgorithm(s string) (Algorithm, error) {
 	a := Algorithm(strings.ToLower(strings.TrimSpace(s)))
 	if !a.valid() {
-		return "", fmt.Errorf("%w %q (want ring, bully or invitation)", ErrUnknownAlgorithm, s)
+		return "", fmt.Errorf("%w %q (want ring, bully, invitation or emergent)", ErrUnknownAlgorithm, s)
 	}
 	return a, nil
 }
 
-func (a Algorithm) valid() bool { return a == Ring || a == Bully || a == Invitation }
+func (a Algorithm) valid() bool {
+	return a == Ring || a == Bully || a == Invitation || a == Emergent
+}
 
 // Proto returns the internal/mux protocol byte the algorithm's peer
 // traffic uses, or 0 for an unknown algorithm.
@@ -51,6 +57,8 @@ func (a Algorithm) Proto() byte {
 		return mux.ProtoBully
 	case Invitation:
 		return mux.ProtoInvitation
+	case Emergent:
+		return mux.ProtoEmergent
 	}
 	return 0
 }
@@ -65,6 +73,8 @@ func (a Algorithm) Kinds() []Kind {
 	case Invitation:
 		return []Kind{KindProbe, KindProbeReply, KindInvitation, KindAccept,
 			KindAcceptAnswer, KindReady, KindReadyAnswer, KindHeartbeat}
+	case Emergent:
+		return []Kind{KindElection, KindAnswer, KindCoordinator, KindHeartbeat, KindSlaveHeartbeat}
 	}
 	return nil
 }
@@ -234,6 +244,12 @@ type Config struct {
 	Algorithm Algorithm
 	// Timing holds the timeouts. Default DefaultTiming().
 	Timing
+	// Pool configures the emergent algorithm's slave pool; the other
+	// algorithms ignore it. Default DefaultPool().
+	Pool Pool
+	// Seed seeds the node's own random choices (the emergent algorithm's
+	// trigger times). Zero: NewNode draws one from the clock.
+	Seed uint64
 	// Logger receives state changes (component=classic). Nil discards.
 	Logger *slog.Logger
 }
@@ -241,7 +257,7 @@ type Config struct {
 // DefaultConfig returns a bully elector with the LAN timing; ID and Members
 // are left for the caller.
 func DefaultConfig() Config {
-	return Config{Algorithm: Bully, Timing: DefaultTiming()}
+	return Config{Algorithm: Bully, Timing: DefaultTiming(), Pool: DefaultPool()}
 }
 
 // Validate names the first bound the config breaks.
@@ -255,5 +271,85 @@ func (c Config) Validate() error {
 	if !slices.Contains(c.Members, c.ID) {
 		return fmt.Errorf("%w: ID %q is not one of Members", ErrInvalidConfig, c.ID)
 	}
+	if c.Algorithm == Emergent {
+		if err := c.Pool.Validate(); err != nil {
+			return err
+		}
+	}
 	return c.Timing.Validate()
+}
+
+// Defaults of Pool.
+const (
+	// DefaultPoolLower and DefaultPoolUpper: an idle node promotes itself
+	// when it counts fewer than three slaves, a slave demotes itself when
+	// it counts more than five.
+	DefaultPoolLower = 3
+	DefaultPoolUpper = 5
+	// DefaultSlaveHeartbeatInterval: a slave tells every node it is a
+	// slave twice a second, a fifth of the master's rate.
+	DefaultSlaveHeartbeatInterval = 500 * time.Millisecond
+	// DefaultSlaveTimeout: a slave not heard for three of its intervals is
+	// no longer counted.
+	DefaultSlaveTimeout = 1500 * time.Millisecond
+	// DefaultTriggerJitter: each node waits its own random delay, up to a
+	// second, between seeing the pool out of its limits and acting on it.
+	DefaultTriggerJitter = time.Second
+	// DefaultMissedHeartbeats: the elected candidate waits three master
+	// heartbeat intervals before it takes over.
+	DefaultMissedHeartbeats = 3
+)
+
+// Pool configures the emergent algorithm's slave pool (emergent.go).
+type Pool struct {
+	// Lower and Upper are the trigger limits, Lower <= Upper: an idle node
+	// that counts fewer than Lower slaves promotes itself, a slave that
+	// counts more than Upper (itself included) demotes itself. The gap
+	// between them keeps the pool from flapping.
+	Lower, Upper int
+	// SlaveHeartbeatInterval is how often a slave (or candidate) sends
+	// SlaveHeartbeat to every other node.
+	SlaveHeartbeatInterval time.Duration
+	// SlaveTimeout is how long a node counts a slave after its last
+	// slave heartbeat. It must exceed SlaveHeartbeatInterval.
+	SlaveTimeout time.Duration
+	// TriggerJitter bounds each node's trigger time: how long the pool
+	// must stay out of its limits before the node acts, drawn anew, at
+	// random in [0, TriggerJitter], at boot and after each of its own
+	// transitions. Different nodes thus act at different times.
+	TriggerJitter time.Duration
+	// MissedHeartbeats is how many master heartbeat intervals the elected
+	// candidate (and the candidates that follow it) wait, listening for
+	// the old master, before it takes over.
+	MissedHeartbeats int
+}
+
+// DefaultPool returns the defaults above.
+func DefaultPool() Pool {
+	return Pool{
+		Lower:                  DefaultPoolLower,
+		Upper:                  DefaultPoolUpper,
+		SlaveHeartbeatInterval: DefaultSlaveHeartbeatInterval,
+		SlaveTimeout:           DefaultSlaveTimeout,
+		TriggerJitter:          DefaultTriggerJitter,
+		MissedHeartbeats:       DefaultMissedHeartbeats,
+	}
+}
+
+// Validate names the first bound the pool breaks.
+func (p Pool) Validate() error {
+	switch {
+	case p.Lower < 1 || p.Upper < p.Lower:
+		return fmt.Errorf("%w: want 1 <= Pool.Lower <= Pool.Upper, got %d and %d", ErrInvalidConfig, p.Lower, p.Upper)
+	case p.SlaveHeartbeatInterval <= 0:
+		return fmt.Errorf("%w: Pool.SlaveHeartbeatInterval must be positive, got %v", ErrInvalidConfig, p.SlaveHeartbeatInterval)
+	case p.SlaveTimeout <= p.SlaveHeartbeatInterval:
+		return fmt.Errorf("%w: Pool.SlaveTimeout (%v) must exceed Pool.SlaveHeartbeatInterval (%v)",
+			ErrInvalidConfig, p.SlaveTimeout, p.SlaveHeartbeatInterval)
+	case p.TriggerJitter < 0:
+		return fmt.Errorf("%w: Pool.TriggerJitter must not be negative, got %v", ErrInvalidConfig, p.TriggerJitter)
+	case p.MissedHeartbeats < 1:
+		return fmt.Errorf("%w: Pool.MissedHeartbeats must be at least 1, got %d", ErrInvalidConfig, p.MissedHeartbeats)
+	}
+	return nil
 }

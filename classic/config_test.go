@@ -53,12 +53,12 @@ func TestParseAlgorithm_Names(t *testing.T) {
 }
 
 func TestAlgorithm_ProtoIsMuxByte(t *testing.T) {
-	want := map[Algorithm]byte{Ring: mux.ProtoRing, Bully: mux.ProtoBully, Invitation: mux.ProtoInvitation}
+	want := map[Algorithm]byte{Ring: mux.ProtoRing, Bully: mux.ProtoBully, Invitation: mux.ProtoInvitation, Emergent: mux.ProtoEmergent}
 	for _, a := range Algorithms {
 		if a.Proto() != want[a] {
 			t.Errorf("%s.Proto() = %d, want %d", a, a.Proto(), want[a])
 		}
-		if kinds := a.Kinds(); len(kinds) == 0 || kinds[len(kinds)-1] != KindHeartbeat {
+		if kinds := a.Kinds(); len(kinds) == 0 || !kinds[len(kinds)-1].heartbeat() {
 			t.Errorf("%s.Kinds() = %v, want heartbeats last", a, kinds)
 		}
 	}

@@ -95,6 +95,10 @@ func newMachine(cfg Config, e env) machine {
 		v := &invitation{}
 		v.init(cfg, e)
 		return v
+	case Emergent:
+		m := &emergent{}
+		m.init(cfg, e)
+		return m
 	default:
 		b := &bully{}
 		b.init(cfg, e)
@@ -115,6 +119,9 @@ const (
 	timerMerge                        // invitation: the rank wait before inviting is over
 	timerAccept                       // invitation: stop collecting accepts, send Ready
 	timerReady                        // invitation: no Ready in time
+	timerSlaveBeat                    // emergent: send slave heartbeats
+	timerPool                         // emergent: look at the pool's size
+	timerConfirm                      // emergent: the wait for the old master is over
 	numTimers
 )
 

@@ -14,7 +14,8 @@ type Kind uint8
 
 // The message kinds.
 const (
-	// KindHeartbeat: coordinator to members, "I am alive" (all three).
+	// KindHeartbeat: coordinator to members, "I am alive" (all of them;
+	// the emergent algorithm's master heartbeat).
 	KindHeartbeat Kind = iota + 1
 	// KindElection: ring, the candidate's id travelling clockwise; bully,
 	// sent to every higher id.
@@ -41,6 +42,9 @@ const (
 	KindReady
 	// KindReadyAnswer: invitation, a member acknowledging Ready.
 	KindReadyAnswer
+	// KindSlaveHeartbeat: emergent, a slave (or candidate) to every other
+	// node, "I am in the slave pool". Counted apart like KindHeartbeat.
+	KindSlaveHeartbeat
 	// KindHello: the transport's own, never an algorithm's: the first
 	// message on every connection MuxTransport dials, carrying the
 	// sender's HTTP address (see MuxTransport.Advertise).
@@ -50,20 +54,25 @@ const (
 )
 
 var kindNames = [numKinds]string{
-	KindHeartbeat:    "heartbeat",
-	KindElection:     "election",
-	KindElected:      "elected",
-	KindAnswer:       "answer",
-	KindCoordinator:  "coordinator",
-	KindProbe:        "probe",
-	KindProbeReply:   "probe_reply",
-	KindInvitation:   "invitation",
-	KindAccept:       "accept",
-	KindAcceptAnswer: "accept_answer",
-	KindReady:        "ready",
-	KindReadyAnswer:  "ready_answer",
-	KindHello:        "hello",
+	KindHeartbeat:      "heartbeat",
+	KindElection:       "election",
+	KindElected:        "elected",
+	KindAnswer:         "answer",
+	KindCoordinator:    "coordinator",
+	KindProbe:          "probe",
+	KindProbeReply:     "probe_reply",
+	KindInvitation:     "invitation",
+	KindAccept:         "accept",
+	KindAcceptAnswer:   "accept_answer",
+	KindReady:          "ready",
+	KindReadyAnswer:    "ready_answer",
+	KindSlaveHeartbeat: "slave_heartbeat",
+	KindHello:          "hello",
 }
+
+// heartbeat reports whether k is a heartbeat (the master's or a
+// slave's), counted apart from the election messages.
+func (k Kind) heartbeat() bool { return k == KindHeartbeat || k == KindSlaveHeartbeat }
 
 func (k Kind) valid() bool { return k >= KindHeartbeat && int(k) < numKinds }
 

@@ -38,6 +38,9 @@ func NewNode(cfg Config, tr Transport) (*Node, error) {
 		return nil, fmt.Errorf("%w: Transport is nil", ErrInvalidConfig)
 	}
 	cfg.Members = slices.Clone(cfg.Members)
+	if cfg.Seed == 0 {
+		cfg.Seed = uint64(time.Now().UnixNano())
+	}
 	return &Node{
 		cfg:     cfg,
 		tr:      tr,

@@ -34,6 +34,10 @@ type SimConfig struct {
 	Crashed []string
 	// Timing holds the algorithms' timeouts.
 	Timing Timing
+	// Pool configures the emergent algorithm's slave pool. With
+	// Coordinator set, the Pool.Lower highest-ranked other nodes start as
+	// slaves and the rest as idle.
+	Pool Pool
 }
 
 // DefaultSimConfig returns n nodes running alg on a LAN-like network: one-
@@ -46,6 +50,7 @@ func DefaultSimConfig(alg Algorithm, n int, seed uint64) SimConfig {
 		MinDelay:  time.Millisecond,
 		MaxDelay:  10 * time.Millisecond,
 		Timing:    DefaultTiming(),
+		Pool:      DefaultPool(),
 	}
 }
 
@@ -64,6 +69,11 @@ func (c SimConfig) Validate() error {
 	for _, id := range append([]string{c.Coordinator}, c.Crashed...) {
 		if id != "" && !validSimID(id, c.N) {
 			return fmt.Errorf("%w: %w %q", ErrInvalidConfig, ErrUnknownNode, id)
+		}
+	}
+	if c.Algorithm == Emergent {
+		if err := c.Pool.Validate(); err != nil {
+			return err
 		}
 	}
 	return c.Timing.Validate()
@@ -109,8 +119,9 @@ type Sim struct {
 	lastAt map[[2]string]time.Duration // FIFO links
 	sent   [numKinds]uint64
 	// inflight counts election messages (all but heartbeats) and their
-	// bounces not yet handled; hbFrom counts heartbeats in flight by
-	// sender. Settled needs both quiet.
+	// bounces not yet handled; hbFrom counts (master) heartbeats in
+	// flight by sender. Settled needs both quiet. Slave heartbeats are
+	// in neither: they never stop.
 	inflight int
 	hbFrom   map[string]int
 }
@@ -156,7 +167,8 @@ func NewSim(cfg SimConfig) (*Sim, error) {
 func (s *Sim) boot(n *simNode, initial Change) {
 	n.up = true
 	n.inc++
-	cfg := Config{ID: n.id, Members: s.ids, Algorithm: s.cfg.Algorithm, Timing: s.cfg.Timing}
+	cfg := Config{ID: n.id, Members: s.ids, Algorithm: s.cfg.Algorithm, Timing: s.cfg.Timing, Pool: s.cfg.Pool,
+		Seed: s.cfg.Seed ^ n.inc<<40 ^ 0x656d657267656e74}
 	n.m = newMachine(cfg, &simEnv{sim: s, id: n.id, inc: n.inc})
 	n.m.boot(initial)
 }
@@ -369,7 +381,7 @@ func (s *Sim) delay() time.Duration {
 // send puts m on the network from node from to node to.
 func (s *Sim) send(from string, inc uint64, to string, m Message) {
 	s.sent[m.Kind]++
-	hb := m.Kind == KindHeartbeat
+	hb := m.Kind.heartbeat()
 	if !s.nodes[to].up || s.cut(from, to) {
 		if !hb {
 			s.inflight++
@@ -384,9 +396,9 @@ func (s *Sim) send(from string, inc uint64, to string, m Message) {
 	link := [2]string{from, to}
 	at = max(at, s.lastAt[link])
 	s.lastAt[link] = at
-	if hb {
+	if m.Kind == KindHeartbeat {
 		s.hbFrom[from]++
-	} else {
+	} else if !hb {
 		s.inflight++
 	}
 	s.push(simEvent{at: at, kind: evDeliver, to: to, from: from, msg: m})
@@ -402,14 +414,14 @@ func (s *Sim) step() {
 	case evDeliver:
 		if e.msg.Kind == KindHeartbeat {
 			s.hbFrom[e.from]--
-		} else {
+		} else if !e.msg.Kind.heartbeat() {
 			s.inflight--
 		}
 		if n := s.nodes[e.to]; n.up && !s.cut(e.from, e.to) {
 			n.m.receive(e.from, e.msg)
 		}
 	case evBounce:
-		if e.msg.Kind != KindHeartbeat {
+		if !e.msg.Kind.heartbeat() {
 			s.inflight--
 		}
 		if n := s.nodes[e.to]; n.up && n.inc == e.inc {

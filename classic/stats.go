@@ -40,14 +40,24 @@ type Stats struct {
 	// Group (invitation only) is the group as this node knows it:
 	// sorted, itself included.
 	Group []string
+	// Role (emergent only) is the node's state: master, slave, candidate
+	// or idle.
+	Role string
+	// Slaves (emergent only) are the slaves this node counts, in rank
+	// order, itself included if it is one.
+	Slaves []string
+	// SentByRole (emergent only) counts the messages sent by the role the
+	// node had when it sent them, then by kind.
+	SentByRole map[string]map[Kind]uint64
 }
 
-// ElectionMessages returns the messages sent of every kind but heartbeats:
+// ElectionMessages returns the messages sent of every kind but heartbeats
+// (the master's and the slaves'):
 // the number the textbooks count.
 func (s Stats) ElectionMessages() uint64 {
 	var n uint64
 	for k, c := range s.Sent {
-		if k != KindHeartbeat {
+		if !k.heartbeat() {
 			n += c
 		}
 	}

@@ -70,7 +70,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.faults, "faults", "all", "comma-separated faults, all, or none; known: "+strings.Join(failpoint.Names(), ","))
 	fs.StringVar(&o.workloads, "workloads", strings.Join(traffic.All, ","), "comma-separated workloads, or all; known: "+strings.Join(traffic.All, ","))
 	fs.StringVar(&o.unsafeDebug, "unsafe-debug", "", "TEST ONLY: passed to lockd serve --unsafe-debug (stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease)")
-	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election: raft, ring, bully or invitation")
+	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election: raft, ring, bully, invitation or emergent")
 	fs.StringVar(&o.out, "out", "", "directory for data, logs and reports (default: a new temporary directory)")
 	fs.BoolVar(&o.noFencing, "no-fencing", false, "negative control: the fenced resource accepts every token")
 	fs.BoolVar(&o.unsafeClock, "unsafe-clock", false, "allow the clock-skew, clock-rate and clock-fast-followers faults (beyond the lease's drift bound; clock-drift, within it, needs no flag)")

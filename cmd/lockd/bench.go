@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/lockd/lockd/internal/load"
 )
 
-const benchUsage = `lockd bench elections [--n 3,5,7,9,16] [--seeds 10] [--algorithms ring,bully,invitation,raft] [--out DIR]
+const benchUsage = `lockd bench elections [--n 3,5,7,9,16] [--seeds 10] [--algorithms ring,bully,invitation,raft] [--pool-n 8,..,256] [--pool-sizes 3,5,7] [--out DIR]
   lockd bench locks|handoff|keepalive|serving [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256]
               [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--json FILE]
   lockd bench waiters [--addr ADDRS] [--duration 10s] [--queue 10000] [--setup-timeout 2m] [--json FILE]
@@ -39,6 +40,8 @@ func benchCmd(args []string) int {
 	seeds := fs.Int("seeds", def.Seeds, "runs (seeds 1, 2, ...) behind each random-scenario row, 1..1000")
 	algs := fs.String("algorithms", "ring,bully,invitation,raft", "comma-separated algorithms: ring, bully, invitation, raft")
 	out := fs.String("out", def.Out, "directory for elections.csv and elections.svg")
+	poolNs := fs.String("pool-n", joinInts(def.PoolNs), "idle-pool axis: comma-separated cluster sizes, each 3..256; empty skips it")
+	poolSizes := fs.String("pool-sizes", joinInts(def.PoolSizes), "idle-pool axis: the emergent slave pool sizes")
 	quiet := fs.Bool("quiet", false, "print the table only: no progress on stderr")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -68,6 +71,12 @@ func benchCmd(args []string) int {
 	if *out == "" {
 		return usageErr(fs, "--out must name a directory")
 	}
+	if cfg.PoolNs, err = parseIntList(*poolNs); err != nil {
+		return usageErr(fs, "--pool-n: %v", err)
+	}
+	if cfg.PoolSizes, err = parseIntList(*poolSizes); err != nil {
+		return usageErr(fs, "--pool-sizes: %v", err)
+	}
 	cfg.Seeds, cfg.Out, cfg.Output = *seeds, *out, os.Stdout
 	if !*quiet {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -84,6 +93,22 @@ func benchCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "wrote %s and %s in %s\n", bench.CSVFile, bench.SVGFile, cfg.Out)
 	}
 	return exitOK
+}
+
+// parseIntList parses "8,16,32" (empty: none).
+func parseIntList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func joinInts(ns []int) string {

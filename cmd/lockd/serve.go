@@ -64,7 +64,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.nonVoter, "non-voter", false, "with --join: join as a non-voter (replicates the log, serves ?stale reads, never votes; --voters on the leader may promote it)")
 	fs.IntVar(&f.voters, "voters", d.Voters, "voters the leader keeps (3 or 5; 0: off, the operator manages the voter set): it replaces a dead voter by a healthy, caught-up non-voter, promotes when short, demotes extras")
 	fs.DurationVar(&f.deadVoterAfter, "dead-voter-after", d.DeadVoterAfter, "with --voters: how long a voter must be unreachable from the leader, without a break, before it is replaced")
-	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation (unreplicated)")
+	fs.StringVar(&f.election, "election", "raft", "how the coordinator is chosen: raft, or for comparison ring, bully, invitation, emergent (unreplicated)")
 	fs.StringVar(&f.clusterHTTP, "cluster-http", "", "classic modes, optional: members' HTTP URLs, n1=http://127.0.0.1:7400,...; by default each member tells the others its --advertise-http over the peer port, and a URL given here overrides it")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", d.HeartbeatTimeout, "Raft follower timeout; also the master lease unit")
 	fs.DurationVar(&f.electionTO, "election-timeout", d.ElectionTimeout, "Raft candidate timeout")
@@ -184,9 +184,9 @@ func (f *serveFlags) logger() (*slog.Logger, error) {
 
 func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	switch f.election {
-	case "raft", "ring", "bully", "invitation":
+	case "raft", "ring", "bully", "invitation", "emergent":
 	default:
-		return server.Config{}, fmt.Errorf("--election %q: use raft, ring, bully or invitation", f.election)
+		return server.Config{}, fmt.Errorf("--election %q: use raft, ring, bully, invitation or emergent", f.election)
 	}
 	tc, err := f.tlsConfigs()
 	if err != nil {

@@ -100,7 +100,11 @@ func printCluster(w io.Writer, c wire.Cluster) {
 	fmt.Fprintf(w, "leader\t%s\n", leader)
 	fmt.Fprintf(w, "term\t%d\n", c.Term)
 	fmt.Fprintf(w, "commit / applied\t%d / %d\n", c.CommitIndex, c.AppliedIndex)
-	fmt.Fprintf(w, "master lease left\t%s\n\n", lease)
+	fmt.Fprintf(w, "master lease left\t%s\n", lease)
+	if e := c.Election; e != nil && e.Role != "" {
+		fmt.Fprintf(w, "emergent role\t%s (slaves %s)\n", e.Role, dash(strings.Join(e.Slaves, ",")))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "MEMBER\tPEER\tHTTP\tROLE")
 	for _, m := range c.Members {
 		role := memberRole(m)

@@ -213,6 +213,10 @@ type ElectionStats struct {
 	Sent             map[string]uint64 `json:"sent"`
 	Received         map[string]uint64 `json:"received"`
 	Group            []string          `json:"group,omitempty"`
+	// Role (emergent only) is the node's state: master, slave, candidate
+	// or idle; Slaves, the slave pool it counts.
+	Role   string   `json:"role,omitempty"`
+	Slaves []string `json:"slaves,omitempty"`
 }
 
 // SessionList answers GET /v1/sessions: one page of the sessions, sorted

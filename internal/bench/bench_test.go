@@ -23,6 +23,7 @@ func mustRun(t *testing.T) (Config, []Row, string) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Ns, cfg.Seeds, cfg.Out = []int{3, 5}, 2, t.TempDir()
+	cfg.PoolNs = nil // the idle-pool axis has its own test
 	if testing.Short() {
 		cfg.Algorithms = []Algorithm{Ring, Bully, Invitation}
 	}
@@ -343,6 +344,9 @@ func TestConfig_Validate(t *testing.T) {
 		{"no algorithms", func(c *Config) { c.Algorithms = nil }, false},
 		{"unknown algorithm", func(c *Config) { c.Algorithms = []Algorithm{"paxos"} }, false},
 		{"raft timeout too short", func(c *Config) { c.RaftTimeout = time.Millisecond }, false},
+		{"pool N too large", func(c *Config) { c.PoolNs = []int{8, 512} }, false},
+		{"pool size zero", func(c *Config) { c.PoolSizes = []int{0} }, false},
+		{"no pool axis", func(c *Config) { c.PoolNs = nil }, true},
 	}
 	for _, tc := range cases {
 		cfg := DefaultConfig()
@@ -365,5 +369,48 @@ func TestSummarize_LowerMedian(t *testing.T) {
 	if r.Runs != 4 || r.Messages != 21 || r.MessagesMin != 11 || r.MessagesMax != 41 ||
 		r.Kinds["election"] != 20 || r.Time != 20*time.Millisecond || r.TimeMax != 40*time.Millisecond {
 		t.Errorf("summarize = %+v", r)
+	}
+}
+
+// TestMeasurePool_EmergentCostIndependentOfN checks the idle-pool axis on
+// a small scale: the emergent election's messages are the same for N = 8
+// and N = 64 with a pool of 3, while the bully's grow; the emergent
+// steady load grows with N like the others' but by its slave heartbeats
+// more; and the files are written.
+func TestMeasurePool_EmergentCostIndependentOfN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Raft")
+	}
+	rows, err := MeasurePool(context.Background(), []int{8, 64}, []int{3}, 3, DefaultRaftTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(a Algorithm, n int) PoolRow {
+		for _, r := range rows {
+			if r.Algorithm == a && r.N == n {
+				return r
+			}
+		}
+		t.Fatalf("no row for %s N=%d in %+v", a, n, rows)
+		return PoolRow{}
+	}
+	e8, e64, b8, b64 := get(Emergent, 8), get(Emergent, 64), get(Bully, 8), get(Bully, 64)
+	if e8.Messages != e64.Messages || e8.Messages == 0 {
+		t.Errorf("emergent messages: N=8 %d, N=64 %d; want equal and non-zero", e8.Messages, e64.Messages)
+	}
+	if b64.Messages <= 10*b8.Messages {
+		t.Errorf("bully messages: N=8 %d, N=64 %d; want far more at 64", b8.Messages, b64.Messages)
+	}
+	if e64.SteadyPerSec <= b64.SteadyPerSec {
+		t.Errorf("steady load at N=64: emergent %.0f/s, bully %.0f/s; want emergent's slave heartbeats on top", e64.SteadyPerSec, b64.SteadyPerSec)
+	}
+	get(Raft, 64)
+	dir := t.TempDir()
+	if err := WritePoolFiles(dir, rows); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WritePoolTable(&b, rows); err != nil || !strings.Contains(b.String(), "emergent S=3") {
+		t.Errorf("table: %v\n%s", err, b.String())
 	}
 }

@@ -154,6 +154,10 @@ type Config struct {
 	// Logger receives one line per row measured (component=bench). Nil
 	// discards.
 	Logger *slog.Logger
+	// PoolNs are the idle-pool axis's cluster sizes (pool.go), each in
+	// MinN..MaxPoolN; empty skips the axis. PoolSizes are its emergent
+	// slave pool sizes.
+	PoolNs, PoolSizes []int
 }
 
 // DefaultConfig measures every algorithm for DefaultNs with DefaultSeeds
@@ -165,6 +169,8 @@ func DefaultConfig() Config {
 		Algorithms:  slices.Clone(Algorithms),
 		Out:         DefaultOut,
 		RaftTimeout: DefaultRaftTimeout,
+		PoolNs:      slices.Clone(DefaultPoolNs),
+		PoolSizes:   slices.Clone(DefaultPoolSizes),
 	}
 }
 
@@ -187,6 +193,16 @@ func (c Config) Validate() error {
 	for _, a := range c.Algorithms {
 		if !slices.Contains(Algorithms, a) {
 			return fmt.Errorf("%w: unknown algorithm %q", ErrInvalidConfig, a)
+		}
+	}
+	for _, n := range c.PoolNs {
+		if n < MinN || n > MaxPoolN {
+			return fmt.Errorf("%w: pool cluster size %d is out of range %d..%d", ErrInvalidConfig, n, MinN, MaxPoolN)
+		}
+	}
+	for _, s := range c.PoolSizes {
+		if s < 1 || s > 16 {
+			return fmt.Errorf("%w: slave pool size %d is out of range 1..16", ErrInvalidConfig, s)
 		}
 	}
 	if c.RaftTimeout < MinRaftTimeout {

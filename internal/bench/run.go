@@ -31,10 +31,28 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 			return rows, err
 		}
 	}
+	var pool []PoolRow
+	if len(cfg.PoolNs) > 0 && len(cfg.PoolSizes) > 0 {
+		if pool, err = MeasurePool(ctx, cfg.PoolNs, cfg.PoolSizes, cfg.Seeds, cfg.RaftTimeout); err != nil {
+			return rows, err
+		}
+		if cfg.Output != nil {
+			fmt.Fprintln(cfg.Output)
+			if err := WritePoolTable(cfg.Output, pool); err != nil {
+				return rows, err
+			}
+		}
+	}
 	if cfg.Out == "" {
 		return rows, nil
 	}
-	return rows, WriteFiles(cfg.Out, rows)
+	if err := WriteFiles(cfg.Out, rows); err != nil {
+		return rows, err
+	}
+	if pool != nil {
+		return rows, WritePoolFiles(cfg.Out, pool)
+	}
+	return rows, nil
 }
 
 // Measure runs the elections cfg names and returns one row per

@@ -23,6 +23,8 @@ const (
 	// ProtoForward carries API requests a follower forwards to the leader,
 	// and the answers (internal/peerhttp).
 	ProtoForward byte = 6
+	// ProtoEmergent carries the classic emergent elector.
+	ProtoEmergent byte = 7
 )
 
 // MaxNodeIDLen is the longest node ID, in bytes, that fits the one-byte

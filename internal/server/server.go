@@ -275,7 +275,8 @@ func (s *Server) describeClassic(c *wire.Cluster) {
 	c.Mode = string(st.Algorithm)
 	es := &wire.ElectionStats{Algorithm: string(st.Algorithm), InElection: st.InElection,
 		ElectionsStarted: st.ElectionsStarted, LastElection: wire.Duration(st.LastElection),
-		Sent: map[string]uint64{}, Received: map[string]uint64{}, Group: st.Group}
+		Sent: map[string]uint64{}, Received: map[string]uint64{}, Group: st.Group,
+		Role: st.Role, Slaves: st.Slaves}
 	for k, v := range st.Sent {
 		es.Sent[k.String()] = v
 	}

@@ -1,6 +1,8 @@
 package system
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +54,57 @@ func TestClassic_BullyClusterServesAndFailsOver(t *testing.T) {
 	if cl.Election.ElectionsStarted == 0 || cl.Election.Received["coordinator"] == 0 {
 		t.Fatalf("election counters after a takeover: %+v", cl.Election)
 	}
+}
+
+// TestClassic_EmergentClusterRolesAndFailover runs five processes with
+// --election emergent (default pool limits 3 and 5): one master, the
+// others slaves or idle, each node's role in GET /v1/cluster and in
+// `lockd status`; the master is killed and a slave takes over.
+func TestClassic_EmergentClusterRolesAndFailover(t *testing.T) {
+	c := mustStartCluster(t, 5, "--election", "emergent")
+	coord := c.waitLeader(20 * time.Second)
+	roles := func(skip int) (map[string]string, bool) {
+		out := map[string]string{}
+		masters := 0
+		for i, p := range c.procs {
+			if i == skip {
+				continue
+			}
+			var cl wire.Cluster
+			if st, _ := doJSON(p.http, "GET", "/v1/cluster", nil, &cl); st != 200 || cl.Election == nil {
+				return nil, false
+			}
+			out[cl.NodeID] = cl.Election.Role
+			if cl.Election.Role == "master" {
+				masters++
+			}
+			if cl.Election.Role == "candidate" {
+				return nil, false
+			}
+		}
+		return out, masters == 1
+	}
+	var before map[string]string
+	waitFor(t, 15*time.Second, "one master, the rest slaves or idle", func() bool {
+		var ok bool
+		before, ok = roles(-1)
+		return ok && before[fmt.Sprintf("n%d", coord+1)] == "master"
+	})
+	status := mustCLI(t, []string{c.procs[0].http}, "status")
+	if !strings.Contains(status, "emergent role") {
+		t.Fatalf("lockd status shows no emergent role:\n%s", status)
+	}
+	c.procs[coord].kill9()
+	var after map[string]string
+	waitFor(t, 20*time.Second, "a new master", func() bool {
+		var ok bool
+		after, ok = roles(coord)
+		return ok
+	})
+	for id, r := range after {
+		if r == "master" && before[id] != "slave" {
+			t.Fatalf("new master %s was %s before (roles %v, then %v)", id, before[id], before, after)
+		}
+	}
+	t.Logf("roles %v, then %v", before, after)
 }
