@@ -132,7 +132,7 @@ const (
 func (e *emergent) init(cfg Config, env env) {
 	e.base.init(cfg, env)
 	e.pool = cfg.Pool
-	e.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(e.rank[e.self])))
+	e.rng = rand.New(rand.NewPCG(cfg.Seed, uint64(e.rank[e.self]))) //nolint:gosec // G115: a rank is the non-negative number an id ends in (Rank)
 	e.slaves = make(map[string]time.Duration)
 	e.since, e.poolAt = -1, -1
 	e.confirmDelay = time.Duration(e.pool.MissedHeartbeats) * e.t.HeartbeatInterval

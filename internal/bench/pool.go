@@ -129,7 +129,8 @@ func MeasurePool(ctx context.Context, ns, sizes []int, seeds int, raftTimeout ti
 			var msgs []uint64
 			var times []time.Duration
 			var steady []float64
-			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+			for i := 1; i <= seeds; i++ {
+				seed := uint64(i)
 				m, d, st, err := poolRun(se.alg, n, se.pool, seed)
 				if err != nil {
 					return nil, err
