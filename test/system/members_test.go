@@ -323,47 +323,7 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 	}
 	checkHolds(t, w.holds)
 
-	// Every lock held at the end is visible with its holder's token, and
-	// a new grant's token is above every acknowledged one.
-	locks := map[string]wire.Lock{}
-	var ls []wire.Lock
-	out = mustCLI(t, all, "locks", "--json")
-	if err := json.Unmarshal([]byte(out), &ls); err != nil {
-		t.Fatalf("lockd locks --json: %v\n%s", err, out)
-	}
-	for _, l := range ls {
-		locks[l.Name] = l
-	}
-	if len(w.final) != len(w.sessions) || len(w.final) == 0 {
-		t.Fatalf("%d workers took their final lock", len(w.final))
-	}
-	var highest uint64
-	for _, h := range w.holds {
-		highest = max(highest, h.token)
-	}
-	for id, f := range w.final {
-		l := locks[f.lock]
-		if len(l.Holders) != 1 || l.Holders[0].Session != w.sessions[id].ID() || l.Holders[0].Token != f.token {
-			t.Errorf("%s: acknowledged to worker %d with token %d, but the cluster shows %+v", f.lock, id, f.token, l.Holders)
-		}
-		highest = max(highest, f.token)
-	}
-	cl, _ := client.New(all...)
-	s, err := client.NewSession(ctx, cl, client.WithTTL(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := client.NewMutex(s, "members/after")
-	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if m.Token() <= highest {
-		t.Errorf("a grant after the changes got token %d, not above the highest acknowledged %d", m.Token(), highest)
-	}
-	s.Close()
-	for _, s := range w.sessions {
-		s.Close()
-	}
+	w.checkFinal(ctx, t, all, "the changes")
 
 	// No two nodes could serve at once, by every node's lease log.
 	var lines []validate.LeaseLine
@@ -399,4 +359,52 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 		t.Errorf("after the removed n4 restarted with --join, the voters are %v; want n1 n3 n5", ids)
 	}
 	t.Logf("%d acknowledged acquires checked; whole test %v", len(w.holds), time.Since(start).Round(time.Millisecond))
+}
+
+// checkFinal checks the end of a workload through endpoints: every lock a
+// worker was last acknowledged is shown with that worker's session and
+// token, and a grant made afterwards gets a token above every acknowledged
+// one (after is what happened in between, for the message). It ends the
+// workers' sessions.
+func (w *memberWorkload) checkFinal(ctx context.Context, t *testing.T, endpoints []string, after string) {
+	t.Helper()
+	var ls []wire.Lock
+	out := mustCLI(t, endpoints, "locks", "--json")
+	if err := json.Unmarshal([]byte(out), &ls); err != nil {
+		t.Fatalf("lockd locks --json: %v\n%s", err, out)
+	}
+	locks := map[string]wire.Lock{}
+	for _, l := range ls {
+		locks[l.Name] = l
+	}
+	if len(w.final) == 0 || len(w.final) != len(w.sessions) {
+		t.Fatalf("%d workers took their final lock", len(w.final))
+	}
+	var highest uint64
+	for _, h := range w.holds {
+		highest = max(highest, h.token)
+	}
+	for id, f := range w.final {
+		l := locks[f.lock]
+		if len(l.Holders) != 1 || l.Holders[0].Session != w.sessions[id].ID() || l.Holders[0].Token != f.token {
+			t.Errorf("%s: acknowledged to worker %d with token %d, but the cluster shows %+v", f.lock, id, f.token, l.Holders)
+		}
+		highest = max(highest, f.token)
+	}
+	cl, _ := client.New(endpoints...)
+	s, err := client.NewSession(ctx, cl, client.WithTTL(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := client.NewMutex(s, "members/after")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.Token() <= highest {
+		t.Errorf("a grant after %s got token %d, not above the highest acknowledged %d", after, m.Token(), highest)
+	}
+	s.Close()
+	for _, s := range w.sessions {
+		s.Close()
+	}
 }

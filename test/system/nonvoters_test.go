@@ -2,7 +2,6 @@ package system
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/proccluster"
 )
 
@@ -174,45 +171,7 @@ func TestNonVoters_DeadVotersReplaced(t *testing.T) {
 		t.Fatalf("only %d acknowledged acquires: the workload did not run", len(w.holds))
 	}
 	checkHolds(t, w.holds)
-	var ls []wire.Lock
-	out := mustCLI(t, live, "locks", "--json")
-	if err := json.Unmarshal([]byte(out), &ls); err != nil {
-		t.Fatalf("lockd locks --json: %v\n%s", err, out)
-	}
-	locks := map[string]wire.Lock{}
-	for _, l := range ls {
-		locks[l.Name] = l
-	}
-	if len(w.final) == 0 || len(w.final) != len(w.sessions) {
-		t.Fatalf("%d workers took their final lock", len(w.final))
-	}
-	var highest uint64
-	for _, h := range w.holds {
-		highest = max(highest, h.token)
-	}
-	for id, f := range w.final {
-		l := locks[f.lock]
-		if len(l.Holders) != 1 || l.Holders[0].Session != w.sessions[id].ID() || l.Holders[0].Token != f.token {
-			t.Errorf("%s: acknowledged to worker %d with token %d, but the cluster shows %+v", f.lock, id, f.token, l.Holders)
-		}
-		highest = max(highest, f.token)
-	}
-	cl, _ := client.New(live...)
-	s, err := client.NewSession(ctx, cl, client.WithTTL(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := client.NewMutex(s, "members/after")
-	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if m.Token() <= highest {
-		t.Errorf("a grant after the replacements got token %d, not above the highest acknowledged %d", m.Token(), highest)
-	}
-	s.Close()
-	for _, s := range w.sessions {
-		s.Close()
-	}
+	w.checkFinal(ctx, t, live, "the replacements")
 	t.Logf("%d acknowledged acquires checked; whole test %v", len(w.holds), time.Since(start).Round(time.Millisecond))
 }
 
