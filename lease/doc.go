@@ -24,13 +24,14 @@
 //
 // Assumptions, each named so that a reader can check it against the code:
 //
-//	A1 (what a follower promises) A hashicorp/raft follower that knows a
-//	   leader rejects every vote and pre-vote request from any other
-//	   candidate, except one flagged as a leadership transfer. It forgets
-//	   the leader only when its heartbeat timer finds its last contact
-//	   from a leader at least HeartbeatTimeout old, when it restarts, or
-//	   when a leader of a later term reaches it (which takes an election,
-//	   excluded below). Last contact only moves forward.
+//	A1 (what a follower promises) A follower that answered the lease
+//	   exchange with a promise to leader L in term T takes part in no
+//	   election until that promise ends, unless L released it for T:
+//	   no vote or pre-vote request leaves it, none that arrives is
+//	   granted. Raft's own state does not keep this (hashicorp/raft's
+//	   follower loop can decide to campaign, see a heartbeat set the
+//	   leader back, and campaign anyway); the guarded transport does
+//	   (transport.go), armed before Raft's state is read for a promise.
 //	A2 (clock rates) Any two nodes' clocks measure the same interval within
 //	   a factor MaxClockDrift of each other. Nothing is assumed about their
 //	   absolute values, nor about how long a message takes.
@@ -38,10 +39,12 @@
 //	   Raft runs, or the timeout it ran with before if that was longer
 //	   (bootWait records it in the stable store), so a promise made before
 //	   a crash is kept by the restarted node.
-//	A4 (transfers) A leader gives its lease up before it starts a
-//	   leadership transfer (Node.Close, removing itself); a follower obeys
-//	   a TimeoutNow only from the leader it follows (guardedTransport; its
-//	   doc names the one case left open).
+//	A4 (transfers) A leader gives its lease up for the rest of its term
+//	   before it starts a leadership transfer (TransferLeadership, Close),
+//	   and then releases its followers over the lease exchange; its
+//	   guarded transport sends no TimeoutNow before that, and a follower
+//	   obeys a TimeoutNow only from the leader it follows, once that
+//	   leader released it for the term it is in (transport.go).
 //	A5 (configurations) Membership changes one voter at a time, as
 //	   hashicorp/raft does, so a majority of the configuration the leader
 //	   uses meets a majority of any configuration an election may use.
@@ -53,9 +56,9 @@
 //
 // The lease exchange (exchange.go, promise.go): the leader L of term T
 // reads its clock (start), then asks every voter, over its own peer-port
-// protocol, for its promise. A follower answers with c + H − now, by its
-// own clock, if it follows L in term T, where c is its last contact and H
-// its HeartbeatTimeout; otherwise with nothing. By A1 it votes for nobody
+// protocol, for its promise. A follower arms its guard, then answers with
+// c + H − now, by its own clock, if it follows L in term T, where c is its
+// last contact and H its HeartbeatTimeout; otherwise with nothing. By A1 it votes for nobody
 // else until c + H, and it received the question after start, so on L's
 // clock its promise lasts at least until start + (c + H − now)(1 − drift)
 // (A2). Once promises from enough voters to make a quorum with L itself

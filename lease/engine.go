@@ -30,6 +30,10 @@ type engine interface {
 	// confirmation began; the lease may not be measured from any earlier
 	// moment.
 	lease(term uint64, start time.Time) (time.Time, error)
+	// release tells the followers that this node gave its lease up for
+	// the rest of tenure term: the lease loop calls it instead of lease
+	// once the lease is given up.
+	release(term uint64)
 	// apply commits data and returns the FSM's response.
 	apply(data []byte, timeout time.Duration) (any, error)
 	// transfer hands leadership to another node before a graceful stop.

@@ -30,8 +30,15 @@ type Layer interface {
 //
 // Frames, big-endian:
 //
-//	request  seq u64 | term u64 | idLen u8 | leader id (idLen bytes)
+//	request  seq u64 | release u1 term u63 | idLen u8 | leader id (idLen bytes)
 //	answer   seq u64 | remaining i64 (nanoseconds; <= 0: no promise) | applied u64
+//
+// A request with the release bit set is a release: the leader gave its
+// master lease up for the rest of term (before a leadership transfer), so
+// the follower's promise to it for term ends, and the follower answers
+// releasedAnswer (-1) if it follows that leader in term, 0 otherwise. A
+// node of an earlier version reads a release as a request for another
+// term and answers 0.
 //
 // applied is the follower's last applied log index: the leader keeps it
 // per peer as a measure of how far behind the peer is (the voter-set
@@ -44,7 +51,12 @@ type Layer interface {
 type promiseRequest struct {
 	seq, term uint64
 	leader    string
+	release   bool
 }
+
+// releaseBit marks a release in a request's term field (Raft terms stay
+// far below 2^63).
+const releaseBit = 1 << 63
 
 type promiseAnswer struct {
 	seq       uint64
@@ -64,7 +76,14 @@ func writeRequest(w io.Writer, r promiseRequest) error {
 	}
 	buf := make([]byte, 0, 17+len(r.leader))
 	buf = binary.BigEndian.AppendUint64(buf, r.seq)
-	buf = binary.BigEndian.AppendUint64(buf, r.term)
+	if r.term&releaseBit != 0 {
+		return fmt.Errorf("lease: term %d out of range", r.term)
+	}
+	term := r.term
+	if r.release {
+		term |= releaseBit
+	}
+	buf = binary.BigEndian.AppendUint64(buf, term)
 	buf = append(buf, byte(len(r.leader))) //nolint:gosec // G115: checked to be 1..255 above
 	buf = append(buf, r.leader...)
 	_, err := w.Write(buf)
@@ -80,7 +99,9 @@ func readRequest(r io.Reader) (promiseRequest, error) {
 	if _, err := io.ReadFull(r, id); err != nil {
 		return promiseRequest{}, err
 	}
-	return promiseRequest{seq: binary.BigEndian.Uint64(hdr[0:]), term: binary.BigEndian.Uint64(hdr[8:]), leader: string(id)}, nil
+	term := binary.BigEndian.Uint64(hdr[8:])
+	return promiseRequest{seq: binary.BigEndian.Uint64(hdr[0:]), term: term &^ releaseBit, leader: string(id),
+		release: term&releaseBit != 0}, nil
 }
 
 func writeAnswer(w io.Writer, a promiseAnswer) error {
@@ -107,10 +128,11 @@ type promiser func(term uint64, leader string) time.Duration
 
 // exchange runs both sides of the lease exchange for one node.
 type exchange struct {
-	layer   Layer
-	promise promiser
-	applied func() uint64 // this node's last applied index, sent with each answer; nil: 0
-	seq     atomic.Uint64
+	layer    Layer
+	promise  promiser
+	released promiser      // answers a release; nil: 0
+	applied  func() uint64 // this node's last applied index, sent with each answer; nil: 0
+	seq      atomic.Uint64
 
 	mu     sync.Mutex
 	peers  map[string]*promisePeer // leader side, by peer address
@@ -181,7 +203,12 @@ func (x *exchange) answer(c net.Conn) {
 		}
 		var rem time.Duration
 		if id, ok := c.(remoteIDer); !ok || id.RemoteID() == req.leader {
-			rem = x.promise(req.term, req.leader)
+			switch {
+			case !req.release:
+				rem = x.promise(req.term, req.leader)
+			case x.released != nil:
+				rem = x.released(req.term, req.leader)
+			}
 		}
 		var applied uint64
 		if x.applied != nil {
@@ -294,6 +321,30 @@ func (x *exchange) round(peers []string, leader string, term uint64, need int, d
 	return nil, fmt.Errorf("lease: only %d of the %d promises a quorum needs", len(got), need)
 }
 
+// release tells each of peers that leader gave its master lease up for
+// the rest of term, and returns the addresses of those that answered that
+// they follow leader in term and hold no promise to it any more, by
+// deadline. A peer busy with an earlier question is waited for.
+func (x *exchange) release(peers []string, leader string, term uint64, deadline time.Time) map[string]bool {
+	req := promiseRequest{seq: x.seq.Add(1), term: term, leader: leader, release: true}
+	type ack struct {
+		addr string
+		ok   bool
+	}
+	acks := make(chan ack, len(peers))
+	for _, addr := range peers {
+		p := x.peer(addr)
+		go func() { acks <- ack{addr, p.askWaiting(x.layer, req, deadline) == releasedAnswer} }()
+	}
+	got := make(map[string]bool, len(peers))
+	for range peers {
+		if a := <-acks; a.ok {
+			got[a.addr] = true
+		}
+	}
+	return got
+}
+
 // promisePeer is the leader's side of the exchange with one follower: one
 // connection, one request on it at a time.
 type promisePeer struct {
@@ -312,13 +363,30 @@ func (p *promisePeer) ask(layer Layer, req promiseRequest, deadline time.Time) t
 	if !p.mu.TryLock() {
 		return 0
 	}
+	return p.askHeld(layer, req, deadline)
+}
+
+// askWaiting is ask for a request that waits for the peer's connection
+// until deadline (a release) rather than skip a busy peer.
+func (p *promisePeer) askWaiting(layer Layer, req promiseRequest, deadline time.Time) time.Duration {
+	for !p.mu.TryLock() {
+		if !time.Now().Before(deadline) {
+			return 0
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return p.askHeld(layer, req, deadline)
+}
+
+// askHeld is ask with p.mu held; it unlocks it.
+func (p *promisePeer) askHeld(layer Layer, req promiseRequest, deadline time.Time) time.Duration {
 	defer p.mu.Unlock()
 	a, err := p.askLocked(layer, req, deadline)
 	if err != nil {
 		p.closeLocked()
 		return 0
 	}
-	if a.remaining > 0 {
+	if a.remaining > 0 || a.remaining == releasedAnswer {
 		p.applied.Store(a.applied)
 		p.last.Store(time.Now().UnixNano())
 	}

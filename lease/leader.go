@@ -160,9 +160,18 @@ func (t *leaderTerm) leaseLoop() {
 		}
 		start := n.clock.Now()
 		t.mu.Lock()
-		waiting := t.waiting
+		waiting, given := t.waiting, t.given
 		t.waiting = nil
 		t.mu.Unlock()
+		if given {
+			// The lease is given up for the rest of the term: nothing
+			// to renew. The followers are told instead, so that their
+			// promises end and they may vote in a transfer at once.
+			n.eng.release(t.raftTerm)
+			t.finishRound(time.Time{}, nil, waiting)
+			timer.Reset(every)
+			continue
+		}
 		// The lease may have run out while Raft still says this node
 		// leads (rounds failed, or the clock jumped): it serves nothing
 		// until a round succeeds.
@@ -351,6 +360,13 @@ func (t *leaderTerm) leaseRemaining() time.Duration {
 		return 0
 	}
 	return t.leaseUntil.Sub(now)
+}
+
+// isGiven reports whether the lease was given up for the term.
+func (t *leaderTerm) isGiven() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.given
 }
 
 // giveUpLease drops the lease for good in this term, before a leadership

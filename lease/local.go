@@ -118,6 +118,9 @@ func (e *localEngine) lease(_ uint64, start time.Time) (time.Time, error) {
 	return start.Add(e.n.cfg.leaseDuration()), nil
 }
 
+// release has nothing to release: no follower promised a coordinator.
+func (e *localEngine) release(uint64) {}
+
 func (e *localEngine) apply(data []byte, _ time.Duration) (any, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

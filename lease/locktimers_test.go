@@ -36,6 +36,7 @@ func (e *applyEngine) barrier(time.Duration) error { return nil }
 func (e *applyEngine) lease(_ uint64, start time.Time) (time.Time, error) {
 	return start.Add(time.Hour), nil
 }
+func (e *applyEngine) release(uint64)                               {}
 func (e *applyEngine) transfer() error                              { return nil }
 func (e *applyEngine) close() error                                 { return nil }
 func (e *applyEngine) memberHTTP(string) string                     { return "" }

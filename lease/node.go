@@ -266,6 +266,17 @@ func (n *Node) endTerm() {
 
 // currentTerm returns the leader term if this node leads and has finished
 // establishing itself (barrier applied, lease taken, sessions given grace).
+// termOf returns the node's leader term for Raft term raftTerm, ready or
+// not, or nil.
+func (n *Node) termOf(raftTerm uint64) *leaderTerm {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.term == nil || n.term.raftTerm != raftTerm {
+		return nil
+	}
+	return n.term
+}
+
 func (n *Node) currentTerm() *leaderTerm {
 	n.mu.Lock()
 	t := n.term

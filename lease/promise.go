@@ -1,39 +1,103 @@
 package lease
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
 // promise is a follower's answer to the lease exchange: how much longer,
-// by this node's clock, it is bound not to vote for anyone but leader, or 0
-// if it does not follow leader in term.
+// by this node's clock, it takes part in no election, or 0 if it does not
+// follow leader in term (releasedAnswer if leader released it for term).
 //
-// A hashicorp/raft follower that knows a leader rejects every vote and
-// pre-vote request from another candidate (outside a leadership transfer),
-// and clears the leader only when its heartbeat timer finds the last
-// contact HeartbeatTimeout old or older. Last contact only moves forward.
-// So once this node has read a last contact c and then seen leader in term
-// as its leader, it votes for nobody else before c + HeartbeatTimeout. The
-// reads are in that order on purpose: c first, then leader, term and
-// state, then the time, so that a leader cleared and set again between the
-// reads shows as an expired promise, never as a fresh one.
+// The promise is kept by the guarded transport, not by Raft's state: the
+// guard is armed for a heartbeat timeout before Raft's state is read, so
+// from then on no vote or pre-vote leaves this node, in either direction,
+// until the promise ends (guardedTransport). Raft's state decides only
+// whether to promise and for how long: a follower of leader in term whose
+// last contact c is recent promises until c + HeartbeatTimeout, which is
+// as long as Raft itself would wait before it campaigns. The reads are in
+// that order on purpose: c first, then leader, term and state, so that a
+// leader cleared and set again between the reads shows as a short
+// promise, never as a longer one. What Raft's follower loop decided
+// before the reads (hashicorp/raft may be between "my heartbeat timer
+// fired" and "I am a candidate" while a heartbeat sets the leader back)
+// cannot break the promise: the candidate's requests do not leave.
 func (e *raftEngine) promise(term uint64, leader string) time.Duration {
 	r := e.raft
-	last := r.LastContact()
-	_, id := r.LeaderWithID()
-	if string(id) != leader || r.State() != raft.Follower || r.CurrentTerm() != term || last.IsZero() {
-		return 0
+	hb := r.ReloadableConfig().HeartbeatTimeout
+	left := e.trans.guard.give(leader, term, hb, func() time.Duration {
+		last := r.LastContact()
+		_, id := r.LeaderWithID()
+		if string(id) != leader || r.State() != raft.Follower || r.CurrentTerm() != term || last.IsZero() {
+			return 0
+		}
+		return hb - time.Since(last)
+	})
+	if left <= 0 {
+		return left
 	}
-	// Raft's own timers run on the system clock, so the promise is measured
-	// on it too, with the heartbeat timeout Raft is using now, and then
-	// told as this node's clock would tell it: a clock at rate r (which
-	// also divides Raft's timeouts by r, see clockChanged) sees r times
-	// the real time that is left.
-	left := r.ReloadableConfig().HeartbeatTimeout - time.Since(last)
+	// Raft's own timers run on the system clock, so the promise is
+	// measured on it too, with the heartbeat timeout Raft is using now,
+	// and then told as this node's clock would tell it: a clock at rate r
+	// (which also divides Raft's timeouts by r, see clockChanged) sees r
+	// times the real time that is left. The guard holds it in real time.
 	return time.Duration(clockRate(e.n.clock) * float64(left))
 }
+
+// releasedAnswer is a follower's answer to a leader that released it
+// (exchange.go): it follows that leader, and promises nothing.
+const releasedAnswer = time.Duration(-1)
+
+// released is a follower's answer to a leader's release: leader gave its
+// master lease up for term (for a leadership transfer, or before it
+// leaves), so this node's promise to it ends now and its TimeoutNow may be
+// obeyed in term. It answers releasedAnswer if it follows leader in term,
+// 0 otherwise.
+func (e *raftEngine) released(term uint64, leader string) time.Duration {
+	e.trans.guard.release(leader, term)
+	r := e.raft
+	if _, id := r.LeaderWithID(); string(id) != leader || r.CurrentTerm() != term {
+		return 0
+	}
+	return releasedAnswer
+}
+
+// beforeTimeoutNow runs before this node sends a TimeoutNow to id: it
+// sends one only as the leader of its current term, with its master lease
+// given up for that term (A4), and once the target confirmed that its
+// promise is released. The other voters are released in the same round
+// so that they may vote for the target at once.
+func (e *raftEngine) beforeTimeoutNow(id raft.ServerID, addr raft.ServerAddress) error {
+	term := e.raft.CurrentTerm()
+	t := e.n.termOf(term)
+	if e.raft.State() != raft.Leader || t == nil || !t.isGiven() {
+		return errors.New("this node has not given its master lease up for its term")
+	}
+	if !e.releaseFollowers(term)[string(addr)] {
+		return fmt.Errorf("%s did not confirm that its promise to this leader is released", id)
+	}
+	return nil
+}
+
+// releaseFollowers tells every other voter that this node gave its lease up
+// for term, and returns the addresses of those that confirmed within half
+// an election timeout (Raft gives a transfer one election timeout).
+func (e *raftEngine) releaseFollowers(term uint64) map[string]bool {
+	var peers []string
+	for _, s := range e.servers() {
+		if s.Suffrage == raft.Voter && string(s.ID) != e.n.cfg.ID {
+			peers = append(peers, string(s.Address))
+		}
+	}
+	return e.x.release(peers, e.n.cfg.ID, term, time.Now().Add(e.n.cfg.ElectionTimeout/2))
+}
+
+// release keeps the followers released while this node leads in term with
+// its lease given up: the lease loop calls it instead of renewing.
+func (e *raftEngine) release(term uint64) { e.releaseFollowers(term) }
 
 // lease confirms through the lease exchange that a quorum of the voters
 // follows this node in term, and returns the end of the master lease:

@@ -93,7 +93,7 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	}
 	e.trans = newGuardedTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: cfg.Stream, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
-	}))
+	}), raft.ServerID(cfg.ID))
 	existing, err := raft.HasExistingState(logs, e.stable, snaps)
 	if err != nil {
 		return fmt.Errorf("lease: read state: %w", err)
@@ -111,7 +111,7 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 		return fmt.Errorf("lease: start raft: %w", err)
 	}
 	e.raft = r
-	e.trans.start(r)
+	e.trans.start(r, e.beforeTimeoutNow)
 	if e.n.leaseLog != nil {
 		// Raft calls an observer's filter on its own goroutine as it
 		// changes state, before it handles anything else (a vote request
@@ -133,6 +133,7 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 		e.n.log.Info("bootstrapped cluster", "voters", len(boot.Servers))
 	}
 	e.x = newExchange(cfg.LeaseLayer, e.promise)
+	e.x.released = e.released
 	e.x.applied = r.AppliedIndex
 	e.x.serve()
 	e.rm.stop, e.rm.done = make(chan struct{}), make(chan struct{})

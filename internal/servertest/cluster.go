@@ -50,7 +50,7 @@ func NewWith(t testing.TB, n int, setup func(i int, cfg *server.Config), tune ..
 		nc := lease.DefaultConfig()
 		nc.ID = id
 		nc.DataDir = filepath.Join(t.TempDir(), id)
-		nc.NoBootWait = true // fresh nodes have promised nothing yet
+		nc.NoBootWait = true // fresh nodes have promised nothing yet; Start clears it for restarts
 		if os.Getenv("LOCKD_TEST_LOG") == "debug" {
 			nc.RaftLogLevel = slog.LevelInfo
 		}
@@ -110,6 +110,9 @@ func (c *Cluster) Start(i int) {
 		c.t.Fatalf("start node %d: %v", i, err)
 	}
 	c.cfgs[i].PeerListener, c.cfgs[i].HTTPListener = nil, nil
+	// Only a first start skips the boot wait: a restarted node may have
+	// promised a leader not to vote, and waits that promise out (A3).
+	c.cfgs[i].Node.NoBootWait = false
 	c.Nodes[i] = s
 }
 
