@@ -169,7 +169,10 @@ func decide(ms []apMember, commit uint64, p apPolicy) (apAction, bool) {
 	return apAction{}, false
 }
 
-// apHealth is what the loop remembers of one member between ticks.
+// apHealth is what the loop remembers of one member between ticks. Its
+// times, like the loop's start and now, are readings of liveNow, monotonic
+// part and all: the ages decide works with are differences of them and of
+// the exchange's answer times (liveness.go), immune to wall-clock steps.
 type apHealth struct {
 	firstSeen    time.Time // when this loop first saw the member
 	healthySince time.Time // zero while unhealthy
@@ -180,7 +183,7 @@ type apHealth struct {
 func (e *raftEngine) autopilot(t *leaderTerm) {
 	defer t.wg.Done()
 	cfg := e.n.cfg
-	start := time.Now()
+	start := e.liveNow()
 	seen := map[string]*apHealth{}
 	policy := apPolicy{Voters: cfg.Voters, After: cfg.DeadVoterAfter, MaxLag: maxCandidateLag}
 	tick := time.NewTicker(cfg.HeartbeatTimeout)
@@ -199,7 +202,7 @@ func (e *raftEngine) autopilot(t *leaderTerm) {
 		if _, ok := e.latestConfCommitted(); !ok {
 			continue // an earlier change is not committed yet
 		}
-		now := time.Now()
+		now := e.liveNow()
 		ms := e.apView(f.Configuration().Servers, seen, start, now)
 		a, ok := decide(ms, e.raft.CommitIndex(), policy)
 		if !ok || t.ended() {
@@ -215,7 +218,7 @@ func (e *raftEngine) autopilot(t *leaderTerm) {
 		lastErr = ""
 		if a.Kind == apPromote {
 			if h := seen[a.ID]; h != nil {
-				h.promotedAt = time.Now()
+				h.promotedAt = e.liveNow()
 			}
 		}
 		if c := e.n.count.autopilot; c != nil {
@@ -226,7 +229,8 @@ func (e *raftEngine) autopilot(t *leaderTerm) {
 }
 
 // apView builds decide's input from the configuration and the lease
-// exchange's record of each member's last answer, and updates seen.
+// exchange's record of each member's last answer, and updates seen. start
+// and now are readings of liveNow, as seen's times are.
 func (e *raftEngine) apView(servers []raft.Server, seen map[string]*apHealth, start, now time.Time) []apMember {
 	hb := e.n.cfg.HeartbeatTimeout
 	var ms []apMember

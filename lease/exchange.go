@@ -250,27 +250,31 @@ func (x *exchange) peer(addr string) *promisePeer {
 }
 
 // lastPromise returns when the peer at addr last answered this node with a
-// promise, or the zero time if it never has.
+// promise, or the zero time if it never has. The time is time.Now's
+// reading, monotonic part and all, so that its age (measured against
+// another reading of time.Now, see liveness.go) is immune to steps of the
+// wall clock; Unix nanoseconds would keep only the wall reading, and an
+// age measured from one moves with every step.
 func (x *exchange) lastPromise(addr string) time.Time {
-	x.mu.Lock()
-	p := x.peers[addr]
-	x.mu.Unlock()
-	if p == nil || p.last.Load() == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, p.last.Load())
+	_, at := x.peerApplied(addr)
+	return at
 }
 
 // peerApplied returns the applied index the peer at addr reported with
-// its last promise, and when that was (the zero time if never).
+// its last promise, and when that was (the zero time if never; with its
+// monotonic reading, as lastPromise's).
 func (x *exchange) peerApplied(addr string) (uint64, time.Time) {
 	x.mu.Lock()
 	p := x.peers[addr]
 	x.mu.Unlock()
-	if p == nil || p.last.Load() == 0 {
+	if p == nil {
 		return 0, time.Time{}
 	}
-	return p.applied.Load(), time.Unix(0, p.last.Load())
+	at := p.last.Load()
+	if at == nil {
+		return 0, time.Time{}
+	}
+	return p.applied.Load(), *at
 }
 
 // probe asks each of peers for its promise to leader in term, as round
@@ -349,8 +353,8 @@ func (x *exchange) release(peers []string, leader string, term uint64, deadline 
 // connection, one request on it at a time.
 type promisePeer struct {
 	addr    string
-	last    atomic.Int64  // when the peer last answered with a promise, Unix nanoseconds; 0: never
-	applied atomic.Uint64 // the applied index the peer sent with that promise
+	last    atomic.Pointer[time.Time] // when the peer last answered with a promise, as time.Now read it (monotonic reading kept); nil: never
+	applied atomic.Uint64             // the applied index the peer sent with that promise
 	mu      sync.Mutex
 	conn    net.Conn
 	r       *bufio.Reader
@@ -388,7 +392,7 @@ func (p *promisePeer) askHeld(layer Layer, req promiseRequest, deadline time.Tim
 	}
 	if a.remaining > 0 || a.remaining == releasedAnswer {
 		p.applied.Store(a.applied)
-		p.last.Store(time.Now().UnixNano())
+		p.last.Store(new(time.Now()))
 	}
 	return a.remaining
 }

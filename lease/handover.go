@@ -151,10 +151,12 @@ func (e *raftEngine) handOver(t *leaderTerm) {
 // answeredLately reports whether any of the peers answered this node's
 // lease exchange with a promise within the last heartbeat timeout: the
 // master lease asks every voter several times per heartbeat timeout, so a
-// follower that is up and reachable has.
+// follower that is up and reachable has. The age is monotonic (liveness.go):
+// a step of this node's wall clock neither passes a dead voter nor fails a
+// live one.
 func (e *raftEngine) answeredLately(peers []string) bool {
 	for _, p := range peers {
-		if at := e.x.lastPromise(p); !at.IsZero() && time.Since(at) < e.n.cfg.HeartbeatTimeout {
+		if at := e.x.lastPromise(p); !at.IsZero() && e.liveNow().Sub(at) < e.n.cfg.HeartbeatTimeout {
 			return true
 		}
 	}

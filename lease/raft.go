@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -24,6 +25,9 @@ type raftEngine struct {
 	trans  *guardedTransport
 	x      *exchange // the lease exchange, both sides
 	rm     membershipWatch
+	// liveClock, if set, replaces time.Now as the clock liveness is
+	// measured on (liveness.go): tests set it to step its wall reading.
+	liveClock atomic.Pointer[func() time.Time]
 }
 
 func newRaftEngine(n *Node) *raftEngine {
@@ -299,7 +303,7 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 		if at := e.x.lastPromise(m.Peer); leads && m.ID != e.n.cfg.ID && !at.IsZero() {
 			// Voters answer the lease rounds, non-voters the probes that go
 			// with them (promise.go): both tell how fresh the member is.
-			d := wire.Duration(time.Since(at))
+			d := wire.Duration(e.liveNow().Sub(at))
 			m.LastContact = &d
 		}
 		c.Members = append(c.Members, m)
