@@ -22,6 +22,8 @@ type counters struct {
 	// leaseLapses counts the times this leader's master lease ran out
 	// while it still led (see leaderTerm.leaseLoop).
 	leaseLapses atomic.Uint64
+	// guard counts what the guarded transport refused (transport.go).
+	guard guardCounts
 
 	grants             *prometheus.CounterVec
 	autopilot          *prometheus.CounterVec // voter-set changes by kind
@@ -110,6 +112,10 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 			func() float64 { return float64(n.leaseFailures.Load()) }),
 		counter("lockd_master_lease_suspensions_total", "Times this leader's master lease ran out while it still led: it served nothing until a renewal confirmed a quorum again or its term ended.",
 			func() float64 { return float64(n.count.leaseLapses.Load()) }),
+		counter("lockd_promise_vote_refusals_total", "Vote and pre-vote requests, sent or received, that this node refused because it had promised its leader not to take part in an election yet (the promise the master lease rests on; see docs/design.md).",
+			func() float64 { return float64(n.count.guard.votes.Load()) }),
+		counter("lockd_promise_timeout_now_refusals_total", "TimeoutNow requests this node refused: not from the leader it follows, or without that leader's release for the current term.",
+			func() float64 { return float64(n.count.guard.timeoutNow.Load()) }),
 		counter("lockd_lock_delay_refusals_total", "Acquires and campaigns this node answered lock_delay: the lock or election was in the lock-delay of an expired holder.",
 			func() float64 { return float64(n.count.delayRefusals.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lockd_blocking_queries", Help: "Blocking queries this node serves now."},

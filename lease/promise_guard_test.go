@@ -265,7 +265,7 @@ func newRaceCluster(t *testing.T) *raceCluster {
 		cfg.ID, cfg.PeerAddr = string(s.ID), string(s.Address)
 		rn := &raceNode{addr: string(s.Address), gate: newCampaignGate()}
 		e := &raftEngine{n: &Node{cfg: cfg, clock: SystemClock{}}}
-		e.trans = newGuardedTransport(&raceTransport{InmemTransport: inm[i], net: c.net}, s.ID)
+		e.trans = newGuardedTransport(&raceTransport{InmemTransport: inm[i], net: c.net}, s.ID, &guardCounts{})
 		hl := hclog.New(&hclog.LoggerOptions{Output: rn.gate, Level: hclog.Warn})
 		store := raft.NewInmemStore()
 		r, err := raft.NewRaft(e.raftConfig(hl), &raft.MockFSM{}, store, store, raft.NewInmemSnapshotStore(), e.trans)
@@ -442,7 +442,7 @@ func heldCampaignTrial(t *testing.T) {
 					c.nodes[i].addr, leaseEnd.Sub(now).Round(time.Millisecond), l.addr)
 			}
 			t.Logf("new leader %s, %v after the old lease ended (guard refused %d votes on F1)",
-				c.nodes[i].addr, now.Sub(leaseEnd).Round(time.Millisecond), f1.eng.trans.refused.Load())
+				c.nodes[i].addr, now.Sub(leaseEnd).Round(time.Millisecond), f1.eng.trans.count.votes.Load())
 			return
 		}
 	}
@@ -486,7 +486,7 @@ func TestPromise_TransferCompletesWhilePromisesRun(t *testing.T) {
 	}
 	await(t, 3*time.Second, "F1 to lead", func() bool { return f1.raft.State() == raft.Leader })
 	for _, n := range c.nodes {
-		if r := n.eng.trans.refused.Load(); r != 0 {
+		if r := n.eng.trans.count.votes.Load(); r != 0 {
 			t.Errorf("%s refused %d votes in a transfer its leader released", n.addr, r)
 		}
 	}
@@ -554,7 +554,7 @@ func TestPromise_TimeoutNowNeedsTheReleaseOfItsTerm(t *testing.T) {
 	if err := send(); err == nil {
 		t.Fatal("TimeoutNow obeyed with a release for an earlier term")
 	}
-	if got := f1.eng.trans.refusedTimeoutNow.Load(); got != 2 {
+	if got := f1.eng.trans.count.timeoutNow.Load(); got != 2 {
 		t.Fatalf("F1 counted %d refused TimeoutNow, want 2", got)
 	}
 	if f1.raft.CurrentTerm() != term || l.raft.State() != raft.Leader {

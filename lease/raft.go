@@ -97,7 +97,7 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	}
 	e.trans = newGuardedTransport(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: cfg.Stream, MaxPool: 3, Timeout: 5 * time.Second, Logger: hl,
-	}), raft.ServerID(cfg.ID))
+	}), raft.ServerID(cfg.ID), &e.n.count.guard)
 	existing, err := raft.HasExistingState(logs, e.stable, snaps)
 	if err != nil {
 		return fmt.Errorf("lease: read state: %w", err)

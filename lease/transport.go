@@ -51,9 +51,7 @@ type guardedTransport struct {
 
 	raft   atomic.Pointer[raft.Raft]
 	before atomic.Pointer[func(raft.ServerID, raft.ServerAddress) error]
-	// refused counts the vote and pre-vote requests, both ways, that the
-	// guard refused; refusedTimeoutNow the TimeoutNow requests.
-	refused, refusedTimeoutNow atomic.Uint64
+	count  *guardCounts
 
 	ch   chan raft.RPC
 	done chan struct{}
@@ -65,9 +63,14 @@ var (
 	errNoTimeoutNow    = errors.New("lease: TimeoutNow not sent: no check of the master lease is armed")
 )
 
-func newGuardedTransport(t voteTransport, id raft.ServerID) *guardedTransport {
+// guardCounts counts what a guarded transport refused, for the metrics:
+// vote and pre-vote requests, both ways, and TimeoutNow requests.
+type guardCounts struct{ votes, timeoutNow atomic.Uint64 }
+
+// newGuardedTransport wraps t for the node id, counting refusals in c.
+func newGuardedTransport(t voteTransport, id raft.ServerID, c *guardCounts) *guardedTransport {
 	g := &guardedTransport{
-		voteTransport: t, guard: newPromiseGuard(),
+		voteTransport: t, guard: newPromiseGuard(), count: c,
 		header: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(id), Addr: t.EncodePeer(id, t.LocalAddr())},
 		ch:     make(chan raft.RPC), done: make(chan struct{}),
 	}
@@ -98,20 +101,20 @@ func (g *guardedTransport) filter() {
 		switch req := rpc.Command.(type) {
 		case *raft.TimeoutNowRequest:
 			if !g.obeys(req) {
-				g.refusedTimeoutNow.Add(1)
+				g.count.timeoutNow.Add(1)
 				rpc.Respond(nil, errStaleTimeoutNow)
 				continue
 			}
 		case *raft.RequestVoteRequest:
 			if g.guard.bound() {
-				g.refused.Add(1)
+				g.count.votes.Add(1)
 				rpc.Respond(&raft.RequestVoteResponse{RPCHeader: g.header, Term: req.Term}, nil)
 				continue
 			}
 			rpc = g.checkGrant(rpc)
 		case *raft.RequestPreVoteRequest:
 			if g.guard.bound() {
-				g.refused.Add(1)
+				g.count.votes.Add(1)
 				rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: g.header, Term: req.Term}, nil)
 				continue
 			}
@@ -142,14 +145,14 @@ func (g *guardedTransport) checkGrant(rpc raft.RPC) raft.RPC {
 		switch r := resp.Response.(type) {
 		case *raft.RequestVoteResponse:
 			if r.Granted && g.guard.bound() {
-				g.refused.Add(1)
+				g.count.votes.Add(1)
 				c := *r
 				c.Granted = false
 				resp.Response = &c
 			}
 		case *raft.RequestPreVoteResponse:
 			if r.Granted && g.guard.bound() {
-				g.refused.Add(1)
+				g.count.votes.Add(1)
 				c := *r
 				c.Granted = false
 				resp.Response = &c
@@ -177,7 +180,7 @@ func (g *guardedTransport) obeys(req *raft.TimeoutNowRequest) bool {
 // it answers for the peer with a refusal.
 func (g *guardedTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
 	if g.guard.bound() {
-		g.refused.Add(1)
+		g.count.votes.Add(1)
 		*resp = raft.RequestVoteResponse{Term: args.Term}
 		return nil
 	}
@@ -187,7 +190,7 @@ func (g *guardedTransport) RequestVote(id raft.ServerID, target raft.ServerAddre
 // RequestPreVote is RequestVote's check for pre-votes.
 func (g *guardedTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	if g.guard.bound() {
-		g.refused.Add(1)
+		g.count.votes.Add(1)
 		*resp = raft.RequestPreVoteResponse{Term: args.Term}
 		return nil
 	}
@@ -313,21 +316,4 @@ func (g *promiseGuard) bound() bool {
 		delete(g.promised, k)
 	}
 	return false
-}
-
-// until returns when the last running promise ends (the zero time if none
-// runs): for GET /v1/cluster and the tests.
-func (g *promiseGuard) until() time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var last time.Time
-	for _, end := range g.promised {
-		if end.After(last) {
-			last = end
-		}
-	}
-	if !last.After(g.now()) {
-		return time.Time{}
-	}
-	return last
 }

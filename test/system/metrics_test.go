@@ -254,6 +254,8 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 	m.check("lockd_lock_grants_total", ">= 1", atLeast(1), "kind=immediate")
 	m.check("lockd_lock_grants_total", ">= 1 (baton at least)", atLeast(1), "kind=handoff")
 	m.check("lockd_lock_delay_refusals_total", ">= 1", atLeast(1))
+	m.check("lockd_promise_vote_refusals_total", "present", atLeast(0))
+	m.check("lockd_promise_timeout_now_refusals_total", "present", atLeast(0))
 	m.check("lockd_lock_acquire_wait_seconds", "a count of at least the acquires acknowledged", atLeast(float64(acked.Load())))
 	m.check("lockd_lock_hold_seconds", "a count of at least the holdings ended", atLeast(float64(released.Load())))
 	acquireRoute := []string{"route=/v1/locks/{name:.*}/acquire", "method=POST"}
