@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"testing"
@@ -64,12 +65,23 @@ func TestCluster_TimeoutNowOnlyFromTheCurrentLeader(t *testing.T) {
 		t.Fatalf("after a refused TimeoutNow: leader in term %d, state %v; want term %d, still leader", got, leader.Node().Raft().State(), term)
 	}
 
-	// The same request in the leader's name is obeyed: the check does not
-	// break leadership transfers.
-	if err := send(leader.ID()); err != nil {
-		t.Fatalf("TimeoutNow in the leader's name refused: %v", err)
+	// The same request in the leader's name is refused too while the
+	// leader has not released this follower for the term (a leader
+	// releases its followers only after it gave its lease up, just before
+	// its own TimeoutNow); the leader's own transfer goes through.
+	if err := send(leader.ID()); err == nil {
+		t.Fatal("a TimeoutNow in the leader's name, without its release, was obeyed")
 	}
-	servertest.WaitFor(t, 5*time.Second, "an election after the leader's TimeoutNow", func() bool {
-		return target.Node().Raft().CurrentTerm() > term
-	})
+	if got := leader.Node().Raft().CurrentTerm(); got != term || leader.Node().Raft().State() != raft.Leader {
+		t.Fatalf("after a refused TimeoutNow: leader in term %d, state %v; want term %d, still leader", got, leader.Node().Raft().State(), term)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := leader.Node().TransferLeadership(ctx, target.ID())
+	if err != nil {
+		t.Fatalf("the leader's own transfer: %v", err)
+	}
+	if res.Leader.ID != target.ID() {
+		t.Fatalf("after the transfer %q leads, want %q", res.Leader.ID, target.ID())
+	}
 }
