@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -264,7 +265,7 @@ func newRaceCluster(t *testing.T) *raceCluster {
 		cfg := validConfig()
 		cfg.ID, cfg.PeerAddr = string(s.ID), string(s.Address)
 		rn := &raceNode{addr: string(s.Address), gate: newCampaignGate()}
-		e := &raftEngine{n: &Node{cfg: cfg, clock: SystemClock{}}}
+		e := &raftEngine{n: &Node{cfg: cfg, clock: SystemClock{}, log: slog.New(slog.DiscardHandler)}}
 		e.trans = newGuardedTransport(&raceTransport{InmemTransport: inm[i], net: c.net}, s.ID, &guardCounts{})
 		hl := hclog.New(&hclog.LoggerOptions{Output: rn.gate, Level: hclog.Warn})
 		store := raft.NewInmemStore()

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -127,7 +128,7 @@ func TestCluster_LeaseNeverOutrunsTheFollowersShorterPromises(t *testing.T) {
 	l := c.WaitLeader()
 	if c.Nodes[l].ID() != "n1" {
 		n1 := c.Nodes[0]
-		if err := c.Nodes[l].Node().Raft().LeadershipTransferToServer(raft.ServerID(n1.ID()), raft.ServerAddress(n1.PeerAddr())).Error(); err != nil {
+		if _, err := c.Nodes[l].Node().TransferLeadership(context.Background(), n1.ID()); err != nil {
 			t.Fatalf("leadership transfer to n1: %v", err)
 		}
 		servertest.WaitFor(t, 10*time.Second, "n1 to lead and serve", func() bool { return n1.Node().MasterLease() > 0 })
