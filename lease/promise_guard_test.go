@@ -626,3 +626,57 @@ func TestPromiseGuard_ArmsBeforeMeasuring(t *testing.T) {
 		t.Errorf("release during measurement: answer %v, bound %v", got, g.bound())
 	}
 }
+
+// TestGuardedTransport_NoGrantLeavesWhileBound checks the guard on the
+// receiving side without Raft: a vote request that arrives while the node
+// is bound never reaches Raft and is refused; one that reached Raft
+// before the node promised, and that Raft grants after, leaves as a
+// refusal; once the promise ends, grants pass.
+func TestGuardedTransport_NoGrantLeavesWhileBound(t *testing.T) {
+	_, candidate := raft.NewInmemTransport("candidate")
+	voterAddr, voter := raft.NewInmemTransport("voter")
+	candidate.Connect(voterAddr, voter)
+	g := newGuardedTransport(voter, "voter", &guardCounts{})
+	t.Cleanup(func() { _ = g.Close(); _ = candidate.Close() })
+	now := time.Now()
+	g.guard.now = func() time.Time { return now }
+
+	vote := func() (*raft.RequestVoteResponse, error) {
+		var resp raft.RequestVoteResponse
+		err := candidate.RequestVote("voter", voterAddr, &raft.RequestVoteRequest{Term: 7}, &resp)
+		return &resp, err
+	}
+	// Raft's stand-in grants every vote; before it answers, the test may
+	// make the node promise.
+	beforeAnswer := make(chan func(), 1)
+	go func() {
+		for rpc := range g.Consumer() {
+			select {
+			case f := <-beforeAnswer:
+				f()
+			default:
+			}
+			rpc.Respond(&raft.RequestVoteResponse{Term: 7, Granted: true}, nil)
+		}
+	}()
+
+	if r, err := vote(); err != nil || !r.Granted {
+		t.Fatalf("unbound: granted %v, %v", r.Granted, err)
+	}
+	// Bound while Raft handles the request: the grant leaves as a refusal.
+	beforeAnswer <- func() { g.guard.give("L", 3, time.Second, func() time.Duration { return time.Second }) }
+	if r, err := vote(); err != nil || r.Granted {
+		t.Fatalf("a grant Raft made after the node promised left granted (%v, %v)", r.Granted, err)
+	}
+	// Bound when the request arrives: refused before Raft sees it.
+	if r, err := vote(); err != nil || r.Granted || r.Term != 7 {
+		t.Fatalf("bound: granted %v term %d, %v", r.Granted, r.Term, err)
+	}
+	if got := g.count.votes.Load(); got != 2 {
+		t.Errorf("counted %d refusals, want 2", got)
+	}
+	now = now.Add(time.Second + time.Millisecond)
+	if r, err := vote(); err != nil || !r.Granted {
+		t.Fatalf("after the promise ended: granted %v, %v", r.Granted, err)
+	}
+}
