@@ -80,9 +80,9 @@ func (e *raftEngine) transferTo(ctx context.Context, t *leaderTerm, to string) (
 		ask = []string{addr}
 	}
 	if !e.answeredLately(ask) {
-		who := "no other voter"
+		who := "no other voter has"
 		if to != "" {
-			who = to
+			who = to + " has not"
 		}
 		return wire.TransferResponse{}, errTimeout(fmt.Sprintf(
 			"%s confirmed within the last %v that it follows this leader (down, cut off or behind?); leadership stays with %s",
