@@ -55,7 +55,19 @@ func Write(r *runner.Result, ops []history.Op) error {
 	var vs strings.Builder
 	Print(&vs, r, false)
 	for _, v := range r.Verdicts {
-		fmt.Fprintf(&vs, "\n[%s]\n%s\n", v.Checker, strings.Join(v.Details, "\n"))
+		fmt.Fprintf(&vs, "\n[%s]\n", v.Checker)
+		switch {
+		case v.Off != "":
+			fmt.Fprintf(&vs, "not in force: %s\n", v.Off)
+		case v.Undecided != "":
+			fmt.Fprintf(&vs, "undecided: %s\n", v.Undecided)
+		}
+		if v.Coverage != "" {
+			fmt.Fprintf(&vs, "checked %s\n", v.Coverage)
+		}
+		if len(v.Details) > 0 {
+			fmt.Fprintf(&vs, "%s\n", strings.Join(v.Details, "\n"))
+		}
 	}
 	if err := os.WriteFile(filepath.Join(r.Dir, "verdicts.txt"), []byte(vs.String()), 0o600); err != nil {
 		return err

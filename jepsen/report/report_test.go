@@ -1,6 +1,9 @@
 package report
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,7 +31,7 @@ func TestPrint_ShowsEveryViolation(t *testing.T) {
 	}
 	c := &Campaign{}
 	c.Add(r)
-	if row := c.Row(); !strings.Contains(row, "| 1 (events 1) |") {
+	if row := c.Row(); !strings.Contains(row, "| 1 (events 1)") {
 		t.Errorf("campaign row does not count the violation: %s", row)
 	}
 }
@@ -43,8 +46,46 @@ func TestCampaign_RowShowsCoverage(t *testing.T) {
 			{What: "heal kill-leader"}}})
 	c.Add(&runner.Result{Ops: 5, Stats: map[string]int{"acquire": 2, "stale reads": 3},
 		Events: []history.Event{{What: "inject kill-leader: killed n2"}, {What: "inject delay-node: n3 300ms"}}})
-	want := "| raft | all; injected: delay-node 1, kill-leader 2 | 2 | 15 (acquire 6, hand-offs 1, stale reads 3) | 0 |"
+	want := "| raft | all; injected: delay-node 1, kill-leader 2 | 2 | 15 (acquire 6, hand-offs 1, stale reads 3) | 0"
 	if row := c.Row(); !strings.HasPrefix(row, want) {
 		t.Errorf("row = %s\nwant prefix %s", row, want)
+	}
+}
+
+// verdicts returns a run's verdicts: fifo with what it checked (or
+// undecided when pairs is 0), fencing not in force.
+func verdicts(pairs int) []validate.Verdict {
+	fifo := validate.Verdict{Checker: validate.FIFO, Checked: pairs, Unit: "ordered pairs of waiters",
+		Coverage: fmt.Sprintf("%d ordered pairs of waiters", pairs)}
+	if pairs == 0 {
+		fifo.Undecided = "no ordered pair of waiters"
+	}
+	off := validate.Verdict{Checker: validate.Fencing}.NotInForce("the fenced workload was not run")
+	return []validate.Verdict{fifo, off}
+}
+
+// TestPrint_ShowsCoverage checks that every verdict line says what its
+// checker checked, or why it was not in force, and that the verdicts file
+// says it too.
+func TestPrint_ShowsCoverage(t *testing.T) {
+	r := &runner.Result{Seed: 1, Dir: t.TempDir(), Verdicts: verdicts(435)}
+	var b strings.Builder
+	Print(&b, r, false)
+	for _, want := range []string{"fifo             ok: checked 435 ordered pairs of waiters", "fencing          off (the fenced workload was not run)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := Write(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := os.ReadFile(filepath.Join(r.Dir, "verdicts.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[fifo]\nchecked 435 ordered pairs of waiters", "[fencing]\nnot in force: the fenced workload was not run"} {
+		if !strings.Contains(string(vs), want) {
+			t.Errorf("verdicts.txt lacks %q:\n%s", want, vs)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -38,7 +37,8 @@ func CheckLeaders(samples []Sample, classic bool) Verdict {
 		for _, r := range keys {
 			v.addf("poll round %d: %d simultaneous coordinators %s", r, len(rounds[r]), strings.Join(rounds[r], ","))
 		}
-		v.Details = append(v.Details, fmt.Sprintf("%d poll rounds", len(rounds)))
+		v.Cover(len(rounds), "poll rounds", "%d poll rounds with a coordinator (%d samples)", len(rounds), len(samples))
+		v.undecidedIfNone("no poll saw a coordinator")
 		return v
 	}
 	byTerm := map[uint64]map[string]bool{}
@@ -61,7 +61,8 @@ func CheckLeaders(samples []Sample, classic bool) Verdict {
 			v.addf("term %d had %d leaders: %s", term, len(ns), strings.Join(ids, ","))
 		}
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d samples, %d terms with a leader", len(samples), len(byTerm)))
+	v.Cover(len(byTerm), "terms", "%d terms with a leader in %d samples", len(byTerm), len(samples))
+	v.undecidedIfNone("no poll saw a leader")
 	return v
 }
 

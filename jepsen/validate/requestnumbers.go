@@ -1,8 +1,6 @@
 package validate
 
 import (
-	"fmt"
-
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
@@ -51,6 +49,7 @@ func CheckRequestNumbers(retries []traffic.Retry) Verdict {
 			}
 		}
 	}
-	v.Details = append(v.Details, fmt.Sprintf("checked %d repeated requests of %d granted first requests", repeats, len(first)))
+	v.Cover(repeats, "repeated requests", "%d repeated requests of %d granted first requests", repeats, len(first))
+	v.undecidedIfNone("no repeated request of a granted first request")
 	return v
 }

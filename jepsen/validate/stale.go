@@ -68,21 +68,34 @@ func CheckStaleReads(reads []history.StaleRead, acks []history.Ack, lag time.Dur
 			}
 		}
 	}
-	lagged := 0
-	for _, a := range acks {
-		for _, r := range reads {
+	lagged, pairs := 0, 0
+	for _, r := range reads {
+		against := false
+		for _, a := range acks {
 			if r.Lock != a.Lock || r.Call < a.Return+int64(lag) {
 				continue
 			}
-			lagged++
+			against = true
+			pairs++
 			if r.Index < a.Index {
 				v.addf("stale read of %s on %s at %s shows index %d, %v after index %d was acknowledged at %s",
 					r.Lock, r.Node, history.Seconds(r.Call), r.Index, lag, a.Index, history.Seconds(a.Return))
 			}
 		}
+		if against {
+			lagged++
+		}
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d stale reads; %d of them checked against %d acknowledged writes for a lag of %v",
-		len(reads), lagged, len(acks), lag))
+	v.Cover(lagged, "stale reads against acknowledged writes", "%d of %d stale reads against %d acknowledged writes (%d pairs) for a lag of %v",
+		lagged, len(reads), len(acks), pairs, lag)
+	switch {
+	case len(reads) == 0:
+		v.undecidedIfNone("no stale read")
+	case len(acks) == 0:
+		v.undecidedIfNone("no acknowledged write to compare the stale reads against")
+	default:
+		v.undecidedIfNone(fmt.Sprintf("no stale read invoked %v or more after an acknowledged write of its lock", lag))
+	}
 	return v
 }
 

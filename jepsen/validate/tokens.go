@@ -1,15 +1,11 @@
 package validate
 
 import (
-	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // grantKey names a session's holdings of a lock.
 type grantKey struct{ lock, session string }
@@ -91,7 +87,8 @@ func CheckTokens(ops []history.Op, extra []ExtraGrant) Verdict {
 				b.Lock, b.Token, short(b.Session), history.Seconds(b.Return), maxTok, short(maxOp.Session), history.Seconds(maxOp.Return))
 		}
 	}
-	v.Details = append(v.Details, fmt.Sprintf("checked %d grants", len(grants)+len(extra)))
+	v.Cover(len(grants)+len(extra), "grants", "%d grants (%d of them reported by the fenced resource)", len(grants)+len(extra), len(extra))
+	v.undecidedIfNone("no grant to check")
 	return v
 }
 
