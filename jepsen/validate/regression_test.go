@@ -165,6 +165,15 @@ var regressions = []regression{
 			return CheckQuiet(QuietWindow{Samples: []QuietSample{{At: 0, Leader: "n1", Term: 2, Commit: 40}, {At: 10, Leader: "n1", Term: 2, Commit: 40}},
 				Sessions: 4, Keepalives: 8})
 		}},
+	{RequestNumbers, "a repeat refused while the session holds the lock (issue 24: the old checker compared successful repeats only)",
+		func(*testing.T) Verdict {
+			return CheckRequestNumbers([]traffic.Retry{{Session: "s", Seq: 1, Step: traffic.RetryFirst, Status: history.OK, Token: 5},
+				{Session: "s", Seq: 1, Step: traffic.RetryRepeat, Status: history.Fail, Code: "lock_held"}})
+		},
+		func(*testing.T) Verdict {
+			return CheckRequestNumbers([]traffic.Retry{{Session: "s", Seq: 1, Step: traffic.RetryFirst, Status: history.OK, Token: 5},
+				{Session: "s", Seq: 1, Step: traffic.RetryRepeat, Status: history.OK, Token: 5}})
+		}},
 	{RequestNumbers, "a late repeat granted anew after the release",
 		func(*testing.T) Verdict {
 			return CheckRequestNumbers([]traffic.Retry{{Session: "s", Seq: 1, Step: traffic.RetryFirst, Status: history.OK, Token: 5},
