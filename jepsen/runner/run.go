@@ -311,7 +311,7 @@ func Check(ev Evidence) []validate.Verdict {
 	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir), ev2))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
-		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
+		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token, Call: g.Call, Return: g.Return})
 	}
 	// The lock workload's guarantees (queues, lock-delays, request
 	// numbers) have workers of its own; plain-locks runs none of them.

@@ -87,3 +87,19 @@ func TestCheck_ElectionValues(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck_ChildGrantsOrderedAgainstOtherLocks checks that the run hands
+// the tokens checker the child fence clients' grants with their windows:
+// a child granted the fenced lock with token 3 after lock l's token 5 was
+// acknowledged fails tokens (it passed every checker before).
+func TestCheck_ChildGrantsOrderedAgainstOtherLocks(t *testing.T) {
+	for _, tok := range []uint64{3, 9} {
+		ev := evidence(t)
+		ev.Fenced = true
+		ev.Grants = []traffic.Grant{{Client: "child-0", Session: "c", Token: tok, Call: 40, Return: 50, Child: true}}
+		v, _ := (&Result{Verdicts: Check(ev)}).Verdict(validate.Tokens)
+		if want := tok < 5; (v.Violations > 0) != want {
+			t.Errorf("child granted token %d after token 5: %s %v", tok, v, v.Details)
+		}
+	}
+}

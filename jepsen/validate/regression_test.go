@@ -74,6 +74,13 @@ var regressions = []regression{
 			return CheckTokens(withIDs(unknownAcq("l", "a", 0), refused("l", "a", "lock_held", 20, 30), acq("m", "b", 9, 25, 35),
 				acq("l", "a", 8, 40, 50)), nil)
 		}},
+	{Tokens, "a child fence client granted a lower token than another lock's acknowledged grant (issue 24: ordered for uniqueness only)",
+		func(*testing.T) Verdict {
+			return CheckTokens(withIDs(acq("l", "a", 100, 0, 10)), []ExtraGrant{{Lock: traffic.FencedLock, Session: "c", Token: 50, Call: 20, Return: 30}})
+		},
+		func(*testing.T) Verdict {
+			return CheckTokens(withIDs(acq("l", "a", 100, 0, 10)), []ExtraGrant{{Lock: traffic.FencedLock, Session: "c", Token: 150, Call: 20, Return: 30}})
+		}},
 	{LeaseTiming, "a grant while another client believed it held the lock",
 		func(*testing.T) Verdict {
 			return CheckLeaseTiming(withIDs(acq("l", "b", 7, 40, 50)), []history.Hold{{Lock: "l", Session: "a", Token: 5, From: 10, To: 100}})
