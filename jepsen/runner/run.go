@@ -322,7 +322,7 @@ func Check(ev Evidence) []validate.Verdict {
 		return v
 	}
 	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...),
-		lockGuarantees(validate.CheckFIFO(ev.Ops)), lockGuarantees(validate.CheckLockDelay(ev.Ops)))
+		lockGuarantees(validate.CheckFIFO(ev.Ops)), lockGuarantees(validate.CheckQueue(ev.Ops)), lockGuarantees(validate.CheckLockDelay(ev.Ops)))
 	fv := validate.CheckFencing(ev.Writes, ev.Grants)
 	if !ev.ran(traffic.Fenced) {
 		fv = fv.NotInForce("the " + traffic.Fenced + " workload was not run")

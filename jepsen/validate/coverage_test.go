@@ -38,6 +38,7 @@ func TestNoEvidenceIsUndecided(t *testing.T) {
 		{MasterLease, CheckMasterLease(nil, 0, false), CheckMasterLease([]LeaseLine{{Node: "n1", Term: 2, From: 1, Until: 5}}, 0, false)},
 		{Events, CheckEvents(nil), CheckEvents([]history.Event{{What: "cluster up"}})},
 		{FIFO, CheckFIFO(granted), CheckFIFO(queued)},
+		{Queue, CheckQueue(granted), CheckQueue(queued)},
 		{LockDelay, CheckLockDelay(granted), CheckLockDelay(expiry)},
 		{StaleReads, CheckStaleReads(nil, nil, 100),
 			CheckStaleReads([]history.StaleRead{sr("n1", 1, 5, "a", 5, 150, 160)}, []history.Ack{{Lock: "l", Index: 5, Return: 40}}, 100)},

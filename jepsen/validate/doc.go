@@ -39,8 +39,11 @@
 //  12. quiet keepalives: in a window with no faults and no workload, where
 //     only keepalives run, the leader's commit index does not move;
 //  13. request numbers: a request repeated with its first number gets the
-//     first answer while that holds, and is never granted anew after the
-//     session released the lock.
+//     first answer while that holds, refusals included, and is never
+//     granted anew after the session released the lock;
+//  14. queue: a waiter a read saw queued is granted or leaves the queue for
+//     a stated reason (its wait ran out, its session ended, it released),
+//     and no later waiter is granted while it still waits ahead.
 //
 // Every checker says what it checked (Verdict.Coverage, with the count
 // Checked of Unit that a campaign sums). A checker that could not decide
@@ -147,4 +150,5 @@ const (
 	QuietKeepalives = "quiet-keepalives"
 	RequestNumbers  = "request-numbers"
 	MasterLease     = "master-lease"
+	Queue           = "queue"
 )

@@ -31,22 +31,6 @@ func CheckFIFO(ops []history.Op) Verdict {
 			bySession[k] = append(bySession[k], op)
 		}
 	}
-	// queuedBy returns the blocking acquire of session on lock that was
-	// surely the one queued during read r.
-	queuedBy := func(lock, session string, r history.Op) (history.Op, bool) {
-		for _, op := range bySession[grantKey{lock, session}] {
-			if op.Call >= r.Call {
-				break
-			}
-			if op.Kind == history.Acquire && op.Wait > 0 && op.Return > r.Return {
-				return op, true
-			}
-			if op.Status == history.Unknown {
-				return history.Op{}, false
-			}
-		}
-		return history.Op{}, false
-	}
 	observations, pairs := 0, 0
 	handoffs := map[int64]bool{}
 	for _, r := range ops {
@@ -56,7 +40,7 @@ func CheckFIFO(ops []history.Op) Verdict {
 		observations++
 		var queued []history.Op
 		for _, s := range r.Waiters {
-			if op, ok := queuedBy(r.Lock, s, r); ok && op.Status == history.OK {
+			if op, ok := queuedAcquire(bySession[grantKey{r.Lock, s}], r); ok && op.Status == history.OK {
 				queued = append(queued, op)
 				handoffs[op.ID] = true
 			}

@@ -138,6 +138,29 @@ var regressions = []regression{
 			return CheckFIFO(withIDs(waitAcq("q", "a", history.OK, 10, 0, 100), waitAcq("q", "b", history.OK, 12, 5, 120),
 				queueRead("q", 20, 30, "a", "b")))
 		}},
+	{Queue, "a waiter skipped: a later waiter granted while it still waited ahead (issue 24: fifo compares granted waiters only)",
+		func(*testing.T) Verdict { return CheckQueue(skipped()) },
+		func(*testing.T) Verdict {
+			ops := skipped()
+			for i := range ops {
+				if ops[i].Kind == history.Release && ops[i].Session == "a" {
+					ops[i].Call = 80 * qms // a released before b's grant
+				}
+			}
+			sortByCall(ops)
+			return CheckQueue(ops)
+		}},
+	{Queue, "a waiter dropped: refused before its wait could run out",
+		func(*testing.T) Verdict {
+			a := waitAcq("q", "a", history.Fail, 0, 2*qms, 500*qms)
+			a.Code = "lock_held"
+			return CheckQueue(withIDs(a, queueRead("q", 4*qms, 5*qms, "a")))
+		},
+		func(*testing.T) Verdict {
+			a := waitAcq("q", "a", history.Fail, 0, 2*qms, 3010*qms)
+			a.Code = "lock_held"
+			return CheckQueue(withIDs(a, queueRead("q", 4*qms, 5*qms, "a")))
+		}},
 	{LockDelay, "a grant inside an expired holder's lock-delay",
 		func(*testing.T) Verdict {
 			const ms = int64(time.Millisecond)
@@ -215,7 +238,7 @@ func TestRegressions(t *testing.T) {
 	// Durability compares the live cluster before and after a restart
 	// (its hand-made cases are in package runner); every other checker
 	// has an entry.
-	for _, c := range []string{Linearizability, Tokens, LeaseTiming, Fencing, Leaders, Events, MasterLease, FIFO,
+	for _, c := range []string{Linearizability, Tokens, LeaseTiming, Fencing, Leaders, Events, MasterLease, FIFO, Queue,
 		LockDelay, StaleReads, QuietKeepalives, RequestNumbers} {
 		if !seen[c] {
 			t.Errorf("no regression entry for %s", c)
