@@ -192,7 +192,8 @@ func Run(cfg Config) (res *Result) {
 	if cfg.NonVoters > 0 {
 		env.DeadVoterAfter = cfg.DeadVoterAfter
 	}
-	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
+	faults := newFaultLog(rec)
+	sched := &failpoint.Schedule{Faults: faults.wrap(cfg.Faults), Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); res.Faults = sched.Run(work, env) }()
@@ -205,6 +206,7 @@ func Run(cfg Config) (res *Result) {
 		rec.Eventf("heal all: %v", err)
 	}
 	cancel()
+	faults.endAll()
 	rec.Eventf("healed everything")
 	if _, err := c.WaitLeader(hard, 30*time.Second); err != nil {
 		rec.Eventf("no leader 30s after healing: %v", err)
@@ -231,7 +233,8 @@ func Run(cfg Config) (res *Result) {
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
-		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Workloads: append([]string{}, cfg.Workloads...)}
+		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Workloads: append([]string{}, cfg.Workloads...),
+		Faults: faults.Windows()}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -272,14 +275,18 @@ type Evidence struct {
 	Dir string `json:"-"`
 	// LinearizeTimeout bounds the linearizability check (0: 2 minutes).
 	LinearizeTimeout time.Duration `json:"-"`
-	// StaleReads and Acks are the ?stale reads and the writes acknowledged
-	// once the cluster was healed, for the stale-reads checker.
+	// StaleReads and Acks are the ?stale reads and the acknowledged writes
+	// (the ?consistent reads' indexes during the run, and one write once
+	// the cluster was healed and caught up), for the stale-reads checker.
 	StaleReads []history.StaleRead
 	Acks       []history.Ack
 	// Quiet is the window in which only keepalives ran (nil: none held).
 	Quiet *validate.QuietWindow
 	// Retries are the request-number worker's requests.
 	Retries []traffic.Retry
+	// Faults are the windows in which each fault of the schedule was in
+	// force.
+	Faults []validate.FaultWindow
 	// Workloads are the workloads the run was asked to run; nil (the
 	// evidence of an older run) counts as every workload. A checker whose
 	// workload was not asked for is not in force (Verdict.Off).
@@ -327,7 +334,8 @@ func Check(ev Evidence) []validate.Verdict {
 	if !ev.ran(traffic.Fenced) {
 		fv = fv.NotInForce("the " + traffic.Fenced + " workload was not run")
 	}
-	stale := validate.CheckStaleReads(ev.StaleReads, ev.Acks, validate.StaleLag)
+	stale := validate.CheckStale(validate.StaleEvidence{Reads: ev.StaleReads, Acks: ev.Acks, Samples: ev.Samples, Faults: ev.Faults},
+		validate.StaleLag)
 	if ev.Classic {
 		stale = stale.NotInForce("classic mode: each tenure starts from empty state, so ?stale reads promise nothing")
 	}

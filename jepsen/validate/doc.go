@@ -33,9 +33,13 @@
 //     order (hand-offs go to the head of the queue);
 //  10. lock-delay: a lock its holder's session lost by expiry is granted to
 //     nobody else before the session's lock-delay has passed;
-//  11. stale reads: ?stale reads are monotonic per node process, and once
-//     the cluster is healed they lag an acknowledged write by at most
-//     StaleLag;
+//  11. stale reads: ?stale reads are monotonic per node process; they lag
+//     an acknowledged write by at most StaleLag once the cluster is healed,
+//     and during the run in settled stretches (no fault in force for long
+//     enough, the node following a leader); and, faults or not, they show
+//     every acknowledged write at or below the index their node said it
+//     had applied (writes are acknowledged throughout the run by the
+//     ?consistent reads);
 //  12. quiet keepalives: in a window with no faults and no workload, where
 //     only keepalives run, the leader's commit index does not move;
 //  13. request numbers: a request repeated with its first number gets the

@@ -12,6 +12,15 @@ type Sample struct {
 	Node  string
 	State string
 	Term  uint64
+	// Return is when the answer came (0: unknown), Proc the node's process
+	// that gave it (0: unknown), Leader the leader the node knew of ("" for
+	// none) and Applied its applied index: the stale-reads checker's
+	// evidence of what the node had applied, and of whether it followed a
+	// leader.
+	Return  int64  `json:",omitempty"`
+	Proc    int    `json:",omitempty"`
+	Leader  string `json:",omitempty"`
+	Applied uint64 `json:",omitempty"`
 }
 
 // CheckLeaders checks that no two nodes ever said they were leader in the

@@ -186,6 +186,26 @@ var regressions = []regression{
 		func(*testing.T) Verdict {
 			return CheckStaleReads([]history.StaleRead{sr("n2", 1, 5, "a", 5, 150, 160)}, []history.Ack{{Lock: "l", Index: 5, Return: 40}}, 100)
 		}},
+	{StaleReads, "a ?stale read during the run behind what its node said it had applied (issue 24: acknowledged writes recorded after the heal only)",
+		func(*testing.T) Verdict {
+			return CheckStale(StaleEvidence{Reads: []history.StaleRead{sr("n2", 2, 30, "a", 30, 4500e6, 4510e6)},
+				Acks: []history.Ack{runAck(50, 1*sec)}, Samples: []Sample{poll("n2", 2, 2*sec, "n1", 60)},
+				Faults: []FaultWindow{{Kind: "partition-node", From: 500e6, To: 6 * sec}}}, StaleLag)
+		},
+		func(*testing.T) Verdict {
+			return CheckStale(StaleEvidence{Reads: []history.StaleRead{sr("n2", 2, 50, "a", 50, 4500e6, 4510e6)},
+				Acks: []history.Ack{runAck(50, 1*sec)}, Samples: []Sample{poll("n2", 2, 2*sec, "n1", 60)},
+				Faults: []FaultWindow{{Kind: "partition-node", From: 500e6, To: 6 * sec}}}, StaleLag)
+		}},
+	{StaleReads, "a ?stale read during the run lagging in a settled stretch, its node following a leader",
+		func(*testing.T) Verdict {
+			return CheckStale(StaleEvidence{Reads: []history.StaleRead{sr("n2", 2, 40, "a", 40, 6*sec, 6*sec+10)},
+				Acks: []history.Ack{runAck(50, 2500e6)}, Samples: []Sample{poll("n2", 2, 4*sec, "n1", 40), poll("n2", 2, 5*sec, "n1", 40)}}, StaleLag)
+		},
+		func(*testing.T) Verdict {
+			return CheckStale(StaleEvidence{Reads: []history.StaleRead{sr("n2", 2, 50, "a", 50, 6*sec, 6*sec+10)},
+				Acks: []history.Ack{runAck(50, 2500e6)}, Samples: []Sample{poll("n2", 2, 4*sec, "n1", 40), poll("n2", 2, 5*sec, "n1", 40)}}, StaleLag)
+		}},
 	{QuietKeepalives, "a keepalive moved the commit index",
 		func(*testing.T) Verdict {
 			return CheckQuiet(QuietWindow{Samples: []QuietSample{{At: 0, Leader: "n1", Term: 2, Commit: 40}, {At: 10, Leader: "n1", Term: 2, Commit: 41}},
