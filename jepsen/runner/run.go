@@ -311,11 +311,11 @@ func Check(ev Evidence) []validate.Verdict {
 	elections := map[string]bool{traffic.ElectionName: true}
 	skip := map[string]bool{traffic.ElectionName: true}
 	timeout := cmp.Or(ev.LinearizeTimeout, 2*time.Minute)
-	ev2 := validate.CheckElections(ev.Ops, elections, timeout, ev.Dir)
-	if ev.ran(traffic.Elections) && ev2.Checked == 0 && ev2.Undecided == "" {
-		ev2.Undecided = "the elections workload ran, yet no election operation was recorded"
+	elect := validate.CheckElections(ev.Ops, elections, timeout, ev.Dir)
+	if ev.ran(traffic.Elections) && elect.Checked == 0 && elect.Undecided == "" {
+		elect.Undecided = "the elections workload ran, yet no election operation was recorded"
 	}
-	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir), ev2))
+	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir), elect))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token, Call: g.Call, Return: g.Return})
