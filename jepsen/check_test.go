@@ -16,7 +16,9 @@ import (
 // TestCheckHistory_EveryChecker saves a clean history with evidence that
 // breaches one checker at a time and checks that --check catches each:
 // every checker runs again from the saved evidence, not only
-// linearizability and tokens.
+// linearizability and tokens. The clean evidence is of a run of the fenced
+// workload alone, with enough of everything for every checker in force to
+// decide; the lock workload's checkers are not in force.
 func TestCheckHistory_EveryChecker(t *testing.T) {
 	ops := []history.Op{
 		{ID: 1, Lock: "l", Kind: history.Acquire, Session: "a", Token: 1, Status: history.OK, Call: 10, Return: 20},
@@ -31,6 +33,12 @@ func TestCheckHistory_EveryChecker(t *testing.T) {
 		Samples:    []validate.Sample{{Round: 1, At: 5, Node: "n1", State: "Leader", Term: 2}},
 		Events:     []history.Event{{At: 1, What: "cluster of 3 up"}},
 		Leases:     []validate.LeaseLine{{Node: "n1", Term: 2, From: 1000, Until: 2000}},
+		Holds:      []history.Hold{{Client: 1, Lock: "l", Session: "a", Token: 1, From: 20, To: 30}},
+		Acks:       []history.Ack{{Lock: "l", Index: 3, Return: 70}},
+		StaleReads: []history.StaleRead{{Node: "n1", Proc: 1, Lock: "l", Index: 3, Holder: "b", Token: 2, Call: 4e9, Return: 4e9 + 10}},
+		Quiet: &validate.QuietWindow{Samples: []validate.QuietSample{{At: 5e9, Leader: "n1", Term: 2, Commit: 9},
+			{At: 6e9, Leader: "n1", Term: 2, Commit: 9}}, Sessions: 1, Keepalives: 2},
+		Workloads: []string{traffic.Fenced},
 	}
 	tests := []struct {
 		name    string
@@ -56,6 +64,12 @@ func TestCheckHistory_EveryChecker(t *testing.T) {
 		{"a lost grant after the restart", func(ev *runner.Evidence) {
 			ev.Durability.Violations, ev.Durability.Details = 1, []string{"l: acquire lost"}
 		}, validate.Durability},
+		// No evidence is no pass: the same evidence as of a run of every
+		// workload leaves the lock workload's checkers with nothing to
+		// check, undecided, and --check fails.
+		{"every workload, no evidence of the lock workload's guarantees", func(ev *runner.Evidence) {
+			ev.Workloads = nil
+		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,7 +84,7 @@ func TestCheckHistory_EveryChecker(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := 0
-			if tt.checker != "" {
+			if tt.checker != "" || ev.Workloads == nil {
 				want = 1
 			}
 			if got := checkHistory(filepath.Join(dir, "history.jsonl"), time.Minute); got != want {

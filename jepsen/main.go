@@ -12,7 +12,11 @@
 //	go run ./jepsen --secure --faults all                      (TLS, mutual TLS, ACLs)
 //
 // It exits 0 when every checker passed in every run, 1 when a checker
-// found a violation or could not decide, and 2 on a usage error.
+// found a violation or could not decide, and 2 on a usage error. A run in
+// which a checker could not decide (and none found a violation) is run
+// once more with the same seed; it counts as failed unless that re-run
+// decides with no violation. The campaign row says how many runs were
+// undecided and how their re-runs went.
 package main
 
 import (
@@ -154,22 +158,17 @@ func run(args []string) int {
 			break
 		}
 		seed := o.seed + uint64(i)
-		r := runner.Run(o.config(seed, self, faults))
-		report.Print(os.Stdout, r, true)
-		hist := r.History
-		if r.Err == nil && r.Violations() == 0 && allDecided(r) && !o.keep {
-			hist = nil // keep the history of failing runs only
-		}
-		if err := report.Write(r, hist); err != nil {
-			fmt.Fprintln(os.Stderr, "jepsen: write report:", err)
-		}
+		r := o.runOnce(o.config(seed, self, faults))
 		camp.Add(r)
-		if r.Err != nil || r.Violations() > 0 || !allDecided(r) {
-			exit = 1
-		} else if !o.keep {
-			_ = os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
-			_ = os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
+		if r.Err == nil && r.Violations() == 0 && !report.Decided(r) && ctx.Err() == nil {
+			fmt.Printf("seed %d: undecided (%s): running it once more\n", seed, undecidedNames(r))
+			cfg := o.config(seed, self, faults)
+			cfg.Dir += "-rerun"
+			camp.AddRerun(o.runOnce(cfg))
 		}
+	}
+	if !camp.Passed() {
+		exit = 1
 	}
 	fmt.Println("\ncampaign:", camp.Row())
 	switch {
@@ -204,13 +203,35 @@ func addResultsRow(path, row string) error {
 	return os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
-func allDecided(r *runner.Result) bool {
+// runOnce runs one run, prints and writes its report, and keeps its
+// history, node logs and evidence only if it failed (or with --keep).
+func (o *options) runOnce(cfg runner.Config) *runner.Result {
+	r := runner.Run(cfg)
+	report.Print(os.Stdout, r, true)
+	clean := r.Err == nil && r.Violations() == 0 && report.Decided(r)
+	hist := r.History
+	if clean && !o.keep {
+		hist = nil // keep the history of failing runs only
+	}
+	if err := report.Write(r, hist); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen: write report:", err)
+	}
+	if clean && !o.keep {
+		_ = os.RemoveAll(filepath.Join(r.Dir, "nodes"))          // keep logs of failing runs only
+		_ = os.Remove(filepath.Join(r.Dir, runner.EvidenceFile)) // of no use without the history
+	}
+	return r
+}
+
+// undecidedNames lists the checkers that could not decide in r.
+func undecidedNames(r *runner.Result) string {
+	var out []string
 	for _, v := range r.Verdicts {
 		if v.Undecided != "" {
-			return false
+			out = append(out, v.Checker)
 		}
 	}
-	return true
+	return strings.Join(out, ", ")
 }
 
 func (o *options) config(seed uint64, self string, faults []failpoint.Failpoint) runner.Config {

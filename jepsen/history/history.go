@@ -135,6 +135,10 @@ type Ack struct {
 	Lock   string
 	Index  uint64
 	Return int64
+	// Run marks an ack recorded while the workloads and faults ran (a
+	// ?consistent read's index), rather than once the cluster was healed
+	// and every node caught up: a node may be cut off from it.
+	Run bool `json:",omitempty"`
 }
 
 // Event is one entry of the fault timeline.

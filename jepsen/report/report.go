@@ -55,7 +55,19 @@ func Write(r *runner.Result, ops []history.Op) error {
 	var vs strings.Builder
 	Print(&vs, r, false)
 	for _, v := range r.Verdicts {
-		fmt.Fprintf(&vs, "\n[%s]\n%s\n", v.Checker, strings.Join(v.Details, "\n"))
+		fmt.Fprintf(&vs, "\n[%s]\n", v.Checker)
+		switch {
+		case v.Off != "":
+			fmt.Fprintf(&vs, "not in force: %s\n", v.Off)
+		case v.Undecided != "":
+			fmt.Fprintf(&vs, "undecided: %s\n", v.Undecided)
+		}
+		if v.Coverage != "" {
+			fmt.Fprintf(&vs, "checked %s\n", v.Coverage)
+		}
+		if len(v.Details) > 0 {
+			fmt.Fprintf(&vs, "%s\n", strings.Join(v.Details, "\n"))
+		}
 	}
 	if err := os.WriteFile(filepath.Join(r.Dir, "verdicts.txt"), []byte(vs.String()), 0o600); err != nil {
 		return err
@@ -78,28 +90,88 @@ func Write(r *runner.Result, ops []history.Op) error {
 }
 
 // Campaign sums up several runs.
+//
+// An undecided verdict fails a campaign like a violation, unless the run
+// is repeated and decided: a run that found no violation but left a
+// checker undecided is run again once with the same seed (AddRerun), and
+// counts as failed only if that run does not decide cleanly either.
 type Campaign struct {
 	Mode, Faults, Command string
 	Runs, Ops             int
 	Failed                int // runs that could not run
 	// Violations counts violations per checker over all runs.
 	Violations map[string]int
-	Undecided  int
+	// Undecided counts undecided verdicts per checker over all runs (the
+	// re-runs' among them); UndecidedRuns counts the runs with one.
+	Undecided     map[string]int
+	UndecidedRuns int
+	// Reruns counts the re-runs of undecided runs, Redecided those that
+	// decided with no violation, StillUndecided those that did not decide.
+	Reruns, Redecided, StillUndecided int
 	// Stats sums the workloads' operation counts by kind over all runs,
 	// and Injected the faults injected by kind, so that a row shows what
 	// the campaign covered.
 	Stats, Injected map[string]int
+	// Checked sums each checker in force's coverage (Verdict.Checked)
+	// over the runs, in Units; a checker Off in every run has none.
+	Checked map[string]int
+	Units   map[string]string
+}
+
+// Decided reports whether a run decided: no verdict undecided.
+func Decided(r *runner.Result) bool {
+	for _, v := range r.Verdicts {
+		if v.Undecided != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Passed reports whether the campaign passed: every run ran, no checker
+// found a violation, and every undecided run was decided by its re-run.
+func (c *Campaign) Passed() bool {
+	total := 0
+	for _, n := range c.Violations {
+		total += n
+	}
+	return total == 0 && c.Failed == 0 && c.UndecidedRuns == c.Redecided
 }
 
 // Add folds a run into the campaign.
 func (c *Campaign) Add(r *runner.Result) {
+	c.Runs++
+	c.fold(r)
+	if r.Err == nil && !Decided(r) {
+		c.UndecidedRuns++
+	}
+}
+
+// AddRerun folds in the re-run of an undecided run: its violations and
+// coverage count like any run's; it decides the first run if it decided
+// with no violation and ran.
+func (c *Campaign) AddRerun(r *runner.Result) {
+	c.Reruns++
+	c.fold(r)
+	switch {
+	case r.Err == nil && r.Violations() == 0 && Decided(r):
+		c.Redecided++
+	case r.Err == nil && !Decided(r):
+		c.StillUndecided++
+	}
+}
+
+// fold adds a run's operations, faults, verdicts and coverage.
+func (c *Campaign) fold(r *runner.Result) {
 	if c.Violations == nil {
-		c.Violations = map[string]int{}
+		c.Violations, c.Undecided = map[string]int{}, map[string]int{}
 	}
 	if c.Stats == nil {
 		c.Stats, c.Injected = map[string]int{}, map[string]int{}
 	}
-	c.Runs++
+	if c.Checked == nil {
+		c.Checked, c.Units = map[string]int{}, map[string]string{}
+	}
 	c.Ops += r.Ops
 	for k, n := range r.Stats {
 		c.Stats[k] += n
@@ -118,7 +190,13 @@ func (c *Campaign) Add(r *runner.Result) {
 	for _, v := range r.Verdicts {
 		c.Violations[v.Checker] += v.Violations
 		if v.Undecided != "" {
-			c.Undecided++
+			c.Undecided[v.Checker]++
+		}
+		if v.Off == "" {
+			c.Checked[v.Checker] += v.Checked
+			if c.Units[v.Checker] == "" {
+				c.Units[v.Checker] = v.Unit
+			}
 		}
 	}
 }
@@ -138,8 +216,20 @@ func (c *Campaign) Row() string {
 	if len(names) > 0 {
 		viol += " (" + strings.Join(names, ", ") + ")"
 	}
-	if c.Undecided > 0 || c.Failed > 0 {
-		viol += fmt.Sprintf("; %d undecided verdicts, %d runs failed to run", c.Undecided, c.Failed)
+	viol += fmt.Sprintf("; %d undecided runs", c.UndecidedRuns)
+	if c.UndecidedRuns > 0 {
+		viol += fmt.Sprintf(" (%s; %d re-run: %d decided clean, %d still undecided)",
+			counts(c.Undecided), c.Reruns, c.Redecided, c.StillUndecided)
+	}
+	if c.Failed > 0 {
+		viol += fmt.Sprintf("; %d runs failed to run", c.Failed)
+	}
+	if len(c.Checked) > 0 {
+		viol += "; checkers in force, with what they checked: " + c.coverage()
+	}
+	runs := fmt.Sprint(c.Runs)
+	if c.Reruns > 0 {
+		runs += fmt.Sprintf(" (+%d re-run)", c.Reruns)
 	}
 	ops := fmt.Sprint(c.Ops)
 	if len(c.Stats) > 0 {
@@ -149,7 +239,22 @@ func (c *Campaign) Row() string {
 	if len(c.Injected) > 0 {
 		faults += "; injected: " + counts(c.Injected)
 	}
-	return fmt.Sprintf("| %s | %s | %d | %s | %s | `%s` |", c.Mode, faults, c.Runs, ops, viol, c.Command)
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | `%s` |", c.Mode, faults, runs, ops, viol, c.Command)
+}
+
+// coverage renders each checker in force with the sum of what it checked,
+// sorted by checker.
+func (c *Campaign) coverage() string {
+	var keys []string
+	for k := range c.Checked {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d %s", k, c.Checked[k], c.Units[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // counts renders a count per kind as "a 3, b 10", sorted by kind.

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,7 +31,7 @@ func TestPrint_ShowsEveryViolation(t *testing.T) {
 	}
 	c := &Campaign{}
 	c.Add(r)
-	if row := c.Row(); !strings.Contains(row, "| 1 (events 1) |") {
+	if row := c.Row(); !strings.Contains(row, "| 1 (events 1); ") {
 		t.Errorf("campaign row does not count the violation: %s", row)
 	}
 }
@@ -43,8 +46,91 @@ func TestCampaign_RowShowsCoverage(t *testing.T) {
 			{What: "heal kill-leader"}}})
 	c.Add(&runner.Result{Ops: 5, Stats: map[string]int{"acquire": 2, "stale reads": 3},
 		Events: []history.Event{{What: "inject kill-leader: killed n2"}, {What: "inject delay-node: n3 300ms"}}})
-	want := "| raft | all; injected: delay-node 1, kill-leader 2 | 2 | 15 (acquire 6, hand-offs 1, stale reads 3) | 0 |"
+	want := "| raft | all; injected: delay-node 1, kill-leader 2 | 2 | 15 (acquire 6, hand-offs 1, stale reads 3) | 0; 0 undecided runs |"
 	if row := c.Row(); !strings.HasPrefix(row, want) {
 		t.Errorf("row = %s\nwant prefix %s", row, want)
+	}
+}
+
+// verdicts returns a run's verdicts: fifo with what it checked (or
+// undecided when pairs is 0), fencing not in force.
+func verdicts(pairs int) []validate.Verdict {
+	fifo := validate.Verdict{Checker: validate.FIFO, Checked: pairs, Unit: "ordered pairs of waiters",
+		Coverage: fmt.Sprintf("%d ordered pairs of waiters", pairs)}
+	if pairs == 0 {
+		fifo.Undecided = "no ordered pair of waiters"
+	}
+	off := validate.Verdict{Checker: validate.Fencing}.NotInForce("the fenced workload was not run")
+	return []validate.Verdict{fifo, off}
+}
+
+// TestPrint_ShowsCoverage checks that every verdict line says what its
+// checker checked, or why it was not in force, and that the verdicts file
+// says it too.
+func TestPrint_ShowsCoverage(t *testing.T) {
+	r := &runner.Result{Seed: 1, Dir: t.TempDir(), Verdicts: verdicts(435)}
+	var b strings.Builder
+	Print(&b, r, false)
+	for _, want := range []string{"fifo             ok: checked 435 ordered pairs of waiters", "fencing          off (the fenced workload was not run)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	if err := Write(r, nil); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := os.ReadFile(filepath.Join(r.Dir, "verdicts.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"[fifo]\nchecked 435 ordered pairs of waiters", "[fencing]\nnot in force: the fenced workload was not run"} {
+		if !strings.Contains(string(vs), want) {
+			t.Errorf("verdicts.txt lacks %q:\n%s", want, vs)
+		}
+	}
+}
+
+// TestCampaign_UndecidedFailsUnlessDecidedOnRerun checks the campaign's
+// rule for undecided verdicts: an undecided run fails the campaign unless
+// its re-run decides with no violation, and the row says how many runs
+// were undecided, how the re-runs went, and what each checker in force
+// checked (a checker not in force is left out).
+func TestCampaign_UndecidedFailsUnlessDecidedOnRerun(t *testing.T) {
+	decided := &runner.Result{Ops: 10, Verdicts: verdicts(400)}
+	undecided := &runner.Result{Ops: 10, Verdicts: verdicts(0)}
+	violated := &runner.Result{Ops: 10, Verdicts: verdicts(35)}
+	violated.Verdicts[0].Violations = 1
+	tests := []struct {
+		name   string
+		runs   []*runner.Result // each run, with its re-run after it if undecided
+		passed bool
+		row    string
+	}{
+		{"decided", []*runner.Result{decided, decided}, true,
+			"| 2 | 20 | 0; 0 undecided runs; checkers in force, with what they checked: fifo 800 ordered pairs of waiters |"},
+		{"undecided, decided on re-run", []*runner.Result{decided, undecided, decided}, true,
+			"| 2 (+1 re-run) | 30 | 0; 1 undecided runs (fifo 1; 1 re-run: 1 decided clean, 0 still undecided); checkers in force, with what they checked: fifo 800 ordered pairs of waiters |"},
+		{"undecided twice", []*runner.Result{undecided, undecided}, false,
+			"| 1 (+1 re-run) | 20 | 0; 1 undecided runs (fifo 2; 1 re-run: 0 decided clean, 1 still undecided); checkers in force, with what they checked: fifo 0 ordered pairs of waiters |"},
+		{"undecided, a violation on re-run", []*runner.Result{undecided, violated}, false,
+			"| 1 (+1 re-run) | 20 | 1 (fifo 1); 1 undecided runs (fifo 1; 1 re-run: 0 decided clean, 0 still undecided); checkers in force, with what they checked: fifo 35 ordered pairs of waiters |"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Campaign{}
+			for i := 0; i < len(tt.runs); i++ {
+				c.Add(tt.runs[i])
+				if !Decided(tt.runs[i]) {
+					i++
+					c.AddRerun(tt.runs[i])
+				}
+			}
+			if c.Passed() != tt.passed {
+				t.Errorf("passed = %v, want %v", c.Passed(), tt.passed)
+			}
+			if row := c.Row(); !strings.Contains(row, tt.row) {
+				t.Errorf("row = %s\nwant it to contain %s", row, tt.row)
+			}
+		})
 	}
 }

@@ -137,6 +137,8 @@ func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, re
 	}
 	v.Details = append(v.Details, fmt.Sprintf("%d sessions alive before the restart checked %v after the cluster was back (TTL %v)",
 		len(survivors), survivorCheck, survivorTTL))
+	v.Cover(len(want)+len(survivors), "names and sessions", "%d locks and elections and %d sessions compared across kill -9 and restart of every node",
+		len(want), len(survivors))
 	var st wire.Cluster
 	for _, n := range c.Nodes {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)

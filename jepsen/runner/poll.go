@@ -14,7 +14,8 @@ import (
 const pollEvery = 100 * time.Millisecond
 
 // poller asks every running, unpaused node who it thinks it is, for the
-// leaders checker.
+// leaders checker, and what it has applied and whom it follows, for the
+// stale-reads checker.
 type poller struct {
 	c    *proccluster.Cluster
 	rec  *history.Recorder
@@ -47,13 +48,22 @@ func (p *poller) run(ctx context.Context) {
 				defer wg.Done()
 				sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				defer cancel()
-				at := p.rec.Now()
+				at, proc := p.rec.Now(), n.PID()
 				st, err := n.Status(sctx)
+				ret := p.rec.Now()
 				if err != nil {
 					return
 				}
+				if n.PID() != proc {
+					proc = 0 // restarted meanwhile: which process answered is unknown
+				}
+				s := validate.Sample{Round: round, At: at, Node: n.ID, State: st.State, Term: st.Term,
+					Return: ret, Proc: proc, Applied: st.AppliedIndex}
+				if st.Leader != nil {
+					s.Leader = st.Leader.ID
+				}
 				p.mu.Lock()
-				p.all = append(p.all, validate.Sample{Round: round, At: at, Node: n.ID, State: st.State, Term: st.Term})
+				p.all = append(p.all, s)
 				p.mu.Unlock()
 			}()
 		}

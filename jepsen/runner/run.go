@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -191,7 +192,8 @@ func Run(cfg Config) (res *Result) {
 	if cfg.NonVoters > 0 {
 		env.DeadVoterAfter = cfg.DeadVoterAfter
 	}
-	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
+	faults := newFaultLog(rec)
+	sched := &failpoint.Schedule{Faults: faults.wrap(cfg.Faults), Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); res.Faults = sched.Run(work, env) }()
@@ -204,6 +206,7 @@ func Run(cfg Config) (res *Result) {
 		rec.Eventf("heal all: %v", err)
 	}
 	cancel()
+	faults.endAll()
 	rec.Eventf("healed everything")
 	if _, err := c.WaitLeader(hard, 30*time.Second); err != nil {
 		rec.Eventf("no leader 30s after healing: %v", err)
@@ -230,7 +233,8 @@ func Run(cfg Config) (res *Result) {
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
-		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries()}
+		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Workloads: append([]string{}, cfg.Workloads...),
+		Faults: faults.Windows()}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -271,18 +275,33 @@ type Evidence struct {
 	Dir string `json:"-"`
 	// LinearizeTimeout bounds the linearizability check (0: 2 minutes).
 	LinearizeTimeout time.Duration `json:"-"`
-	// StaleReads and Acks are the ?stale reads and the writes acknowledged
-	// once the cluster was healed, for the stale-reads checker.
+	// StaleReads and Acks are the ?stale reads and the acknowledged writes
+	// (the ?consistent reads' indexes during the run, and one write once
+	// the cluster was healed and caught up), for the stale-reads checker.
 	StaleReads []history.StaleRead
 	Acks       []history.Ack
 	// Quiet is the window in which only keepalives ran (nil: none held).
 	Quiet *validate.QuietWindow
 	// Retries are the request-number worker's requests.
 	Retries []traffic.Retry
+	// Faults are the windows in which each fault of the schedule was in
+	// force.
+	Faults []validate.FaultWindow
+	// Workloads are the workloads the run was asked to run; nil (the
+	// evidence of an older run) counts as every workload. A checker whose
+	// workload was not asked for is not in force (Verdict.Off).
+	Workloads []string
+}
+
+// ran reports whether the run was asked to run workload w.
+func (ev *Evidence) ran(w string) bool {
+	return ev.Workloads == nil || slices.Contains(ev.Workloads, w)
 }
 
 // Check runs every checker on a run's evidence and returns their
-// verdicts.
+// verdicts. A checker whose workload the run was not asked to run, or
+// whose promise the election mode does not make, is not in force (Off);
+// one in force that found nothing to check is undecided.
 func Check(ev Evidence) []validate.Verdict {
 	var out []validate.Verdict
 	// The fenced lock's child clients are not in the history: their
@@ -292,29 +311,44 @@ func Check(ev Evidence) []validate.Verdict {
 	elections := map[string]bool{traffic.ElectionName: true}
 	skip := map[string]bool{traffic.ElectionName: true}
 	timeout := cmp.Or(ev.LinearizeTimeout, 2*time.Minute)
-	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir),
-		validate.CheckElections(ev.Ops, elections, timeout, ev.Dir)))
+	elect := validate.CheckElections(ev.Ops, elections, timeout, ev.Dir)
+	if ev.ran(traffic.Elections) && elect.Checked == 0 && elect.Undecided == "" {
+		elect.Undecided = "the elections workload ran, yet no election operation was recorded"
+	}
+	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir), elect))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
-		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token})
+		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token, Call: g.Call, Return: g.Return})
+	}
+	// The lock workload's guarantees (queues, lock-delays, request
+	// numbers) have workers of its own; plain-locks runs none of them.
+	lockGuarantees := func(v validate.Verdict) validate.Verdict {
+		if !ev.ran(traffic.Locks) {
+			return v.NotInForce("the " + traffic.Locks + " workload, whose workers it checks, was not run")
+		}
+		return v
 	}
 	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...),
-		validate.CheckFIFO(ev.Ops), validate.CheckLockDelay(ev.Ops))
+		lockGuarantees(validate.CheckFIFO(ev.Ops)), lockGuarantees(validate.CheckQueue(ev.Ops)), lockGuarantees(validate.CheckLockDelay(ev.Ops)))
 	fv := validate.CheckFencing(ev.Writes, ev.Grants)
-	if !ev.Fenced {
-		fv.Details = append(fv.Details, "fenced workload not run")
+	if !ev.ran(traffic.Fenced) {
+		fv = fv.NotInForce("the " + traffic.Fenced + " workload was not run")
 	}
-	stale := validate.Verdict{Checker: validate.StaleReads, Details: []string{"classic mode: each tenure starts from empty state, so ?stale reads promise nothing"}}
-	if !ev.Classic {
-		stale = validate.CheckStaleReads(ev.StaleReads, ev.Acks, validate.StaleLag)
+	stale := validate.CheckStale(validate.StaleEvidence{Reads: ev.StaleReads, Acks: ev.Acks, Samples: ev.Samples, Faults: ev.Faults},
+		validate.StaleLag)
+	if ev.Classic {
+		stale = stale.NotInForce("classic mode: each tenure starts from empty state, so ?stale reads promise nothing")
 	}
 	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic),
 		validate.CheckMasterLease(ev.Leases, ev.LeaseUnreadable, ev.Classic), validate.CheckEvents(ev.Events), stale)
-	quiet := validate.Verdict{Checker: validate.QuietKeepalives, Details: []string{"no quiet window held"}}
-	if ev.Quiet != nil {
+	quiet := validate.Verdict{Checker: validate.QuietKeepalives, Undecided: "no quiet window held"}
+	switch {
+	case ev.Classic:
+		quiet = quiet.NotInForce("classic mode: nothing is replicated, so there is no commit index to watch")
+	case ev.Quiet != nil:
 		quiet = validate.CheckQuiet(*ev.Quiet)
 	}
-	return append(out, quiet, validate.CheckRequestNumbers(ev.Retries))
+	return append(out, quiet, lockGuarantees(validate.CheckRequestNumbers(ev.Retries)))
 }
 
 func nodeIDs(c *proccluster.Cluster) []string {

@@ -3,6 +3,7 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
@@ -84,6 +85,41 @@ func TestCheck_ElectionValues(t *testing.T) {
 		v, _ := (&Result{Verdicts: Check(ev)}).Verdict(validate.Linearizability)
 		if want := seen == "v1"; (v.Violations > 0) != want {
 			t.Errorf("read sees %q after proclaim v2: %d violations (%v)", seen, v.Violations, v.Details)
+		}
+	}
+}
+
+// TestCheck_ChildGrantsOrderedAgainstOtherLocks checks that the run hands
+// the tokens checker the child fence clients' grants with their windows:
+// a child granted the fenced lock with token 3 after lock l's token 5 was
+// acknowledged fails tokens (it passed every checker before).
+func TestCheck_ChildGrantsOrderedAgainstOtherLocks(t *testing.T) {
+	for _, tok := range []uint64{3, 9} {
+		ev := evidence(t)
+		ev.Fenced = true
+		ev.Grants = []traffic.Grant{{Client: "child-0", Session: "c", Token: tok, Call: 40, Return: 50, Child: true}}
+		v, _ := (&Result{Verdicts: Check(ev)}).Verdict(validate.Tokens)
+		if want := tok < 5; (v.Violations > 0) != want {
+			t.Errorf("child granted token %d after token 5: %s %v", tok, v, v.Details)
+		}
+	}
+}
+
+// TestCheck_StaleReadsDuringTheRun checks that the run hands the
+// stale-reads checker the writes acknowledged during the run, the polls
+// and the fault windows: a read behind what its node said it had applied,
+// under a fault, fails stale-reads.
+func TestCheck_StaleReadsDuringTheRun(t *testing.T) {
+	const s = int64(time.Second)
+	for _, index := range []uint64{30, 50} {
+		ev := evidence(t)
+		ev.StaleReads = []history.StaleRead{{Node: "n2", Proc: 2, Lock: "l", Index: index, Call: 5 * s, Return: 5*s + 10}}
+		ev.Acks = []history.Ack{{Lock: "l", Index: 50, Return: 1 * s, Run: true}}
+		ev.Samples = append(ev.Samples, validate.Sample{Node: "n2", Proc: 2, At: 2*s - 10, Return: 2 * s, Leader: "n1", Applied: 60})
+		ev.Faults = []validate.FaultWindow{{Kind: "partition-node", From: s / 2, To: 6 * s}}
+		v, _ := (&Result{Verdicts: Check(ev)}).Verdict(validate.StaleReads)
+		if want := index < 50; (v.Violations > 0) != want || v.Checked == 0 {
+			t.Errorf("read of index %d: %s %v", index, v, v.Details)
 		}
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/certs"
+	"github.com/lockd/lockd/jepsen/history"
 )
 
 // Environment of a child fence client.
@@ -80,8 +82,16 @@ func RunFenceClient() int {
 		return resp.StatusCode
 	}
 	var s *client.Session
+	// pending is the harness time of the first acquire of the current
+	// session whose outcome is unknown since it last surely held nothing
+	// (0: none): that acquire may have been granted, and the library's
+	// give-back may not have landed, so a later acquire that finds the
+	// lock held reports a grant made as early as then (the checkers order
+	// the grant by its window, as effectiveCalls does for the workers).
+	var pending int64
 	for sleep(ctx, time.Duration(50+rand.IntN(200))*time.Millisecond) {
 		if s == nil || !s.Alive() {
+			pending = 0
 			if s != nil {
 				s.Close()
 			}
@@ -102,12 +112,22 @@ func RunFenceClient() int {
 		acancel()
 		got := time.Now()
 		if err != nil {
+			switch st, code := status(err); {
+			case st == history.Unknown && pending == 0:
+				pending = max(call, 1) // 1: since the start, when the resource did not answer
+			case st == history.Fail && pending != 0 && (code == wire.CodeLockHeld || code == wire.CodeLockDelay):
+				pending = max(call, pending) // not held when refused: a pending attempt can land only after
+			}
 			continue
 		}
 		tok := m.Token()
 		lost := make(chan time.Time, 1)
 		go func(ch <-chan struct{}) { <-ch; lost <- time.Now() }(m.Lost())
-		post("/grant", Grant{Client: name, Session: s.ID(), Token: tok, Call: call})
+		gcall := call
+		if pending != 0 {
+			gcall = min(gcall, pending)
+		}
+		post("/grant", Grant{Client: name, Session: s.ID(), Token: tok, Call: gcall})
 		for range 3 + rand.IntN(4) {
 			if !m.Held() {
 				break
@@ -129,7 +149,9 @@ func RunFenceClient() int {
 		}
 		post("/released", holdReport(name, s.ID(), tok, call, t0, t1, got, end))
 		uctx, ucancel := context.WithTimeout(ctx, 2*time.Second)
-		_ = m.Unlock(uctx)
+		if m.Unlock(uctx) == nil {
+			pending = 0 // an acknowledged release ends the window, as in effectiveCalls
+		}
 		ucancel()
 	}
 	if s != nil {

@@ -2,7 +2,9 @@ package traffic
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockd/lockd/client"
@@ -81,13 +83,14 @@ func (w *worker) acquireWith(ctx context.Context, m *client.Mutex, lock, mode st
 	w.t.count("acquire")
 	op := rec.Invoke(history.Op{Client: w.id, Lock: lock, Kind: history.Acquire, Session: s.ID(), Mode: mode, Wait: wait})
 	var err error
+	var gaveUp atomic.Int64 // when the worker cancelled a blocking acquire (0: it did not)
 	if wait == 0 {
 		octx, cancel := context.WithTimeout(ctx, opTimeout)
 		err = m.TryLock(octx)
 		cancel()
 	} else {
 		octx, cancel := context.WithCancel(ctx)
-		stop := time.AfterFunc(wait, cancel)
+		stop := time.AfterFunc(wait, func() { gaveUp.Store(rec.Now()); cancel() })
 		err = m.Lock(octx)
 		stop.Stop()
 		cancel()
@@ -102,7 +105,14 @@ func (w *worker) acquireWith(ctx context.Context, m *client.Mutex, lock, mode st
 	}
 	rec.Complete(op, st)
 	if err != nil && st == history.Unknown {
-		recordGiveBack(rec, op)
+		gb := op
+		if at := gaveUp.Load(); at != 0 && errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			// The request failed because the worker gave up: the library
+			// sends its give-back only after that (the queue checker
+			// counts the waiter queued until then).
+			gb.Call = at
+		}
+		recordGiveBack(rec, gb)
 	}
 	if code == wire.CodeLockDelay {
 		w.t.count("lock-delay refusals")
@@ -122,7 +132,9 @@ func (w *worker) acquireWith(ctx context.Context, m *client.Mutex, lock, mode st
 // what it may have been granted: without it in the history, the lock going
 // free would look like a release nobody asked for. The library may send it
 // before the acquire returns (or in the background once its context ended),
-// so its invocation is the acquire's own, and its outcome is unknown.
+// so its invocation is the acquire's own (acquire.Call: callers may pass a
+// later one when they know the library's request failed no earlier), and
+// its outcome is unknown.
 func recordGiveBack(rec *history.Recorder, acquire history.Op) {
 	rec.Add(history.Op{Client: acquire.Client, Lock: acquire.Lock, Kind: history.Release, Session: acquire.Session,
 		Err: "the library's give-back after an acquire of unknown outcome", Status: history.Unknown,

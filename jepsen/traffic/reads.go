@@ -89,18 +89,27 @@ func rawGet(ctx context.Context, hc *http.Client, url string, out any) error {
 	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
 }
 
-// consistentRead reads lock l with ?consistent through c and records it.
+// consistentRead reads lock l with ?consistent through c and records it,
+// and the index it saw as an acknowledged write (history.Ack) for the
+// stale-reads checker.
 func (t *Traffic) consistentRead(ctx context.Context, c *client.Client, id, node int, l string) {
 	t.count("consistent reads")
 	op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Read, Node: t.cfg.NodeIDs[node]})
 	octx, cancel := context.WithTimeout(ctx, time.Second)
 	lk, err := c.Lock(octx, l, client.Consistent)
 	cancel()
+	at := t.rec.Now()
 	st, code := status(err)
 	if st != history.OK {
 		st = history.Fail // a read changes nothing
-	} else if len(lk.Holders) > 0 {
-		op.Holder, op.Token = lk.Holders[0].Session, lk.Holders[0].Token
+	} else {
+		if len(lk.Holders) > 0 {
+			op.Holder, op.Token = lk.Holders[0].Session, lk.Holders[0].Token
+		}
+		// The leader confirmed its leadership with a quorum and answered
+		// from its applied state: the lock's modify index is committed by
+		// now, an acknowledged write for the stale-reads checker.
+		t.rec.AddAck(history.Ack{Lock: l, Index: lk.ModifyIndex, Return: at, Run: true})
 	}
 	op.Code, op.Err = code, errString(err)
 	t.rec.Complete(op, st)

@@ -32,7 +32,10 @@ type Write struct {
 
 // Grant is a grant of FencedLock that a writer reported to the resource,
 // with bounds on when it happened on the harness clock: the acquire was
-// invoked no earlier than Call and acknowledged no later than Return.
+// invoked no earlier than Call and acknowledged no later than Return. A
+// child's Call is that of its session's first acquire of unknown outcome
+// since it last surely held nothing, if any: that acquire may be the one
+// the grant came from.
 type Grant struct {
 	Client  string
 	Session string

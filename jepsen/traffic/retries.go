@@ -39,9 +39,10 @@ type Retry struct {
 	Return  int64
 }
 
-// retryWorker takes RetryLock with request number n, repeats the request,
-// releases with n+1, and then sends the first request once more, as a
-// late retry would arrive. It talks HTTP itself, since the client library
+// retryWorker takes RetryLock with request number n, repeats the request
+// (whatever the first answer was, if it was definite: a refusal must be
+// repeated too), releases with n+1, and then sends the first request once
+// more, as a late retry would arrive. It talks HTTP itself, since the client library
 // numbers its requests on its own.
 func (t *Traffic) retryWorker(ctx context.Context, rng *rand.Rand) {
 	w := t.newWorker(t.lockToken, nil, rng)
@@ -79,7 +80,7 @@ func (t *Traffic) retryWorker(ctx context.Context, rng *rand.Rand) {
 		}
 		seq += 2
 		first := do(RetryFirst, "acquire", seq-1)
-		if first.Status == history.OK {
+		if first.Status != history.Unknown {
 			t.count("request-number repeats")
 			do(RetryRepeat, "acquire", seq-1)
 		}

@@ -33,17 +33,32 @@
 //     order (hand-offs go to the head of the queue);
 //  10. lock-delay: a lock its holder's session lost by expiry is granted to
 //     nobody else before the session's lock-delay has passed;
-//  11. stale reads: ?stale reads are monotonic per node process, and once
-//     the cluster is healed they lag an acknowledged write by at most
-//     StaleLag;
+//  11. stale reads: ?stale reads are monotonic per node process; they lag
+//     an acknowledged write by at most StaleLag once the cluster is healed,
+//     and during the run in settled stretches (no fault in force for long
+//     enough, the node following a leader); and, faults or not, they show
+//     every acknowledged write at or below the index their node said it
+//     had applied (writes are acknowledged throughout the run by the
+//     ?consistent reads);
 //  12. quiet keepalives: in a window with no faults and no workload, where
 //     only keepalives run, the leader's commit index does not move;
 //  13. request numbers: a request repeated with its first number gets the
-//     first answer while that holds, and is never granted anew after the
-//     session released the lock.
+//     first answer while that holds, refusals included, and is never
+//     granted anew after the session released the lock;
+//  14. queue: a waiter a read saw queued is granted or leaves the queue for
+//     a stated reason (its wait ran out, its session ended, it released),
+//     and no later waiter is granted while it still waits ahead.
 //
-// A checker that could not decide (porcupine's timeout) says so instead
-// of passing.
+// Every checker says what it checked (Verdict.Coverage, with the count
+// Checked of Unit that a campaign sums). A checker that could not decide
+// says so instead of passing (Undecided, with the reason): porcupine's
+// timeout, and every checker that found nothing to check for lack of
+// evidence (stale reads with no acknowledged write to compare against,
+// fifo with no ordered pair of waiters, lock-delay with no expiry,
+// request numbers with no repeat, ...). A checker that is not in force in
+// a run (its workload was not selected, or the election mode promises
+// nothing it checks) is Off, with the reason: it neither passes nor fails
+// the run, and a campaign row leaves it out of the checkers in force.
 package validate
 
 import "fmt"
@@ -52,26 +67,66 @@ import "fmt"
 type Verdict struct {
 	Checker    string
 	Violations int
-	// Undecided is set when the checker could not decide (and why).
+	// Undecided is set when the checker could not decide (and why): an
+	// undecided verdict fails a run as a violation does.
 	Undecided string
+	// Off is set when the checker was not in force in the run (and why):
+	// its workload did not run by choice, or the mode promises nothing it
+	// checks. An Off verdict checks nothing and fails nothing.
+	Off string
+	// Checked is how many things the checker checked, Unit what they are
+	// ("lock-delay expiries"), and Coverage the whole line a report shows
+	// ("9 of 1,496 stale reads against 1 acknowledged write"). A checker
+	// that checked nothing is undecided (or Off).
+	Checked  int
+	Unit     string
+	Coverage string
 	// Details describe the first violations (and notes).
 	Details []string
 	// Artifact is a file the checker wrote (for example porcupine's HTML).
 	Artifact string
 }
 
-// OK reports whether the checker found nothing wrong and decided.
+// OK reports whether the checker found nothing wrong and decided (an Off
+// checker is OK: it was not asked).
 func (v Verdict) OK() bool { return v.Violations == 0 && v.Undecided == "" }
 
-// String renders the verdict on one line.
+// String renders the verdict on one line, with what it checked.
 func (v Verdict) String() string {
+	cov := ""
+	if v.Coverage != "" {
+		cov = ": checked " + v.Coverage
+	}
 	switch {
 	case v.Violations > 0:
-		return fmt.Sprintf("%-16s FAIL %d violation(s)", v.Checker, v.Violations)
+		return fmt.Sprintf("%-16s FAIL %d violation(s)%s", v.Checker, v.Violations, cov)
 	case v.Undecided != "":
-		return fmt.Sprintf("%-16s UNDECIDED (%s)", v.Checker, v.Undecided)
+		return fmt.Sprintf("%-16s UNDECIDED (%s)%s", v.Checker, v.Undecided, cov)
+	case v.Off != "":
+		return fmt.Sprintf("%-16s off (%s)", v.Checker, v.Off)
 	}
-	return fmt.Sprintf("%-16s ok", v.Checker)
+	return fmt.Sprintf("%-16s ok%s", v.Checker, cov)
+}
+
+// Cover records what the checker checked: n of unit, and the whole line.
+func (v *Verdict) Cover(n int, unit, format string, args ...any) {
+	v.Checked, v.Unit, v.Coverage = n, unit, fmt.Sprintf(format, args...)
+}
+
+// undecidedIfNone makes a verdict that checked nothing undecided, for
+// reason: no evidence is no pass. A violation found stands.
+func (v *Verdict) undecidedIfNone(reason string) {
+	if v.Checked == 0 && v.Violations == 0 && v.Undecided == "" {
+		v.Undecided = reason
+	}
+}
+
+// NotInForce returns v marked not in force, for reason: what it found is
+// kept for the record, but it neither passes nor fails the run. A
+// violation it found stands (Off does not hide one).
+func (v Verdict) NotInForce(reason string) Verdict {
+	v.Off, v.Undecided = reason, ""
+	return v
 }
 
 // maxDetails bounds the lines a verdict keeps.
@@ -99,4 +154,5 @@ const (
 	QuietKeepalives = "quiet-keepalives"
 	RequestNumbers  = "request-numbers"
 	MasterLease     = "master-lease"
+	Queue           = "queue"
 )

@@ -21,13 +21,14 @@ func CheckElections(ops []history.Op, names map[string]bool, timeout time.Durati
 	runPorcupine(&v, model.Election.ToModel(), pops, timeout, filepath.Join(dir, "elections.html"),
 		"an election's history is not linearizable (see the visualization)",
 		"porcupine timed out on the elections after "+timeout.String())
-	v.Details = append(v.Details, "checked "+itoa(len(pops))+" election operations with their values")
+	v.Cover(len(pops), "operations", "%d election operations with their values", len(pops))
 	return v
 }
 
 // MergeVerdicts joins verdicts of one checker given in parts (the locks'
-// and the elections' linearizability) into one: violations add up, the
-// first undecided reason and artifact stand.
+// and the elections' linearizability) into one: violations and what was
+// checked add up (in the first part's unit), the first undecided reason
+// and artifact stand.
 func MergeVerdicts(parts ...Verdict) Verdict {
 	var v Verdict
 	for i, p := range parts {
@@ -42,6 +43,16 @@ func MergeVerdicts(parts ...Verdict) Verdict {
 			v.Artifact = p.Artifact
 		}
 		v.Details = append(v.Details, p.Details...)
+		v.Checked += p.Checked
+		if v.Unit == "" {
+			v.Unit = p.Unit
+		}
+		if p.Coverage != "" {
+			if v.Coverage != "" {
+				v.Coverage += "; "
+			}
+			v.Coverage += p.Coverage
+		}
 	}
 	return v
 }

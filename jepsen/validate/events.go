@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/lockd/lockd/jepsen/history"
@@ -22,6 +21,7 @@ func CheckEvents(events []history.Event) Verdict {
 			v.addf("at %s: %s", history.Seconds(e.At), e.What)
 		}
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d timeline events", len(events)))
+	v.Cover(len(events), "timeline events", "%d timeline events", len(events))
+	v.undecidedIfNone("no timeline")
 	return v
 }

@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/lockd/lockd/jepsen/history"
@@ -37,7 +36,9 @@ func CheckFencing(writes []traffic.Write, grants []traffic.Grant) Verdict {
 		}
 		highest, by = w.Token, w.Client
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d grants, %d writes accepted, %d refused as stale", len(grants), accepted, refused))
+	v.Cover(len(grants)+accepted+refused, "grants and writes", "%d grants of the fenced lock, %d writes accepted, %d refused as stale",
+		len(grants), accepted, refused)
+	v.undecidedIfNone("no grant of the fenced lock and no write to the fenced resource: the fenced workload did not run")
 	return v
 }
 

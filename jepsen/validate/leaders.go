@@ -1,7 +1,6 @@
 package validate
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -13,6 +12,15 @@ type Sample struct {
 	Node  string
 	State string
 	Term  uint64
+	// Return is when the answer came (0: unknown), Proc the node's process
+	// that gave it (0: unknown), Leader the leader the node knew of ("" for
+	// none) and Applied its applied index: the stale-reads checker's
+	// evidence of what the node had applied, and of whether it followed a
+	// leader.
+	Return  int64  `json:",omitempty"`
+	Proc    int    `json:",omitempty"`
+	Leader  string `json:",omitempty"`
+	Applied uint64 `json:",omitempty"`
 }
 
 // CheckLeaders checks that no two nodes ever said they were leader in the
@@ -38,7 +46,8 @@ func CheckLeaders(samples []Sample, classic bool) Verdict {
 		for _, r := range keys {
 			v.addf("poll round %d: %d simultaneous coordinators %s", r, len(rounds[r]), strings.Join(rounds[r], ","))
 		}
-		v.Details = append(v.Details, fmt.Sprintf("%d poll rounds", len(rounds)))
+		v.Cover(len(rounds), "poll rounds", "%d poll rounds with a coordinator (%d samples)", len(rounds), len(samples))
+		v.undecidedIfNone("no poll saw a coordinator")
 		return v
 	}
 	byTerm := map[uint64]map[string]bool{}
@@ -61,7 +70,8 @@ func CheckLeaders(samples []Sample, classic bool) Verdict {
 			v.addf("term %d had %d leaders: %s", term, len(ns), strings.Join(ids, ","))
 		}
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d samples, %d terms with a leader", len(samples), len(byTerm)))
+	v.Cover(len(byTerm), "terms", "%d terms with a leader in %d samples", len(byTerm), len(samples))
+	v.undecidedIfNone("no poll saw a leader")
 	return v
 }
 

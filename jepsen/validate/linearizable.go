@@ -30,7 +30,8 @@ func CheckLinearizable(ops []history.Op, skip map[string]bool, timeout time.Dura
 	})
 	runPorcupine(&v, model.Lock.ToModel(), pops, timeout, filepath.Join(dir, "linearizability.html"),
 		"a lock's history is not linearizable (see the visualization)", "porcupine timed out after "+timeout.String())
-	v.Details = append(v.Details, "checked "+itoa(len(pops))+" operations")
+	v.Cover(len(pops), "operations", "%d operations of locks", len(pops))
+	v.undecidedIfNone("no operation of a lock to check")
 	return v
 }
 

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"sort"
 	"strconv"
@@ -107,8 +106,7 @@ func servingIntervals(lines []LeaseLine) []leaseInterval {
 func CheckMasterLease(lines []LeaseLine, skipped int, classic bool) Verdict {
 	v := Verdict{Checker: MasterLease}
 	if classic {
-		v.Details = append(v.Details, "classic election mode: no quorum-backed master lease to check")
-		return v
+		return v.NotInForce("classic election mode: no quorum-backed master lease to check")
 	}
 	iv := servingIntervals(lines)
 	for i, a := range iv {
@@ -149,8 +147,8 @@ func CheckMasterLease(lines []LeaseLine, skipped int, classic bool) Verdict {
 	for _, l := range lines {
 		nodes[l.Node] = true
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d lease log lines from %d nodes (%d unreadable, skipped), %d serving intervals in %d terms",
-		len(lines), len(nodes), skipped, len(iv), len(byTerm)))
+	v.Cover(len(iv), "serving intervals", "%d serving intervals in %d terms from %d lease log lines of %d nodes (%d unreadable, skipped)",
+		len(iv), len(byTerm), len(lines), len(nodes), skipped)
 	if len(lines) == 0 {
 		v.Undecided = "no lease log lines: no node ever logged a master lease"
 	}

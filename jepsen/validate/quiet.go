@@ -60,7 +60,7 @@ func CheckQuiet(w QuietWindow) Verdict {
 		}
 		prev = s
 	}
-	v.Details = append(v.Details, fmt.Sprintf("%d keepalives of %d sessions from %s to %s, commit index %d to %d",
-		w.Keepalives, w.Sessions, history.Seconds(first.At), history.Seconds(prev.At), first.Commit, prev.Commit))
+	v.Cover(w.Keepalives, "keepalives", "%d keepalives of %d sessions from %s to %s, commit index %d to %d in %d samples",
+		w.Keepalives, w.Sessions, history.Seconds(first.At), history.Seconds(prev.At), first.Commit, prev.Commit, len(w.Samples))
 	return v
 }

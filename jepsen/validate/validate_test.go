@@ -171,3 +171,54 @@ func TestCheckLinearizable_NamesTheBrokenLock(t *testing.T) {
 		t.Errorf("lock b is linearizable, yet reported:\n%s", d)
 	}
 }
+
+// TestCheckTokens_ChildGrantsInOrder is issue 24's breach: a child fence
+// client's grant of the fenced lock is ordered against every other lock's
+// acknowledged grants, as an in-process worker's is. A child granted token
+// 50 after another lock's token 100 was acknowledged passed every checker:
+// the old tokens checker took the child's grants for uniqueness only (and
+// the fencing checker orders the fenced lock's grants among themselves).
+func TestCheckTokens_ChildGrantsInOrder(t *testing.T) {
+	const f = traffic.FencedLock
+	ops := withIDs(acq("jepsen/l0", "w", 100, 0, 10))
+	child := ExtraGrant{Lock: f, Session: "c", Token: 50, Call: 20, Return: 30}
+	if v := oldCheckTokens(ops, []ExtraGrant{child}); v.Violations != 0 {
+		t.Fatalf("the old checker caught it already: %v", v.Details)
+	}
+	if v := CheckFencing(nil, []traffic.Grant{{Client: "child-0", Session: "c", Token: 50, Call: 20, Return: 30, Child: true}}); v.Violations != 0 {
+		t.Fatalf("fencing caught it already: %v", v.Details)
+	}
+	v := CheckTokens(ops, []ExtraGrant{child})
+	if v.Violations != 1 || !strings.Contains(v.Details[0], "token went back") {
+		t.Fatalf("new checker: %s %v", v, v.Details)
+	}
+	tests := []struct {
+		name  string
+		extra []ExtraGrant
+		want  int
+	}{
+		{"a child's grant after, with a higher token", []ExtraGrant{{Lock: f, Session: "c", Token: 150, Call: 20, Return: 30}}, 0},
+		{"a child's grant concurrent with the other lock's", []ExtraGrant{{Lock: f, Session: "c", Token: 50, Call: 5, Return: 30}}, 0},
+		{"a child's grant whose window is unknown", []ExtraGrant{{Lock: f, Session: "c", Token: 50}}, 0},
+		// A child re-finding its holding reports it again later: the grant
+		// was made within the first report's window.
+		{"a holding reported again after the other grant", []ExtraGrant{{Lock: f, Session: "c", Token: 50, Call: 1, Return: 5},
+			{Lock: f, Session: "c", Token: 50, Call: 20, Return: 30}}, 0},
+		// An in-process worker's grant of the fenced lock is in the history
+		// and in the resource's reports: it counts once, from the history.
+		{"a worker's grant reported to the resource too", []ExtraGrant{{Lock: "jepsen/l0", Session: "w", Token: 100, Call: 20, Return: 30}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if v := CheckTokens(ops, tt.extra); v.Violations != tt.want {
+				t.Fatalf("violations = %d, want %d: %v", v.Violations, tt.want, v.Details)
+			}
+		})
+	}
+	// The other way round: a child's grant acknowledged before a worker's
+	// was invoked, with the higher token.
+	later := withIDs(acq("jepsen/l0", "w", 100, 40, 50))
+	if v := CheckTokens(later, []ExtraGrant{{Lock: f, Session: "c", Token: 150, Call: 1, Return: 5}}); v.Violations != 1 {
+		t.Fatalf("a worker's grant after a child's higher one: %d violations", v.Violations)
+	}
+}
