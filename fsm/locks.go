@@ -265,6 +265,9 @@ func (st *state) letGo(s *space, o op, c Command) Result {
 func (st *state) planRepeated(s *space, l *Lock, p acquirePlan, o op, c Command) acquirePlan {
 	if i := l.holder(c.Session); i >= 0 && l.Mode == p.mode {
 		p.res = Result{Granted: true, Token: l.Holders[i].Token}
+		if o.unsafe.RefuseRepeat {
+			p.res = Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
+		}
 		return p
 	}
 	if i := s.queued(l, c.Session); i >= 0 {

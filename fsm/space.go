@@ -157,6 +157,9 @@ func (s *space) handoff(l *Lock, o op) bool {
 	if o.legacy && s.dropExpired(l, o.now) {
 		changed = true
 	}
+	if s.skipHead(l, o) {
+		changed = true
+	}
 	for len(l.Waiters) > 0 {
 		i := nextWaiter(l, o)
 		w := l.Waiters[i]

@@ -21,7 +21,18 @@ type Unsafe struct {
 	// acquire already applied (a retry, or an abandoned request arriving
 	// late) is treated as a new request, and grants anew.
 	ForgetSeq bool
+	// SkipWaiter makes a hand-off by an entry whose index is a multiple
+	// of skipWaiterEvery, with two or more waiters queued, drop the head
+	// of the queue without granting it, and grant the next.
+	SkipWaiter bool
+	// RefuseRepeat answers an acquire repeated with the request number it
+	// was granted with by a refusal (lock_held) while the session still
+	// holds the lock, instead of the first answer.
+	RefuseRepeat bool
 }
+
+// skipWaiterEvery is how often SkipWaiter drops a queue's head.
+const skipWaiterEvery = 3
 
 // lowerTokenEvery is how often LowerToken lowers a grant's token.
 const lowerTokenEvery = 4
@@ -40,6 +51,16 @@ func (s *space) grantToken(o op) uint64 {
 		return o.index
 	}
 	return o.index / 2
+}
+
+// skipHead drops the head of l's queue unseen by a hand-off, under the
+// SkipWaiter switch, and reports whether it did.
+func (s *space) skipHead(l *Lock, o op) bool {
+	if !o.unsafe.SkipWaiter || len(l.Waiters) < 2 || o.index%skipWaiterEvery != 0 {
+		return false
+	}
+	s.dropWaiter(l, 0)
+	return true
 }
 
 // nextWaiter is the index in l's queue of the waiter a hand-off considers:

@@ -113,3 +113,45 @@ func TestUnsafeForgetSeq_LateRepeatGrantsAnewOnlyWhenOn(t *testing.T) {
 		}
 	}
 }
+
+func TestUnsafeSkipWaiter_DropsTheHeadOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{SkipWaiter: on})
+		for _, s := range []string{"a", "b", "c", "d", "e"} {
+			h.mustApply(create(s, 0))
+		}
+		h.mustApply(acquire("a", "x", Exclusive, 0))
+		h.mustApply(acquire("b", "x", Exclusive, time.Minute))
+		h.mustApply(acquire("c", "x", Exclusive, time.Minute))
+		h.mustApply(release("a", "x")) // index 9: a multiple of skipWaiterEvery
+		want := map[bool]string{false: "b", true: "c"}[on]
+		if got := holders(h.f.Lock("x")); len(got) != 1 || !strings.HasPrefix(got[0], want) {
+			t.Fatalf("on=%v: holders after the release %v, want %s", on, got, want)
+		}
+		if w := h.f.Lock("x").Waiters; on && len(w) != 0 || !on && (len(w) != 1 || w[0].Session != "c") {
+			t.Fatalf("on=%v: waiters after the release %+v", on, w)
+		}
+	}
+}
+
+func TestUnsafeRefuseRepeat_RefusesTheHoldersRepeatOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{RefuseRepeat: on})
+		h.mustApply(create("a", 0))
+		first := acquire("a", "x", Exclusive, 0)
+		first.Seq = 1
+		granted := h.mustApply(first)
+		again := h.apply(first)
+		switch {
+		case !on && (!again.Granted || again.Token != granted.Token):
+			t.Fatalf("switch off: repeat while holding = %+v, want token %d", again, granted.Token)
+		case on && (again.Granted || !errors.Is(again.Err, ErrLockHeld)):
+			t.Fatalf("switch on: repeat while holding = %+v, want lock_held", again)
+		}
+		if got := holders(h.f.Lock("x")); len(got) != 1 {
+			t.Fatalf("on=%v: the repeat changed the holders: %v", on, got)
+		}
+	}
+}

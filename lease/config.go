@@ -188,6 +188,16 @@ type Unsafe struct {
 	// repeated with the request number it was first applied with grants
 	// anew.
 	ForgetSeq bool
+	// SkipWaiter and RefuseRepeat set the state machine's switches of
+	// those names: now and then a hand-off drops the head of a queue
+	// unseen and grants the next waiter; a repeated acquire of a lock the
+	// session holds is refused. Every node must be started with them
+	// alike.
+	SkipWaiter   bool
+	RefuseRepeat bool
+	// StaleLag makes ?stale reads of a lock answer the newest state the
+	// node had at least staleLag ago: never going back, always behind.
+	StaleLag bool
 	// ObserveStale makes a blocking query of an election (the path of
 	// Observe) now and then answer with an older leader than one it has
 	// answered before.

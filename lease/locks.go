@@ -250,6 +250,9 @@ func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wir
 	if err == nil && opt.Stale && n.cfg.Unsafe.StaleGoesBack {
 		l = n.unsafe.stale.answer(name, l, l.ModifyIndex, lockIndex)
 	}
+	if err == nil && opt.Stale && n.cfg.Unsafe.StaleLag {
+		l = n.unsafe.lag.answer(name, l, l.ModifyIndex, time.Now())
+	}
 	return l, err
 }
 

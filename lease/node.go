@@ -83,7 +83,8 @@ func newNode(cfg Config) (*Node, error) {
 	n.count.init()
 	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
 	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: cfg.Unsafe.LowerToken, EarlyLockDelay: cfg.Unsafe.EarlyLockDelay,
-		BreakFIFO: cfg.Unsafe.BreakFIFO, ForgetSeq: cfg.Unsafe.ForgetSeq})
+		BreakFIFO: cfg.Unsafe.BreakFIFO, ForgetSeq: cfg.Unsafe.ForgetSeq,
+		SkipWaiter: cfg.Unsafe.SkipWaiter, RefuseRepeat: cfg.Unsafe.RefuseRepeat})
 	if c, ok := cfg.Clock.(interface{ OnChange(func()) }); ok {
 		c.OnChange(n.clockChanged)
 	}

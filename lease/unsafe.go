@@ -2,6 +2,7 @@ package lease
 
 import (
 	"sync"
+	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
 )
@@ -10,6 +11,46 @@ import (
 type unsafeState struct {
 	observe goBack[wire.Election] // ObserveStale
 	stale   goBack[wire.Lock]     // StaleGoesBack
+	lag     lagBehind             // StaleLag
+}
+
+// staleLag is how far behind StaleLag keeps ?stale reads.
+const staleLag = 5 * time.Second
+
+// lagBehind is the state of StaleLag: per lock, the states the node had,
+// with when it first answered each.
+type lagBehind struct {
+	mu   sync.Mutex
+	seen map[string][]lagged
+}
+
+type lagged struct {
+	at time.Time
+	l  wire.Lock
+}
+
+// answer returns the newest state of name first seen at least staleLag
+// before now (the oldest kept if none is that old): it never goes back,
+// and stays behind.
+func (g *lagBehind) answer(name string, l wire.Lock, k uint64, now time.Time) wire.Lock {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.seen == nil {
+		g.seen = map[string][]lagged{}
+	}
+	h := g.seen[name]
+	if len(h) == 0 || h[len(h)-1].l.ModifyIndex != k {
+		h = append(h, lagged{now, l})
+	}
+	i := 0
+	for j := range h {
+		if now.Sub(h[j].at) >= staleLag {
+			i = j
+		}
+	}
+	h = h[i:] // what is older than the answer is never answered again
+	g.seen[name] = h
+	return h[0].l
 }
 
 // goBack is the state of the unsafe switches that make reads go back

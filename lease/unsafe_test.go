@@ -209,3 +209,31 @@ func TestUnsafe_KeepaliveWrites(t *testing.T) {
 		}
 	}
 }
+
+// StaleLag: a lock's ?stale answer is the newest state first seen at least
+// staleLag ago; it never goes back, and a new state shows only once it is
+// that old.
+func TestUnsafe_StaleLagStaysBehindNeverBack(t *testing.T) {
+	var g lagBehind
+	t0 := time.Unix(1000, 0)
+	st := func(i uint64) wire.Lock { return wire.Lock{Name: "x", ModifyIndex: i} }
+	steps := []struct {
+		at   time.Duration
+		now  uint64 // the state now
+		want uint64 // what is answered
+	}{
+		{0, 1, 1},                        // nothing older: the oldest kept
+		{time.Second, 2, 1},              // 2 is new
+		{staleLag, 3, 1},                 // 1 is staleLag old, 2 is not yet
+		{staleLag + time.Second, 3, 2},   // 2 is now
+		{staleLag + 2*time.Second, 4, 2}, // 3 is not yet
+		{2*staleLag + time.Second, 4, 3}, // 3 is
+		{3 * staleLag, 4, 4},             // and 4
+		{3*staleLag + time.Second, 4, 4}, // never back
+	}
+	for _, s := range steps {
+		if got := g.answer("x", st(s.now), s.now, t0.Add(s.at)); got.ModifyIndex != s.want {
+			t.Fatalf("at +%v with state %d: answered %d, want %d", s.at, s.now, got.ModifyIndex, s.want)
+		}
+	}
+}

@@ -366,8 +366,14 @@ func applyUnsafeDebug(nc *lease.Config, list string) error {
 			nc.Unsafe.StaleGoesBack = true
 		case "keepalive-writes":
 			nc.Unsafe.KeepaliveWrites = true
+		case "skip-waiter":
+			nc.Unsafe.SkipWaiter = true
+		case "refuse-repeat":
+			nc.Unsafe.RefuseRepeat = true
+		case "stale-lag":
+			nc.Unsafe.StaleLag = true
 		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, forget-seq, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes)", name)
+			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, forget-seq, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes, skip-waiter, refuse-repeat, stale-lag)", name)
 		}
 	}
 	return nil
