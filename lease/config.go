@@ -190,9 +190,10 @@ type Unsafe struct {
 	ForgetSeq bool
 	// SkipWaiter and RefuseRepeat set the state machine's switches of
 	// those names: now and then a hand-off drops the head of a queue
-	// unseen and grants the next waiter; a repeated acquire of a lock the
-	// session holds is refused. Every node must be started with them
-	// alike.
+	// unseen and grants the next waiter (and the dropped waiter's acquire
+	// is not told: it waits out its wait, then is refused); a repeated
+	// acquire of a lock the session holds is refused. Every node must be
+	// started with them alike.
 	SkipWaiter   bool
 	RefuseRepeat bool
 	// StaleLag makes ?stale reads of a lock answer the newest state the

@@ -150,10 +150,13 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 			changed, stop := n.fsm.Watch(topic)
 			defer stop()
 			tok, held, queued := n.fsm.Standing(ns.election, cmd.Name, cmd.Session)
+			// Under the SkipWaiter switch a waiter dropped unseen is not
+			// told: it waits out its wait, as if still queued.
+			dropped := !queued && n.cfg.Unsafe.SkipWaiter
 			switch {
 			case held:
 				return tok, true, nil
-			case !queued:
+			case !queued && !dropped:
 				return 0, true, n.notGranted(ns, cmd)
 			}
 			select {
@@ -168,6 +171,9 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 			case <-wctx.Done():
 				return 0, true, errTimeout("the caller went away while waiting in the queue; the waiter stays queued until its wait runs out and may still be granted, so the outcome is unknown")
 			case <-timer.C:
+			}
+			if dropped {
+				return 0, true, n.notGranted(ns, cmd)
 			}
 			tok, err := n.leaveQueue(ns, cmd)
 			return tok, true, err
