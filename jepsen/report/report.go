@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/runner"
 )
@@ -24,6 +27,9 @@ func Print(w io.Writer, r *runner.Result, timeline bool) {
 	fmt.Fprintf(w, "== run seed %d (%s, %d ops, %d faults, %s)\n", r.Seed, r.Dir, r.Ops, r.Faults, r.Elapsed.Round(1e8))
 	if r.Err != nil {
 		fmt.Fprintf(w, "   run failed: %v\n", r.Err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.Aims)) {
+		fmt.Fprintf(w, "   %s: aim %s\n", name, r.Aims[name])
 	}
 	if timeline {
 		for _, e := range r.Events {
@@ -89,6 +95,9 @@ type Campaign struct {
 	// and Injected the faults injected by kind, so that a row shows what
 	// the campaign covered.
 	Stats, Injected map[string]int
+	// Aims sums the aimed faults' cycles, and those that reached their
+	// aim, over all runs.
+	Aims map[string]failpoint.Aim
 }
 
 // Add folds a run into the campaign.
@@ -111,6 +120,14 @@ func (c *Campaign) Add(r *runner.Result) {
 				c.Injected[kind]++
 			}
 		}
+	}
+	for name, a := range r.Aims {
+		if c.Aims == nil {
+			c.Aims = map[string]failpoint.Aim{}
+		}
+		t := c.Aims[name]
+		t.Cycles, t.Reached = t.Cycles+a.Cycles, t.Reached+a.Reached
+		c.Aims[name] = t
 	}
 	if r.Err != nil {
 		c.Failed++
@@ -148,6 +165,13 @@ func (c *Campaign) Row() string {
 	faults := c.Faults
 	if len(c.Injected) > 0 {
 		faults += "; injected: " + counts(c.Injected)
+	}
+	if len(c.Aims) > 0 {
+		var aims []string
+		for _, name := range slices.Sorted(maps.Keys(c.Aims)) {
+			aims = append(aims, fmt.Sprintf("%s %s", name, c.Aims[name]))
+		}
+		faults += "; aims: " + strings.Join(aims, ", ")
 	}
 	return fmt.Sprintf("| %s | %s | %d | %s | %s | `%s` |", c.Mode, faults, c.Runs, ops, viol, c.Command)
 }

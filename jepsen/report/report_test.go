@@ -1,9 +1,11 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/runner"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -46,5 +48,32 @@ func TestCampaign_RowShowsCoverage(t *testing.T) {
 	want := "| raft | all; injected: delay-node 1, kill-leader 2 | 2 | 15 (acquire 6, hand-offs 1, stale reads 3) | 0 |"
 	if row := c.Row(); !strings.HasPrefix(row, want) {
 		t.Errorf("row = %s\nwant prefix %s", row, want)
+	}
+}
+
+// TestCampaign_RowShowsAims checks that a run's output and the campaign
+// row say how many cycles of an aimed fault reached their aim, and that a
+// run in which none did is undecided, not passed.
+func TestCampaign_RowShowsAims(t *testing.T) {
+	c := &Campaign{Mode: "raft", Faults: "late-answer", Command: "go run ./jepsen"}
+	for _, a := range []failpoint.Aim{{Cycles: 5, Reached: 4}, {Cycles: 3, Reached: 0}} {
+		aims := map[string]failpoint.Aim{"late-answer": a}
+		r := &runner.Result{Aims: aims, Verdicts: []validate.Verdict{runner.CheckAims(aims)}}
+		var b strings.Builder
+		Print(&b, r, false)
+		line := fmt.Sprintf("late-answer: aim reached %d of %d cycles", a.Reached, a.Cycles)
+		if out := b.String(); !strings.Contains(out, line) {
+			t.Errorf("run output lacks %q:\n%s", line, out)
+		}
+		if got := r.Verdicts[0].Undecided != ""; got != (a.Reached == 0) {
+			t.Errorf("%v: undecided = %v, want %v", a, got, a.Reached == 0)
+		}
+		c.Add(r)
+	}
+	row := c.Row()
+	for _, want := range []string{"aims: late-answer reached 4 of 8 cycles", "1 undecided verdicts"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("row lacks %q: %s", want, row)
+		}
 	}
 }

@@ -86,6 +86,9 @@ type Result struct {
 	History  []history.Op
 	Err      error // the run itself failed (no cluster, ...): no verdict
 	Elapsed  time.Duration
+	// Aims counts, per aimed fault injected, the cycles that reached the
+	// situation the fault aims for (failpoint.Aimed).
+	Aims map[string]failpoint.Aim
 }
 
 // Violations returns the number of checkers that found violations.
@@ -187,14 +190,15 @@ func Run(cfg Config) (res *Result) {
 	}
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
 		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
-		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs), Clients: tr.LockAccess()}
+		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs), Clients: tr.LockAccess(),
+		LeaderLeaseTimeout: leaderLeaseTimeout(cfg.ServeArgs), Workloads: cfg.Workloads}
 	if cfg.NonVoters > 0 {
 		env.DeadVoterAfter = cfg.DeadVoterAfter
 	}
 	sched := &failpoint.Schedule{Faults: cfg.Faults, Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); res.Faults = sched.Run(work, env) }()
+	go func() { defer wg.Done(); res.Faults = sched.Run(work, env); res.Aims = sched.Aims() }()
 	logf("seed %d: workloads and faults for %v", cfg.Seed, cfg.Duration)
 	<-work.Done()
 	wg.Wait()
@@ -230,7 +234,7 @@ func Run(cfg Config) (res *Result) {
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
-		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries()}
+		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Aims: res.Aims}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -279,6 +283,8 @@ type Evidence struct {
 	Quiet *validate.QuietWindow
 	// Retries are the request-number worker's requests.
 	Retries []traffic.Retry
+	// Aims are the aimed faults' cycles and how many reached their aim.
+	Aims map[string]failpoint.Aim
 }
 
 // Check runs every checker on a run's evidence and returns their
@@ -314,7 +320,11 @@ func Check(ev Evidence) []validate.Verdict {
 	if ev.Quiet != nil {
 		quiet = validate.CheckQuiet(*ev.Quiet)
 	}
-	return append(out, quiet, validate.CheckRequestNumbers(ev.Retries))
+	out = append(out, quiet, validate.CheckRequestNumbers(ev.Retries))
+	if len(ev.Aims) > 0 {
+		out = append(out, CheckAims(ev.Aims))
+	}
+	return out
 }
 
 func nodeIDs(c *proccluster.Cluster) []string {
@@ -329,6 +339,12 @@ func nodeIDs(c *proccluster.Cluster) []string {
 // value of --election-timeout in args, else lockd's default.
 func electionTimeout(args []string) time.Duration {
 	return durationFlag(args, "election-timeout", lease.DefaultConfig().ElectionTimeout)
+}
+
+// leaderLeaseTimeout is the Raft leader lease timeout the nodes run with:
+// the value of --leader-lease-timeout in args, else lockd's default.
+func leaderLeaseTimeout(args []string) time.Duration {
+	return durationFlag(args, "leader-lease-timeout", lease.DefaultConfig().LeaderLeaseTimeout)
 }
 
 // heartbeatTimeout is the Raft follower timeout the nodes run with: the
