@@ -133,6 +133,10 @@ func Run(cfg Config) (res *Result) {
 		res.Err = err
 		return res
 	}
+	if err := failpoint.MissingTools(cfg.Faults); err != nil {
+		res.Err = err // not a timeline note in a run that passes
+		return res
+	}
 	pc := proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
 		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs, TLS: cfg.Secure, ACL: cfg.Secure}
 	if cfg.NonVoters > 0 {

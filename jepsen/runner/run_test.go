@@ -3,7 +3,9 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -85,5 +87,20 @@ func TestCheck_ElectionValues(t *testing.T) {
 		if want := seen == "v1"; (v.Violations > 0) != want {
 			t.Errorf("read sees %q after proclaim v2: %d violations (%v)", seen, v.Violations, v.Details)
 		}
+	}
+}
+
+// TestRunFailsWithoutTools checks that a run asked for a fault whose tool
+// the host lacks fails before it starts anything, with the reason, instead
+// of passing with the fault as a timeline note.
+func TestRunFailsWithoutTools(t *testing.T) {
+	fs, err := failpoint.Select("iptables-split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", "")
+	r := Run(Config{Binary: "/nonexistent/lockd", Nodes: 3, Duration: time.Second, Faults: fs, Dir: t.TempDir()})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "iptables-split") {
+		t.Fatalf("run error = %v, want one naming iptables-split", r.Err)
 	}
 }
