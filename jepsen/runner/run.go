@@ -181,6 +181,12 @@ func Run(cfg Config) (res *Result) {
 	poll := newPoller(c, rec)
 	pollCtx, stopPoll := context.WithCancel(hard)
 	go poll.run(pollCtx)
+	probe := newProber(c)
+	if cfg.Election == "" || cfg.Election == "raft" { // the classic modes have no quorum-backed lease
+		go probe.run(pollCtx)
+	} else {
+		close(probe.done)
+	}
 
 	tr := traffic.New(trafficConfig(cfg, c, rec))
 	work, stopWork := context.WithTimeout(hard, cfg.Duration)
@@ -229,6 +235,7 @@ func Run(cfg Config) (res *Result) {
 	durable, survived := checkDurability(hard, c, cfg.Binary, rec)
 	stopPoll()
 	poll.wait()
+	probe.wait()
 	leases, unreadable := readLeaseLogs(c, rec.Eventf)
 
 	ops := rec.Ops()
@@ -238,7 +245,7 @@ func Run(cfg Config) (res *Result) {
 	res.Events = rec.Events()
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
-		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Aims: res.Aims}
+		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Aims: res.Aims, Probes: probe.probes()}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -273,6 +280,9 @@ type Evidence struct {
 	// lines did not parse.
 	Leases          []validate.LeaseLine
 	LeaseUnreadable int
+	// Probes are the lease reads each node answered itself, the
+	// master-lease checker's outside witness (prober).
+	Probes []validate.LeaseProbe
 	// Classic is set for the election modes without Raft terms.
 	Classic bool
 	// Dir receives the checkers' artifacts.
@@ -319,7 +329,7 @@ func Check(ev Evidence) []validate.Verdict {
 		stale = validate.CheckStaleReads(ev.StaleReads, ev.Acks, validate.StaleLag)
 	}
 	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic),
-		validate.CheckMasterLease(ev.Leases, ev.LeaseUnreadable, ev.Classic), validate.CheckEvents(ev.Events), stale)
+		masterLease(ev), validate.CheckEvents(ev.Events), stale)
 	quiet := validate.Verdict{Checker: validate.QuietKeepalives, Details: []string{"no quiet window held"}}
 	if ev.Quiet != nil {
 		quiet = validate.CheckQuiet(*ev.Quiet)
@@ -329,6 +339,16 @@ func Check(ev Evidence) []validate.Verdict {
 		out = append(out, CheckAims(ev.Aims))
 	}
 	return out
+}
+
+// masterLease is the master-lease verdict: the nodes' lease logs, and the
+// probes as an outside witness of them.
+func masterLease(ev Evidence) validate.Verdict {
+	v := validate.CheckMasterLease(ev.Leases, ev.LeaseUnreadable, ev.Classic)
+	if ev.Classic {
+		return v
+	}
+	return validate.CheckLeaseProbes(v, ev.Leases, ev.Probes)
 }
 
 func nodeIDs(c *proccluster.Cluster) []string {
