@@ -114,7 +114,12 @@ func (c *Campaign) Add(r *runner.Result) {
 		c.Stats[k] += n
 	}
 	for _, e := range r.Events {
-		// The schedule records each injection as "inject KIND: what".
+		// The schedule records each injection as "inject KIND: what"; a
+		// cycle of an aimed fault that missed its aim says so at the end,
+		// and is counted in Aims, not as injected.
+		if strings.Contains(e.What, "; aim NOT reached: ") {
+			continue
+		}
 		if rest, ok := strings.CutPrefix(e.What, "inject "); ok {
 			if kind, _, ok := strings.Cut(rest, ": "); ok && !strings.Contains(kind, " ") {
 				c.Injected[kind]++

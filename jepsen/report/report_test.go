@@ -52,13 +52,21 @@ func TestCampaign_RowShowsCoverage(t *testing.T) {
 }
 
 // TestCampaign_RowShowsAims checks that a run's output and the campaign
-// row say how many cycles of an aimed fault reached their aim, and that a
-// run in which none did is undecided, not passed.
+// row say how many cycles of an aimed fault reached their aim, that only
+// those count as injected, and that a run in which none did is undecided,
+// not passed.
 func TestCampaign_RowShowsAims(t *testing.T) {
 	c := &Campaign{Mode: "raft", Faults: "late-answer", Command: "go run ./jepsen"}
 	for _, a := range []failpoint.Aim{{Cycles: 5, Reached: 4}, {Cycles: 3, Reached: 0}} {
 		aims := map[string]failpoint.Aim{"late-answer": a}
 		r := &runner.Result{Aims: aims, Verdicts: []validate.Verdict{runner.CheckAims(aims)}}
+		for i := range a.Cycles {
+			what := "inject late-answer: n1 cut off; aim reached"
+			if i >= a.Reached {
+				what = "inject late-answer: n1 cut off; aim NOT reached: n1 no longer leads before it is cut off"
+			}
+			r.Events = append(r.Events, history.Event{What: what})
+		}
 		var b strings.Builder
 		Print(&b, r, false)
 		line := fmt.Sprintf("late-answer: aim reached %d of %d cycles", a.Reached, a.Cycles)
@@ -71,7 +79,7 @@ func TestCampaign_RowShowsAims(t *testing.T) {
 		c.Add(r)
 	}
 	row := c.Row()
-	for _, want := range []string{"aims: late-answer reached 4 of 8 cycles", "1 undecided verdicts"} {
+	for _, want := range []string{"injected: late-answer 4;", "aims: late-answer reached 4 of 8 cycles", "1 undecided verdicts"} {
 		if !strings.Contains(row, want) {
 			t.Errorf("row lacks %q: %s", want, row)
 		}
