@@ -114,13 +114,15 @@ const lateMargin = 20 * time.Millisecond
 // from the nodes' timeouts:
 //
 //   - below LeaderLeaseTimeout: once F2 is cut, F1 is all of L's quorum,
-//     and L steps down when it has heard nothing from F1 for that long.
+//     and L steps down when it has heard nothing from F1 for that long
+//     (hashicorp/raft checks exactly when the last answer gets that old).
 //     F1's answers come one delay after they were sent, and hashicorp/raft
-//     sends F1 its next heartbeat only once the last one was answered (and
-//     up to a tenth of a HeartbeatTimeout later), its next appends only
-//     once earlier ones were answered (two in flight): answers can be a
-//     delay and that tenth apart, so the delay stays below the lease
-//     timeout less that tenth and lateMargin;
+//     sends F1 its next heartbeat only once the last one was answered, a
+//     tenth to a fifth of a HeartbeatTimeout later, its next appends only
+//     once earlier ones were answered (two in flight): with the load's
+//     appends answers come about a delay apart, with heartbeats alone up
+//     to a delay and a fifth of the heartbeat timeout, so the delay stays
+//     below the lease timeout less that fifth and lateMargin;
 //   - below four fifths of HeartbeatTimeout: F1 hears from L only as often
 //     as L sends, once per answer, and later than that F1 would leave L
 //     on its own;
@@ -129,7 +131,7 @@ const lateMargin = 20 * time.Millisecond
 //     answers opens), else from three quarters of the upper bound.
 //
 // With lockd's defaults (leader lease 250 ms, heartbeat 500 ms) that is
-// 135-180 ms; with the self-test's 600 ms each, 300-400 ms. A
+// 97-130 ms; with the self-test's 600 ms each, 300-400 ms. A
 // LeaderLeaseTimeout of 0 (not known) counts as HeartbeatTimeout, which
 // lockd allows at most.
 func lateRange(env *Env) (lo, hi time.Duration) {
@@ -139,7 +141,7 @@ func lateRange(env *Env) (lo, hi time.Duration) {
 	}
 	hi = maxLate
 	if llt > 0 {
-		hi = min(hi, llt-ht/10-lateMargin)
+		hi = min(hi, llt-ht/5-lateMargin)
 	}
 	if ht > 0 {
 		hi = min(hi, ht*4/5)
