@@ -214,8 +214,12 @@ func (s *Schedule) Run(ctx context.Context, env *Env) int {
 		}
 		f := avail[rng.IntN(len(avail))]
 		what, err := f.Inject(ctx, env, rng)
+		// A cycle of an aimed fault that the run's end cut short is no
+		// attempt at its aim: it is not counted.
+		_, aimed := f.(Aimed)
+		cutShort := aimed && ctx.Err() != nil
 		if err != nil {
-			if _, ok := f.(Aimed); ok {
+			if aimed && !cutShort {
 				s.count(f.Name(), false) // a cycle, and it missed
 			}
 			env.Rec.Eventf("inject %s failed: %v", f.Name(), err)
@@ -225,10 +229,14 @@ func (s *Schedule) Run(ctx context.Context, env *Env) int {
 		n++
 		if a, ok := f.(Aimed); ok {
 			reached, why := a.Reached()
-			s.count(f.Name(), reached)
-			if reached {
+			switch {
+			case cutShort:
+				what += "; cut short by the run's end: not counted toward its aim"
+			case reached:
+				s.count(f.Name(), true)
 				what += "; aim reached"
-			} else {
+			default:
+				s.count(f.Name(), false)
 				what += "; aim NOT reached: " + why
 			}
 		}
