@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -146,6 +147,10 @@ func run(args []string) int {
 	// processes are killed on the way out.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if err := ensureTools(faults); err != nil {
+		fmt.Fprintln(os.Stderr, "jepsen:", err)
+		return 1
+	}
 	if err := failpoint.RemoveStaleChains(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "jepsen: stale iptables rules of a killed harness:", err)
 	}
@@ -180,6 +185,55 @@ func run(args []string) int {
 		}
 	}
 	return exit
+}
+
+// ensureTools makes sure the host has what the selected faults need (the
+// iptables-* faults: root and iptables): if something is missing it runs
+// scripts/jepsen-deps.sh of the module the harness runs in, which installs
+// iptables as root with apt-get, and checks again. It returns why the
+// faults cannot run, if they still cannot.
+func ensureTools(faults []failpoint.Failpoint) error {
+	err := failpoint.MissingTools(faults)
+	if err == nil {
+		return nil
+	}
+	script := depsScript()
+	if script == "" {
+		return fmt.Errorf("%w; leave those faults out of --faults to run without them", err)
+	}
+	fmt.Fprintf(os.Stderr, "jepsen: %v: running %s\n", err, script)
+	cmd := exec.Command(script)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if rerr := cmd.Run(); rerr != nil {
+		fmt.Fprintf(os.Stderr, "jepsen: %s: %v\n", script, rerr)
+	}
+	if err := failpoint.MissingTools(faults); err != nil {
+		return fmt.Errorf("%w; %s could not install it; leave those faults out of --faults to run without them", err, script)
+	}
+	return nil
+}
+
+// depsScript returns scripts/jepsen-deps.sh of the nearest directory at or
+// above the working directory that holds go.mod, or "" if there is none.
+func depsScript() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			p := filepath.Join(dir, "scripts", "jepsen-deps.sh")
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+			return ""
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
+	}
 }
 
 // addResultsRow adds row at the end of the first table of the results file

@@ -26,5 +26,14 @@ func init() {
 		// Clock rates within the drift bound, on leader and followers
 		// alike: nothing to find.
 		selfTestCase{name: "clock-drift control", faults: "clock-drift"},
+		// The leaders checker: in Raft mode it checks one leader per term,
+		// which hashicorp/raft keeps whatever lockd does (no switch breaks
+		// it; what lockd adds, no two nodes serving at once, is
+		// master-lease's). Its other half, one coordinator at a time, is
+		// broken by a classic mode: bully elects a coordinator on each side
+		// of a partition (README, "Split brain"). The other checkers fail
+		// there too; this case requires leaders itself to.
+		selfTestCase{name: "leaders-bully", election: "bully", faults: "partition-leader,partition-split",
+			d: 30 * time.Second, catch: []string{validate.Leaders}},
 	)
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/jepsen/failpoint"
+	"github.com/lockd/lockd/jepsen/runner"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
 )
@@ -21,7 +24,9 @@ type selfTestCase struct {
 	noFencing           bool
 	// unsafeClock allows the clock faults beyond the drift bound.
 	unsafeClock bool
-	serveArgs   []string
+	// election runs a classic election mode ("" for Raft).
+	election  string
+	serveArgs []string
 	// d is how long workloads and faults run; 0 for a minute.
 	d time.Duration
 	// workloads to run; nil for all.
@@ -50,8 +55,11 @@ var lateArgs = []string{"--heartbeat-timeout", "600ms", "--election-timeout", "6
 var selfTests = []selfTestCase{
 	{name: "grant-held", debug: "grant-held", faults: "none",
 		catch: []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming, validate.Fencing}},
+	// A deposed or lease-less leader that goes on serving reads without a
+	// lease log line: the logs alone show nothing, the master-lease
+	// checker's probes do (587 probes at seed 7001).
 	{name: "stale-reads", debug: "stale-reads", faults: "partition-leader,pause-leader",
-		catch: []string{validate.Linearizability, validate.LeaseTiming}},
+		catch: []string{validate.Linearizability, validate.LeaseTiming, validate.MasterLease}},
 	// The plain lock workload alone keeps the log quiet while the lease
 	// schedule holds writes back (the fence clients are other processes;
 	// abandoned sessions and lock-delays end through entries the leader
@@ -106,9 +114,28 @@ func TestSelfTest(t *testing.T) {
 		table = append(table, fmt.Sprintf(format, args...))
 		mu.Unlock()
 	}
+	// fired[c] lists the cases whose catch list names checker c and in
+	// which c itself reported a violation.
+	fired := map[string][]string{}
 	t.Cleanup(func() {
 		t.Logf("self-test table:\n| case | switch | faults | expected | result |\n|---|---|---|---|---|\n%s",
 			strings.Join(table, "\n"))
+		var byChecker []string
+		for _, c := range checkerNames(t) {
+			own := casesFor(c)
+			got := "NOT SHOWN"
+			if len(fired[c]) > 0 {
+				got = strings.Join(fired[c], ", ")
+			}
+			byChecker = append(byChecker, fmt.Sprintf("| %s | %s | %s |", c, strings.Join(own, ", "), got))
+			// With every case run, each checker must have failed in one
+			// of its own cases: a case that one of its other checkers
+			// caught shows nothing about this one.
+			if len(only) == 0 && len(fired[c]) == 0 && !t.Skipped() {
+				t.Errorf("checker %s reported no violation in any of its cases (%s)", c, strings.Join(own, ", "))
+			}
+		}
+		t.Logf("by checker:\n| checker | its cases | caught by it in |\n|---|---|---|\n%s", strings.Join(byChecker, "\n"))
 	})
 	for i, tt := range selfTests {
 		if len(only) > 0 && !only[tt.name] {
@@ -121,6 +148,9 @@ func TestSelfTest(t *testing.T) {
 			}
 			if tt.unsafeClock {
 				sw = "(harness) --unsafe-clock"
+			}
+			if tt.election != "" {
+				sw = "(harness) --election " + tt.election
 			}
 			if sw == "" {
 				sw = "none (control)"
@@ -139,7 +169,19 @@ func TestSelfTest(t *testing.T) {
 			if d == 0 {
 				d = time.Minute
 			}
-			r := mustRunWorkloads(t, workloads, uint64(7000+i), d, tt.faults, tt.debug, tt.noFencing, tt.unsafeClock, tt.serveArgs...)
+			fps, err := failpoint.Select(tt.faults)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := mustRunConfig(t, runner.Config{Nodes: 3, Seed: uint64(7000 + i), Duration: d, Faults: fps, Workloads: workloads,
+				UnsafeDebug: tt.debug, NoFencing: tt.noFencing, UnsafeClock: tt.unsafeClock, Election: tt.election, ServeArgs: tt.serveArgs})
+			for _, v := range r.Verdicts {
+				if v.Violations > 0 && slices.Contains(tt.catch, v.Checker) {
+					mu.Lock()
+					fired[v.Checker] = append(fired[v.Checker], tt.name)
+					mu.Unlock()
+				}
+			}
 			if tt.faults != "none" && r.Faults == 0 {
 				result = "no fault injected"
 				t.Fatalf("no fault of %s was injected: the case proves nothing", tt.faults)
@@ -171,5 +213,41 @@ func TestSelfTest(t *testing.T) {
 			result = "caught by " + strings.Join(caught, ", ")
 			t.Logf("%s %s", tt.name, result)
 		})
+	}
+}
+
+// checkerNames lists the checkers of a run's verdicts (runner.Check), in
+// order, without the harness's own verdict on its aimed faults, which
+// judges the faults, not lockd.
+func checkerNames(t *testing.T) []string {
+	var out []string
+	for _, v := range runner.Check(runner.Evidence{Dir: t.TempDir(), Durability: validate.Verdict{Checker: validate.Durability}}) {
+		if v.Checker != runner.FaultAims {
+			out = append(out, v.Checker)
+		}
+	}
+	return out
+}
+
+// casesFor lists the self-test cases whose catch list names checker c.
+func casesFor(c string) []string {
+	var out []string
+	for _, tt := range selfTests {
+		if slices.Contains(tt.catch, c) {
+			out = append(out, tt.name)
+		}
+	}
+	return out
+}
+
+// TestSelfTestCoversEveryChecker checks, without running anything, that
+// the self-test's table has a case for every checker: a case whose catch
+// list names it, so that the full self-test (TestSelfTest) requires that
+// checker itself to report a violation in one of them.
+func TestSelfTestCoversEveryChecker(t *testing.T) {
+	for _, c := range checkerNames(t) {
+		if len(casesFor(c)) == 0 {
+			t.Errorf("checker %s has no self-test case", c)
+		}
 	}
 }

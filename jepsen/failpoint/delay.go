@@ -16,8 +16,10 @@ import (
 // a TCP retransmission or a slow scheduler produces on a real network.
 //
 // tc netem would delay real packets on the nodes' loopback addresses, but
-// the kernels the harness has run on so far have no netem qdisc, so the
-// delay is injected in the transport, like the hooks' partitions.
+// the kernels the harness has run on so far have no netem qdisc (this
+// one: CONFIG_NET_SCH_NETEM is not set), so delays exist only in lockd's
+// own transport hook (internal/mux's fault rules), like the hooks'
+// partitions; each delay's description says so.
 //
 // Kinds:
 //
@@ -94,7 +96,8 @@ func (d *delay) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, e
 		role = "leader"
 	}
 	way := map[string]string{"in": "from", "out": "to", "both": "to and from"}[dir]
-	return fmt.Sprintf("%s %s: messages %s %s %v late (%s)", role, on.ID, way, ids(peers), late, dir), nil
+	return fmt.Sprintf("%s %s: messages %s %s %v late (%s; in lockd's transport hook, internal/mux: no netem on this kernel)",
+		role, on.ID, way, ids(peers), late, dir), nil
 }
 
 func (d *delay) Heal(ctx context.Context, env *Env) error {

@@ -28,7 +28,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,6 +53,8 @@ type Env struct {
 	TTL time.Duration
 	// UnsafeClock allows the clock faults.
 	UnsafeClock bool
+	// Workloads are the run's workloads (traffic's names).
+	Workloads []string
 	// Writes holds the workers' writes back while a fault needs a quiet
 	// log (nil: never held).
 	Writes *traffic.Gate
@@ -58,6 +62,9 @@ type Env struct {
 	ElectionTimeout time.Duration
 	// HeartbeatTimeout is the nodes' Raft follower timeout.
 	HeartbeatTimeout time.Duration
+	// LeaderLeaseTimeout is the nodes' --leader-lease-timeout: a Raft
+	// leader steps down when it has heard from no quorum for that long.
+	LeaderLeaseTimeout time.Duration
 	// MaxClockDrift is the nodes' --max-clock-drift; 0 for lockd's
 	// default, negative for a bound of 0.
 	MaxClockDrift float64
@@ -86,6 +93,40 @@ type Failpoint interface {
 	// Hold is how long the fault stays in force, drawn from rng.
 	Hold(env *Env, rng *rand.Rand) time.Duration
 }
+
+// Aimed is a fault aimed at a situation that its Inject arranges step by
+// step and may miss (late-answer, lease-schedule): a cycle that missed it
+// injected something, but not what the fault is for. Reached reports
+// whether the last Inject reached it, and if not, why not.
+type Aimed interface {
+	Failpoint
+	Reached() (ok bool, why string)
+}
+
+// AimOf returns f as an Aimed fault, looking through wrappers that name
+// the fault they wrap (an Unwrap() Failpoint method).
+func AimOf(f Failpoint) (Aimed, bool) {
+	for f != nil {
+		if a, ok := AimOf(f); ok {
+			return a, true
+		}
+		u, ok := f.(interface{ Unwrap() Failpoint })
+		if !ok {
+			return nil, false
+		}
+		f = u.Unwrap()
+	}
+	return nil, false
+}
+
+// Aim counts the cycles of one aimed fault in a run, and how many of them
+// reached the situation the fault aims for.
+type Aim struct {
+	Cycles, Reached int
+}
+
+// String renders the count as "reached N of M cycles".
+func (a Aim) String() string { return fmt.Sprintf("reached %d of %d cycles", a.Reached, a.Cycles) }
 
 // Registry returns a fresh instance of every fault, by name.
 func Registry() map[string]Failpoint {
@@ -154,6 +195,18 @@ type Schedule struct {
 	Seed   uint64
 	// Quiet bounds the pause between faults.
 	QuietMin, QuietMax time.Duration
+
+	aims map[string]Aim
+}
+
+// Aims returns, per aimed fault that was injected, how many of its cycles
+// reached their aim. Call it after Run.
+func (s *Schedule) Aims() map[string]Aim {
+	out := map[string]Aim{}
+	for k, v := range s.aims {
+		out[k] = v
+	}
+	return out
 }
 
 // Run runs the schedule until ctx ends. It returns how many faults it
@@ -177,12 +230,32 @@ func (s *Schedule) Run(ctx context.Context, env *Env) int {
 		}
 		f := avail[rng.IntN(len(avail))]
 		what, err := f.Inject(ctx, env, rng)
+		// A cycle of an aimed fault that the run's end cut short is no
+		// attempt at its aim: it is not counted.
+		_, aimed := AimOf(f)
+		cutShort := aimed && ctx.Err() != nil
 		if err != nil {
+			if aimed && !cutShort {
+				s.count(f.Name(), false) // a cycle, and it missed
+			}
 			env.Rec.Eventf("inject %s failed: %v", f.Name(), err)
 			heal(env, f)
 			continue
 		}
 		n++
+		if a, ok := AimOf(f); ok {
+			reached, why := a.Reached()
+			switch {
+			case cutShort:
+				what += "; cut short by the run's end: not counted toward its aim"
+			case reached:
+				s.count(f.Name(), true)
+				what += "; aim reached"
+			default:
+				s.count(f.Name(), false)
+				what += "; aim NOT reached: " + why
+			}
+		}
 		env.Rec.Eventf("inject %s: %s", f.Name(), what)
 		wait(ctx, f.Hold(env, rng))
 		heal(env, f)
@@ -192,6 +265,9 @@ func (s *Schedule) Run(ctx context.Context, env *Env) int {
 		}
 		cancel()
 	}
+	for _, name := range slices.Sorted(maps.Keys(s.aims)) {
+		env.Rec.Eventf("%s: %s", name, s.aims[name])
+	}
 	// A fault whose heal failed gets one more try before the final checks.
 	for _, f := range avail {
 		if p, ok := f.(interface{ Pending() bool }); ok && p.Pending() {
@@ -199,6 +275,19 @@ func (s *Schedule) Run(ctx context.Context, env *Env) int {
 		}
 	}
 	return n
+}
+
+// count counts one cycle of the aimed fault name.
+func (s *Schedule) count(name string, reached bool) {
+	if s.aims == nil {
+		s.aims = map[string]Aim{}
+	}
+	a := s.aims[name]
+	a.Cycles++
+	if reached {
+		a.Reached++
+	}
+	s.aims[name] = a
 }
 
 // heal heals f with a fresh bounded context, so a fault is undone even

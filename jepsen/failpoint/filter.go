@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -42,13 +43,48 @@ import (
 // loopback traffic, and healing removes the jump and the chain: nothing
 // is left behind, and other rules of the machine are never touched.
 
-// filterAvailable reports why the iptables partitions cannot run, or nil.
-func filterAvailable(env *Env) error {
+// MissingTools reports what this host lacks for the faults fs, before a
+// run: the iptables-* faults need root, the iptables command and a
+// loopback address per node (127.a.b.x). nil when nothing is missing. A
+// fault that cannot run would otherwise become a timeline note ("fault ...
+// unavailable") in a run that passes: the harness fails the run instead
+// (runner.Run), and its command first tries scripts/jepsen-deps.sh.
+func MissingTools(fs []Failpoint) error {
+	var names []string
+	for _, f := range fs {
+		if p, ok := f.(*partition); ok && p.filter {
+			names = append(names, f.Name())
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if err := filterTools(); err != nil {
+		return fmt.Errorf("faults %s: %w (scripts/jepsen-deps.sh installs iptables, as root with apt-get)", strings.Join(names, ", "), err)
+	}
+	return nil
+}
+
+// filterTools reports what the host lacks for iptables partitions: root,
+// the iptables command, loopback addresses besides 127.0.0.1.
+func filterTools() error {
 	if os.Geteuid() != 0 {
-		return errors.New("needs root")
+		return errors.New("need root")
 	}
 	if _, err := exec.LookPath("iptables"); err != nil {
-		return errors.New("needs the iptables command")
+		return errors.New("need the iptables command, which is not installed")
+	}
+	ln, err := net.Listen("tcp", "127.254.254.254:0")
+	if err != nil {
+		return fmt.Errorf("need loopback addresses besides 127.0.0.1 (127.a.b.x): %w", err)
+	}
+	return ln.Close()
+}
+
+// filterAvailable reports why the iptables partitions cannot run, or nil.
+func filterAvailable(env *Env) error {
+	if err := filterTools(); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for _, n := range env.Cluster.Nodes {

@@ -21,9 +21,9 @@ import (
 // late and then takes L away:
 //
 //   - F1's messages to L (a majority of L's followers less one: one of a
-//     three-node cluster's two) are delayed 300-400 ms by a delay rule on
-//     F1, so every answer reaches L that late, while L's heartbeats reach
-//     F1 at once and F1 goes on following L;
+//     three-node cluster's two) are delayed by a delay rule on F1 (see
+//     lateRange for how long), so every answer reaches L that late, while
+//     L's heartbeats reach F1 at once and F1 goes on following L;
 //   - the other followers, F2, are cut from L (drop, both ways) until they
 //     have no leader: then F1's vote is all a new leader waits for, and L's
 //     lease rests on F1's late answers alone;
@@ -42,11 +42,28 @@ import (
 // every client's writes, rejects it.
 //
 // Raft's own step-down (LeaderLeaseTimeout) must not end L's service
-// first: the schedule is meant to run with --leader-lease-timeout equal to
-// --heartbeat-timeout, which lockd allows. The fault's description says
-// how long L's lease still had to run when the last late answer was in
-// ("lease over by" when it had already run out), and when a new leader was
-// seen, both from the moment L was cut off.
+// before the schedule has cut it off: the delay is drawn below the nodes'
+// leader-lease timeout (lateRange), so that L, which hears from F1 alone
+// once F2 is cut, hears from it often enough to go on leading. After the
+// cut L steps down one LeaderLeaseTimeout after the last late answer came
+// in, and F1 gives up on L one to two HeartbeatTimeouts after it last
+// heard from it: with lockd's defaults (leader lease 250 ms, heartbeat 500
+// ms) Raft deposes L before F1 and F2 can elect anyone, so a lease that
+// counted late answers would still not serve beside the new leader. The
+// window for such a lease opens only where the leader-lease timeout is
+// close to the heartbeat timeout (lockd allows them equal); the self-test
+// runs the schedule that way (600 ms each, no margin, no drift). In
+// campaigns at the defaults the schedule still checks that lockd serves
+// nothing stale from a leader cut off while its answers come late.
+//
+// A cycle reaches the schedule's aim when L still leads with a master
+// lease at the moment it is cut off, F2 has lost its leader, the load's
+// writes were acknowledged through F1's late answers alone (after F2 was
+// cut), and F1 and F2 elect a new leader; the schedule counts the cycles
+// that do (Aimed). The fault's description says how long L's lease still
+// had to run when the last late answer was in ("lease over by" when it
+// had already run out), and when a new leader was seen, both from the
+// moment L was cut off.
 //
 // The window is as wide as the answers are late only if answers stream
 // in. With heartbeats alone it is not: hashicorp/raft sends a follower its
@@ -78,14 +95,60 @@ type lateAnswer struct {
 	writer *writer
 	load   *writeLoad
 	leader string
+	missed []string // why the last Inject missed its aim; nil if it did not
 }
 
 // writerTTL is the TTL of the schedule's writer's session: long enough to
 // outlast the time without a leader.
 const writerTTL = 10 * time.Second
 
-// The delay of F1's answers is drawn from this range.
+// The delay of F1's answers is drawn from this range where the nodes'
+// timeouts allow it (lateRange).
 const minLate, maxLate = 300 * time.Millisecond, 400 * time.Millisecond
+
+// lateMargin keeps the delay this far below the longest that Raft's
+// step-down allows, for the scheduler's and the transport's own delays.
+const lateMargin = 20 * time.Millisecond
+
+// lateRange is the range the delay of F1's answers is drawn from, derived
+// from the nodes' timeouts:
+//
+//   - below LeaderLeaseTimeout: once F2 is cut, F1 is all of L's quorum,
+//     and L steps down when it has heard nothing from F1 for that long
+//     (hashicorp/raft checks exactly when the last answer gets that old).
+//     F1's answers come one delay after they were sent, and hashicorp/raft
+//     sends F1 its next heartbeat only once the last one was answered, a
+//     tenth to a fifth of a HeartbeatTimeout later, its next appends only
+//     once earlier ones were answered (two in flight): with the load's
+//     appends answers come about a delay apart, with heartbeats alone up
+//     to a delay and a fifth of the heartbeat timeout, so the delay stays
+//     below the lease timeout less that fifth and lateMargin;
+//   - below four fifths of HeartbeatTimeout: F1 hears from L only as often
+//     as L sends, once per answer, and later than that F1 would leave L
+//     on its own;
+//   - at most maxLate, and from minLate where that still leaves room (the
+//     wider the delay, the wider the window a lease that counts late
+//     answers opens), else from three quarters of the upper bound.
+//
+// With lockd's defaults (leader lease 250 ms, heartbeat 500 ms) that is
+// 97-130 ms; with the self-test's 600 ms each, 300-400 ms. A
+// LeaderLeaseTimeout of 0 (not known) counts as HeartbeatTimeout, which
+// lockd allows at most.
+func lateRange(env *Env) (lo, hi time.Duration) {
+	ht, llt := env.HeartbeatTimeout, env.LeaderLeaseTimeout
+	if llt <= 0 || llt > ht && ht > 0 {
+		llt = ht
+	}
+	hi = maxLate
+	if llt > 0 {
+		hi = min(hi, llt-ht/5-lateMargin)
+	}
+	if ht > 0 {
+		hi = min(hi, ht*4/5)
+	}
+	hi = max(hi, time.Millisecond)
+	return min(minLate, hi*3/4), hi
+}
 
 func (l *lateAnswer) Name() string { return "late-answer" }
 
@@ -103,11 +166,10 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 	// cluster; with the others they are a majority without L.
 	k := (len(env.Cluster.Nodes) - 1) / 2
 	late, cut := followers[:k], followers[k:]
-	d := between(rng, minLate, maxLate).Round(time.Millisecond)
-	if ht := env.HeartbeatTimeout; ht > 0 && d > ht*4/5 {
-		d = ht * 4 / 5 // later than that, F1 would leave L on its own
-	}
+	lo, hi := lateRange(env)
+	d := between(rng, lo, hi).Round(time.Millisecond)
 	var notes []string
+	l.missed = []string{"the schedule stopped before the cut"}
 
 	urls := make([]string, len(followers))
 	for i, f := range followers {
@@ -136,13 +198,33 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 			return "", err
 		}
 	}
+	// Writes acknowledged from a moment after the cut on were committed
+	// through F1's late answers alone: an answer of F2's that made the
+	// quorum before the cut is acknowledged within milliseconds.
+	wait(ctx, 20*time.Millisecond)
+	var before int64
+	if l.load != nil {
+		before = l.load.writes.Load()
+	}
 	// The cut followers lose their leader one to two HeartbeatTimeouts
 	// after they last heard from it.
+	var missed []string
 	if !leaderless(ctx, cut, 3*env.HeartbeatTimeout+time.Second) {
-		notes = append(notes, ids(cut)+" still see a leader")
+		missed = append(missed, ids(cut)+" still see a leader")
 	}
-	if st, err := leader.Status(ctx); err != nil || st.State != "Leader" {
-		notes = append(notes, leader.ID+" no longer leads before it is cut off")
+	st, err := leader.Status(ctx)
+	switch {
+	case err != nil || st.State != "Leader":
+		missed = append(missed, leader.ID+" no longer leads before it is cut off")
+	case st.MasterLeaseRemaining == nil || st.MasterLeaseRemaining.D() <= 0:
+		missed = append(missed, leader.ID+" holds no master lease before it is cut off")
+	}
+	var through int64 // acknowledged through F1's late answers alone
+	if l.load != nil {
+		through = l.load.writes.Load() - before
+	}
+	if through <= 0 {
+		missed = append(missed, "no write of load acknowledged through the late answers")
 	}
 
 	// Take L away: F1 hears nothing more from it, and its late answers
@@ -174,19 +256,40 @@ func (l *lateAnswer) Inject(ctx context.Context, env *Env, rng *rand.Rand) (stri
 		}
 	}
 	elected := "no new leader within 3s"
-	if n, at, ok := newLeader(ctx, followers, 3*time.Second); ok {
+	n, at, ok := newLeader(ctx, followers, 3*time.Second)
+	if !ok {
+		missed = append(missed, "no new leader within 3s")
+	}
+	if ok {
 		if w != nil {
 			w.acquire(ctx)
 		}
 		elected = fmt.Sprintf("%s leads at +%v, %s taken through it at +%v", n.ID, at.Sub(cutAt).Round(time.Millisecond),
 			lateLock, time.Since(cutAt).Round(time.Millisecond))
 	}
-	what := fmt.Sprintf("%s's answers to leader %s %v late, %s cut from it, %d writes of load; %s cut off (%s; %s)",
-		ids(late), leader.ID, d, ids(cut), loaded, leader.ID, leaseTo, elected)
+	l.missed = missed
+	what := fmt.Sprintf("%s's answers to leader %s %v late (drawn from %v-%v: leader lease timeout %v, heartbeat timeout %v; "+
+		"in lockd's transport hook, no netem here), %s cut from it, %d writes of load, %d of them through the late answers alone; %s cut off (%s; %s)",
+		ids(late), leader.ID, d, lo, hi, leaseTimeout(env), env.HeartbeatTimeout, ids(cut), loaded, through, leader.ID, leaseTo, elected)
 	if len(notes) > 0 {
 		what += " (" + strings.Join(notes, ", ") + ")"
 	}
 	return what, nil
+}
+
+// Reached reports whether the last Inject reached the schedule's aim (see
+// lateAnswer).
+func (l *lateAnswer) Reached() (bool, string) {
+	return len(l.missed) == 0, strings.Join(l.missed, ", ")
+}
+
+// leaseTimeout is env's LeaderLeaseTimeout, or its HeartbeatTimeout when
+// that is not known.
+func leaseTimeout(env *Env) time.Duration {
+	if env.LeaderLeaseTimeout > 0 {
+		return env.LeaderLeaseTimeout
+	}
+	return env.HeartbeatTimeout
 }
 
 func (l *lateAnswer) Heal(ctx context.Context, env *Env) error {

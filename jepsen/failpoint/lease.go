@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/jepsen/traffic"
 )
 
 // leaseSchedule is aimed at the master lease's boot hole. A follower F1
@@ -28,9 +30,13 @@ import (
 //     its own. Writes would keep flowing through the old leader and F1
 //     after F2 is cut, so the schedule first holds the workers' writes
 //     back (Env.Writes) until F1 has been restarted. The fence clients
-//     (other processes) and the leader's own session expiries still
-//     write: with those workloads the window often stays shut, and the
-//     fault's description says "log behind".
+//     (other processes, which the gate does not hold) are paused (SIGSTOP)
+//     for as long, and the schedule waits out what the leader still
+//     writes on its own (drainTime: expiries of the sessions the
+//     workloads abandoned and of the paused fence clients', ends of
+//     lock-delays) before it waits for a settled log. Without that, under
+//     every workload of a campaign, the log never settled (0 cycles of 4
+//     lined up: "log not settled", "log behind").
 //   - F2 asks for votes once per round, one to two ElectionTimeouts apart
 //     (hashicorp/raft draws the timeout at random). F2 is also cut from
 //     F1, so each round's dial to F1 is refused and counted by F2's fault
@@ -52,7 +58,36 @@ import (
 // With the boot wait (the default), F1 starts Raft one HeartbeatTimeout
 // after it boots, when the lease it confirmed has run out: the same
 // schedule must then find nothing.
-type leaseSchedule struct{}
+//
+// A cycle lines up (reaches the schedule's aim, counted through Aimed)
+// when the log settled, a vote round of F2's was seen, F2's log was not
+// behind the leader's when F1 was killed, the old leader still led then,
+// and the restarted followers answered again. Whether F2 then wins while
+// the old lease runs is what the switch under test decides. Raft's own
+// step-down bounds that window: the old leader hears from no follower
+// once F1 is killed, and steps down one LeaderLeaseTimeout later; F2's
+// next round comes restartLead to an ElectionTimeout plus restartLead
+// after the kill. At lockd's defaults (250 ms against 500 ms) a lockd
+// without the boot wait is caught only when that round comes early; the
+// self-test runs the schedule with all three timeouts at 1 s.
+type leaseSchedule struct {
+	missed []string // why the last Inject missed its aim; nil if it did not
+}
+
+// drainTime is how long after the workers' writes are held back and the
+// fence clients paused the leader may still write entries of its own: the
+// expiry of a session abandoned (or paused) just before, a TTL later
+// (expiry.go's sessions have 1 s, lockdelay.go's and the fence clients'
+// the run's TTL), and the end of its lock-delay (lockdelay.go: up to 1 s)
+// after that, with room for the leader's batching of expiries. 0 when no
+// workload abandons a session: the plain lock workload writes only
+// through the gate.
+func drainTime(env *Env) time.Duration {
+	if env.Resource == nil && !slices.Contains(env.Workloads, traffic.Locks) && !slices.Contains(env.Workloads, traffic.Expiry) {
+		return 0
+	}
+	return max(env.TTL, time.Second) + time.Second + 500*time.Millisecond
+}
 
 // restartLead is how long before a vote round can come the schedule
 // kills the followers: a lockd process is back (Raft running, without the
@@ -75,15 +110,21 @@ func (l *leaseSchedule) Inject(ctx context.Context, env *Env, rng *rand.Rand) (s
 	half := len(followers) / 2
 	cut, crash := followers[:half], followers[half:]
 	var notes []string
+	l.missed = []string{"the schedule stopped before the kill"}
 
 	// Quiet the log: every node has applied the same entries, and no
 	// worker write is in flight.
 	defer env.Writes.Open()
+	paused := pauseChildren(env)
+	paused0 := paused
+	defer func() { resumeChildren(paused) }() // at once after the kill, below; here if Inject fails first
+	closed := time.Now()
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	if err := env.Writes.Close(qctx); err != nil {
 		notes = append(notes, "writes still in flight")
 	}
 	cancel()
+	wait(ctx, time.Until(closed.Add(drainTime(env))))
 	if !settled(ctx, env.Cluster.Nodes, 300*time.Millisecond, 3*time.Second) {
 		notes = append(notes, "log not settled")
 	}
@@ -114,15 +155,21 @@ func (l *leaseSchedule) Inject(ctx context.Context, env *Env, rng *rand.Rand) (s
 	}
 	// A round comes one to two ElectionTimeouts after the one before: the
 	// restarted followers should be back just before the earliest next one.
+	var missed []string
 	began, ok := awaitRound(ctx, cut, crash, base, 6*env.ElectionTimeout+3*time.Second)
 	if !ok {
 		notes = append(notes, "no vote round seen")
+		missed = append(missed, "no vote round seen")
 	}
 	wait(ctx, time.Until(began.Add(env.ElectionTimeout-restartLead)))
 	for _, f := range cut {
 		if behind(ctx, leader, f) {
 			notes = append(notes, f.ID+"'s log behind")
+			missed = append(missed, f.ID+"'s log behind")
 		}
+	}
+	if st, err := leader.Status(ctx); err != nil || st.State != "Leader" {
+		missed = append(missed, leader.ID+" no longer leads at the kill")
 	}
 	killed := time.Now()
 	for _, f := range crash {
@@ -137,6 +184,10 @@ func (l *leaseSchedule) Inject(ctx context.Context, env *Env, rng *rand.Rand) (s
 			return "", err
 		}
 	}
+	// The old leader hears from no one now and can commit nothing: the
+	// fence clients may write again.
+	resumeChildren(paused)
+	paused = nil
 	for _, f := range cut {
 		for _, c := range crash {
 			if err := f.HealPeer(ctx, c.ID); err != nil {
@@ -149,15 +200,54 @@ func (l *leaseSchedule) Inject(ctx context.Context, env *Env, rng *rand.Rand) (s
 	env.Writes.Cut(leader.HTTP)
 	env.Writes.Open()
 	back := "not answering after 5s"
-	if up, ok := answers(ctx, crash, 5*time.Second); ok {
+	up, ok := answers(ctx, crash, 5*time.Second)
+	if ok {
 		back = "answering after " + up.Sub(killed).Round(time.Millisecond).String()
 	}
+	if !ok {
+		missed = append(missed, ids(crash)+" "+back)
+	}
+	l.missed = missed
 	what := fmt.Sprintf("cut %s from leader %s and from %s; kill -9 and restart %s %v after a vote round, %s",
 		ids(cut), leader.ID, ids(crash), ids(crash), killed.Sub(began).Round(time.Millisecond), back)
+	if len(paused0) > 0 {
+		what += fmt.Sprintf("; %d fence clients paused from before the quiet to the kill", len(paused0))
+	}
+	if d := drainTime(env); d > 0 {
+		what += fmt.Sprintf("; waited %v for the leader's own writes to end", d)
+	}
 	if len(notes) > 0 {
 		what += " (" + strings.Join(notes, ", ") + ")"
 	}
 	return what, nil
+}
+
+// Reached reports whether the last Inject lined the schedule up (see
+// leaseSchedule).
+func (l *leaseSchedule) Reached() (bool, string) {
+	return len(l.missed) == 0, strings.Join(l.missed, ", ")
+}
+
+// pauseChildren stops the running fence clients (SIGSTOP) and returns
+// those it stopped.
+func pauseChildren(env *Env) []*traffic.Child {
+	if env.Resource == nil {
+		return nil
+	}
+	var out []*traffic.Child
+	for _, c := range env.Resource.Children() {
+		if c.Pause() == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// resumeChildren continues the fence clients pauseChildren stopped.
+func resumeChildren(cs []*traffic.Child) {
+	for _, c := range cs {
+		_ = c.Resume()
+	}
 }
 
 func (l *leaseSchedule) Heal(ctx context.Context, env *Env) error {

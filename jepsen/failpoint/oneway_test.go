@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -24,19 +23,33 @@ func holdFilter(t *testing.T) {
 	t.Cleanup(filterMu.Unlock)
 }
 
-// needFilter skips the test unless iptables partitions can run here.
+// needFilter fails the test unless iptables partitions can run here: a
+// campaign runs the iptables-* faults, so a machine that cannot must not
+// pass their tests by skipping them. With CI set (a CI machine without
+// root) it skips instead.
 func needFilter(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("iptables faults need root (scripts/jepsen-deps.sh installs iptables)")
+	if testing.Short() {
+		t.Skip("-short: iptables faults run on live clusters")
 	}
-	if _, err := exec.LookPath("iptables"); err != nil {
-		t.Skip("iptables faults need the iptables command (scripts/jepsen-deps.sh installs it)")
+	if err := filterTools(); err != nil {
+		missingTool(t, "iptables faults: "+err.Error()+" (scripts/jepsen-deps.sh installs iptables, as root with apt-get)")
 	}
 }
 
+// missingTool fails the test for a tool the campaign would use that this
+// machine lacks, or skips it where the environment variable CI is set.
+func missingTool(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Skip(why + " (CI is set: skipped)")
+	}
+	t.Fatal(why + " (set CI=1 to skip instead)")
+}
+
 // probeAddrs returns two loopback addresses of this process's own, or
-// skips the test where the machine has no loopback address but 127.0.0.1.
+// fails the test (skips it with CI set) where the machine has no loopback
+// address but 127.0.0.1.
 func probeAddrs(t *testing.T) (string, string) {
 	t.Helper()
 	pid := os.Getpid()
@@ -45,7 +58,7 @@ func probeAddrs(t *testing.T) (string, string) {
 	for _, ip := range []string{a, b} {
 		ln, err := net.Listen("tcp", ip+":0")
 		if err != nil {
-			t.Skipf("no loopback address %s: %v", ip, err)
+			missingTool(t, fmt.Sprintf("no loopback address %s: %v", ip, err))
 		}
 		ln.Close()
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/runner"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -132,5 +133,40 @@ func TestCampaign_UndecidedFailsUnlessDecidedOnRerun(t *testing.T) {
 				t.Errorf("row = %s\nwant it to contain %s", row, tt.row)
 			}
 		})
+	}
+}
+
+// TestCampaign_RowShowsAims checks that a run's output and the campaign
+// row say how many cycles of an aimed fault reached their aim, that only
+// those count as injected, and that a run in which none did is undecided,
+// not passed.
+func TestCampaign_RowShowsAims(t *testing.T) {
+	c := &Campaign{Mode: "raft", Faults: "late-answer", Command: "go run ./jepsen"}
+	for _, a := range []failpoint.Aim{{Cycles: 5, Reached: 4}, {Cycles: 3, Reached: 0}} {
+		aims := map[string]failpoint.Aim{"late-answer": a}
+		r := &runner.Result{Aims: aims, Verdicts: []validate.Verdict{runner.CheckAims(aims)}}
+		for i := range a.Cycles {
+			what := "inject late-answer: n1 cut off; aim reached"
+			if i >= a.Reached {
+				what = "inject late-answer: n1 cut off; aim NOT reached: n1 no longer leads before it is cut off"
+			}
+			r.Events = append(r.Events, history.Event{What: what})
+		}
+		var b strings.Builder
+		Print(&b, r, false)
+		line := fmt.Sprintf("late-answer: aim reached %d of %d cycles", a.Reached, a.Cycles)
+		if out := b.String(); !strings.Contains(out, line) {
+			t.Errorf("run output lacks %q:\n%s", line, out)
+		}
+		if got := r.Verdicts[0].Undecided != ""; got != (a.Reached == 0) {
+			t.Errorf("%v: undecided = %v, want %v", a, got, a.Reached == 0)
+		}
+		c.Add(r)
+	}
+	row := c.Row()
+	for _, want := range []string{"injected: late-answer 4;", "aims: late-answer reached 4 of 8 cycles", "1 undecided runs"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("row lacks %q: %s", want, row)
+		}
 	}
 }

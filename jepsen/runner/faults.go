@@ -90,6 +90,10 @@ func (f loggedFault) Heal(ctx context.Context, env *failpoint.Env) error {
 	return err
 }
 
+// Unwrap returns the fault itself, for what the schedule asks of it
+// beyond Failpoint (failpoint.AimOf).
+func (f loggedFault) Unwrap() failpoint.Failpoint { return f.Failpoint }
+
 // Pending passes on the fault's own report of a heal that failed (the
 // schedule tries such a heal once more at its end).
 func (f loggedFault) Pending() bool {

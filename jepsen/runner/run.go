@@ -87,6 +87,9 @@ type Result struct {
 	History  []history.Op
 	Err      error // the run itself failed (no cluster, ...): no verdict
 	Elapsed  time.Duration
+	// Aims counts, per aimed fault injected, the cycles that reached the
+	// situation the fault aims for (failpoint.Aimed).
+	Aims map[string]failpoint.Aim
 }
 
 // Violations returns the number of checkers that found violations.
@@ -129,6 +132,10 @@ func Run(cfg Config) (res *Result) {
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		res.Err = err
+		return res
+	}
+	if err := failpoint.MissingTools(cfg.Faults); err != nil {
+		res.Err = err // not a timeline note in a run that passes
 		return res
 	}
 	pc := proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
@@ -175,6 +182,12 @@ func Run(cfg Config) (res *Result) {
 	poll := newPoller(c, rec)
 	pollCtx, stopPoll := context.WithCancel(hard)
 	go poll.run(pollCtx)
+	probe := newProber(c)
+	if cfg.Election == "" || cfg.Election == "raft" { // the classic modes have no quorum-backed lease
+		go probe.run(pollCtx)
+	} else {
+		close(probe.done)
+	}
 
 	tr := traffic.New(trafficConfig(cfg, c, rec))
 	work, stopWork := context.WithTimeout(hard, cfg.Duration)
@@ -188,7 +201,8 @@ func Run(cfg Config) (res *Result) {
 	}
 	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
 		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
-		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs), Clients: tr.LockAccess()}
+		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs), Clients: tr.LockAccess(),
+		LeaderLeaseTimeout: leaderLeaseTimeout(cfg.ServeArgs), Workloads: cfg.Workloads}
 	if cfg.NonVoters > 0 {
 		env.DeadVoterAfter = cfg.DeadVoterAfter
 	}
@@ -196,7 +210,7 @@ func Run(cfg Config) (res *Result) {
 	sched := &failpoint.Schedule{Faults: faults.wrap(cfg.Faults), Seed: cfg.Seed, QuietMin: cfg.QuietMin, QuietMax: cfg.QuietMax}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); res.Faults = sched.Run(work, env) }()
+	go func() { defer wg.Done(); res.Faults = sched.Run(work, env); res.Aims = sched.Aims() }()
 	logf("seed %d: workloads and faults for %v", cfg.Seed, cfg.Duration)
 	<-work.Done()
 	wg.Wait()
@@ -224,6 +238,7 @@ func Run(cfg Config) (res *Result) {
 	durable, survived := checkDurability(hard, c, cfg.Binary, rec)
 	stopPoll()
 	poll.wait()
+	probe.wait()
 	leases, unreadable := readLeaseLogs(c, rec.Eventf)
 
 	ops := rec.Ops()
@@ -234,7 +249,7 @@ func Run(cfg Config) (res *Result) {
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
 		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Workloads: append([]string{}, cfg.Workloads...),
-		Faults: faults.Windows()}
+		Faults: faults.Windows(), Aims: res.Aims, Probes: probe.probes()}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -269,6 +284,9 @@ type Evidence struct {
 	// lines did not parse.
 	Leases          []validate.LeaseLine
 	LeaseUnreadable int
+	// Probes are the lease reads each node answered itself, the
+	// master-lease checker's outside witness (prober).
+	Probes []validate.LeaseProbe
 	// Classic is set for the election modes without Raft terms.
 	Classic bool
 	// Dir receives the checkers' artifacts.
@@ -284,6 +302,8 @@ type Evidence struct {
 	Quiet *validate.QuietWindow
 	// Retries are the request-number worker's requests.
 	Retries []traffic.Retry
+	// Aims are the aimed faults' cycles and how many reached their aim.
+	Aims map[string]failpoint.Aim
 	// Faults are the windows in which each fault of the schedule was in
 	// force.
 	Faults []validate.FaultWindow
@@ -340,7 +360,7 @@ func Check(ev Evidence) []validate.Verdict {
 		stale = stale.NotInForce("classic mode: each tenure starts from empty state, so ?stale reads promise nothing")
 	}
 	out = append(out, fv, ev.Durability, validate.CheckLeaders(ev.Samples, ev.Classic),
-		validate.CheckMasterLease(ev.Leases, ev.LeaseUnreadable, ev.Classic), validate.CheckEvents(ev.Events), stale)
+		masterLease(ev), validate.CheckEvents(ev.Events), stale)
 	quiet := validate.Verdict{Checker: validate.QuietKeepalives, Undecided: "no quiet window held"}
 	switch {
 	case ev.Classic:
@@ -348,7 +368,21 @@ func Check(ev Evidence) []validate.Verdict {
 	case ev.Quiet != nil:
 		quiet = validate.CheckQuiet(*ev.Quiet)
 	}
-	return append(out, quiet, lockGuarantees(validate.CheckRequestNumbers(ev.Retries)))
+	out = append(out, quiet, lockGuarantees(validate.CheckRequestNumbers(ev.Retries)))
+	if len(ev.Aims) > 0 {
+		out = append(out, CheckAims(ev.Aims))
+	}
+	return out
+}
+
+// masterLease is the master-lease verdict: the nodes' lease logs, and the
+// probes as an outside witness of them.
+func masterLease(ev Evidence) validate.Verdict {
+	v := validate.CheckMasterLease(ev.Leases, ev.LeaseUnreadable, ev.Classic)
+	if ev.Classic {
+		return v
+	}
+	return validate.CheckLeaseProbes(v, ev.Leases, ev.Probes)
 }
 
 func nodeIDs(c *proccluster.Cluster) []string {
@@ -363,6 +397,12 @@ func nodeIDs(c *proccluster.Cluster) []string {
 // value of --election-timeout in args, else lockd's default.
 func electionTimeout(args []string) time.Duration {
 	return durationFlag(args, "election-timeout", lease.DefaultConfig().ElectionTimeout)
+}
+
+// leaderLeaseTimeout is the Raft leader lease timeout the nodes run with:
+// the value of --leader-lease-timeout in args, else lockd's default.
+func leaderLeaseTimeout(args []string) time.Duration {
+	return durationFlag(args, "leader-lease-timeout", lease.DefaultConfig().LeaderLeaseTimeout)
 }
 
 // heartbeatTimeout is the Raft follower timeout the nodes run with: the

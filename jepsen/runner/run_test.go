@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -120,6 +121,50 @@ func TestCheck_StaleReadsDuringTheRun(t *testing.T) {
 		v, _ := (&Result{Verdicts: Check(ev)}).Verdict(validate.StaleReads)
 		if want := index < 50; (v.Violations > 0) != want || v.Checked == 0 {
 			t.Errorf("read of index %d: %s %v", index, v, v.Details)
+		}
+	}
+}
+
+// TestRunFailsWithoutTools checks that a run asked for a fault whose tool
+// the host lacks fails before it starts anything, with the reason, instead
+// of passing with the fault as a timeline note.
+func TestRunFailsWithoutTools(t *testing.T) {
+	fs, err := failpoint.Select("iptables-split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", "")
+	r := Run(Config{Binary: "/nonexistent/lockd", Nodes: 3, Duration: time.Second, Faults: fs, Dir: t.TempDir()})
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "iptables-split") {
+		t.Fatalf("run error = %v, want one naming iptables-split", r.Err)
+	}
+}
+
+// TestCheck_LeaseProbes checks that the master-lease verdict has the
+// probes as an outside witness: a probe n1 answered inside its logged
+// lease is clean, one n2 answered with no line in its log is a violation,
+// and the saved evidence keeps the probes for a re-check.
+func TestCheck_LeaseProbes(t *testing.T) {
+	for _, tt := range []struct {
+		probe validate.LeaseProbe
+		want  int
+	}{
+		{validate.LeaseProbe{Node: "n1", Sent: 15e8, Answered: 15e8 + 2e6}, 0},
+		{validate.LeaseProbe{Node: "n2", Sent: 15e8, Answered: 15e8 + 2e6}, 1},
+	} {
+		ev := evidence(t)
+		ev.Probes = []validate.LeaseProbe{tt.probe}
+		if err := SaveEvidence(ev.Dir, ev); err != nil {
+			t.Fatal(err)
+		}
+		saved, err := LoadEvidence(ev.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved.Ops, saved.Dir = ev.Ops, ev.Dir
+		v, _ := (&Result{Verdicts: Check(saved)}).Verdict(validate.MasterLease)
+		if v.Violations != tt.want {
+			t.Errorf("probe %+v: %d violations, want %d: %v", tt.probe, v.Violations, tt.want, v.Details)
 		}
 	}
 }

@@ -78,6 +78,12 @@ func (t *Traffic) retryWorker(ctx context.Context, rng *rand.Rand) {
 			t.addRetry(r)
 			return r
 		}
+		// Its requests are writes like any worker's: the gate holds them
+		// back (hc only refuses the nodes the gate cuts).
+		leave, ok := t.gate.pass(ctx)
+		if !ok {
+			break
+		}
 		seq += 2
 		first := do(RetryFirst, "acquire", seq-1)
 		if first.Status != history.Unknown {
@@ -88,6 +94,7 @@ func (t *Traffic) retryWorker(ctx context.Context, rng *rand.Rand) {
 			t.count("request-number repeats")
 			do(RetryLate, "acquire", seq-1)
 		}
+		leave()
 	}
 }
 
