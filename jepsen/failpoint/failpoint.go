@@ -107,7 +107,7 @@ type Aimed interface {
 // the fault they wrap (an Unwrap() Failpoint method).
 func AimOf(f Failpoint) (Aimed, bool) {
 	for f != nil {
-		if a, ok := AimOf(f); ok {
+		if a, ok := f.(Aimed); ok {
 			return a, true
 		}
 		u, ok := f.(interface{ Unwrap() Failpoint })
