@@ -12,10 +12,13 @@ build:
 run:
 	$(GO) run ./cmd/lockd serve
 
-# What CI runs (after lint): vet, then every test tier (unit, in-process cluster, system).
+# What CI runs (after lint): vet, then every test tier (unit, in-process
+# cluster, system), then the tests of the separate module bench/compare,
+# which go test ./... leaves out (a nested module is not part of ./...).
 test:
 	$(GO) vet ./...
 	$(GO) test ./...
+	cd bench/compare && $(GO) vet ./... && $(GO) test ./...
 
 # Unit tests only (skips the multi-node and process tests).
 test-short:
