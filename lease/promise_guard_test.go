@@ -565,6 +565,12 @@ func TestPromise_TimeoutNowNeedsTheReleaseOfItsTerm(t *testing.T) {
 	L := c.leader()
 	l, f1 := c.nodes[L], c.nodes[(L+1)%3]
 	term := l.raft.CurrentTerm()
+	// A node is leader before its first heartbeat reaches F1; until then
+	// F1 follows nobody and answers a release with 0.
+	await(t, 5*time.Second, "F1 to follow the leader", func() bool {
+		_, id := f1.raft.LeaderWithID()
+		return string(id) == l.addr && f1.raft.CurrentTerm() == term
+	})
 	raw := l.eng.trans.voteTransport // the leader's transport without its guard
 	send := func() error {
 		req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,
