@@ -12,10 +12,22 @@ build:
 run:
 	$(GO) run ./cmd/lockd serve
 
-# What CI runs (after lint): vet, then every test tier (unit, in-process cluster, system).
+# The packages whose tests exercise concurrency (the lease engine, the
+# peer multiplexer and its fault rules, the Go client, the state machine
+# and its blocking readers): make test runs them again under the race
+# detector (about 95 s on 2 busy cores; -race needs cgo). make race runs
+# every package under it.
+RACE_PKGS := ./lease ./internal/mux ./client ./fsm
+
+# What CI runs (after lint): vet, then every test tier (unit, in-process
+# cluster, system), then RACE_PKGS under the race detector, then the tests
+# of the separate module bench/compare, which go test ./... leaves out (a
+# nested module is not part of ./...).
 test:
 	$(GO) vet ./...
 	$(GO) test ./...
+	$(GO) test -race $(RACE_PKGS)
+	cd bench/compare && $(GO) vet ./... && $(GO) test ./...
 
 # Unit tests only (skips the multi-node and process tests).
 test-short:

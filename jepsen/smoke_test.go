@@ -108,16 +108,55 @@ func TestSmoke(t *testing.T) {
 	requirePassed(t, r)
 }
 
-// requirePassed requires the smoke runs' checkers to pass.
+// allCheckers names every checker of package validate. A smoke run must
+// have a verdict from each of them: a checker that stops being run fails
+// the smoke tests rather than vanishing from them.
+var allCheckers = []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming,
+	validate.Fencing, validate.Durability, validate.Leaders, validate.Events, validate.FIFO,
+	validate.LockDelay, validate.StaleReads, validate.QuietKeepalives, validate.RequestNumbers,
+	validate.MasterLease, validate.Queue}
+
+// TestCheck_GivesAVerdictFromEveryChecker runs the checkers on an empty
+// run's evidence (no cluster): each checker of allCheckers must answer,
+// and no other, so that the smoke tests' list and the runner's agree.
+// Durability's verdict is made during the run (after the restart) and
+// carried in the evidence, so the empty evidence carries an empty one.
+func TestCheck_GivesAVerdictFromEveryChecker(t *testing.T) {
+	got := map[string]int{}
+	ev := runner.Evidence{Dir: t.TempDir(), Durability: validate.Verdict{Checker: validate.Durability}}
+	for _, v := range runner.Check(ev) {
+		got[v.Checker]++
+	}
+	for _, name := range allCheckers {
+		if got[name] != 1 {
+			t.Errorf("%s gave %d verdicts, want 1", name, got[name])
+		}
+		delete(got, name)
+	}
+	for name := range got {
+		t.Errorf("the runner checks with %s, which allCheckers (and so the smoke tests) leave out", name)
+	}
+}
+
+// requirePassed requires every verdict the run produced to be OK (no
+// violation, and decided) and in force (the smoke runs run every
+// workload, so no checker may be off), each checker to give one verdict,
+// and every checker of allCheckers to be among them.
 func requirePassed(t *testing.T, r *runner.Result) {
 	t.Helper()
-	for _, name := range []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming,
-		validate.Fencing, validate.Durability, validate.Leaders, validate.MasterLease, validate.Events} {
-		v, ok := r.Verdict(name)
-		if !ok {
+	seen := map[string]bool{}
+	for _, v := range r.Verdicts {
+		if seen[v.Checker] {
+			t.Errorf("%s gave more than one verdict", v.Checker)
+		}
+		seen[v.Checker] = true
+		if !v.OK() || v.Off != "" {
+			t.Errorf("%s\n%s", v, strings.Join(v.Details, "\n"))
+		}
+	}
+	for _, name := range allCheckers {
+		if !seen[name] {
 			t.Errorf("no verdict from %s", name)
-		} else if !v.OK() {
-			t.Errorf("%s: %s\n%s", name, v, strings.Join(v.Details, "\n"))
 		}
 	}
 }

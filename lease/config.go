@@ -314,10 +314,19 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// leaseFor is how long a master lease runs from the start of the round
+// that confirmed it, when promise is the smallest promise of the quorum
+// behind it: promise shrunk by the clock-drift bound, minus the margin.
+// The promise is measured on the follower's clock and the lease on the
+// leader's, which may run up to MaxClockDrift faster.
+func (c *Config) leaseFor(promise time.Duration) time.Duration {
+	return time.Duration(float64(promise)*(1-c.MaxClockDrift)) - c.LeaseMargin
+}
+
 // leaseDuration is the longest master lease one confirmation can give:
 // what it gives when every promise in the quorum is whole.
 func (c *Config) leaseDuration() time.Duration {
-	return time.Duration(float64(c.HeartbeatTimeout)*(1-c.MaxClockDrift)) - c.LeaseMargin
+	return c.leaseFor(c.HeartbeatTimeout)
 }
 
 // renewInterval is how often the leader renews its master lease.

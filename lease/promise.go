@@ -150,7 +150,7 @@ func (e *raftEngine) lease(term uint64, start time.Time) (time.Time, error) {
 	if len(got) > 0 {
 		own = got[0] // the smallest promise of the quorum that answered
 	}
-	return start.Add(time.Duration(float64(own)*(1-cfg.MaxClockDrift)) - cfg.LeaseMargin), nil
+	return start.Add(cfg.leaseFor(own)), nil
 }
 
 // roundLease is the rule lockd used before the lease exchange, kept only as

@@ -237,6 +237,22 @@ type raceCluster struct {
 // with lockd's promise, and waits for a leader.
 func newRaceCluster(t *testing.T) *raceCluster {
 	t.Helper()
+	return newRaceClusterWith(t, raceOptions{})
+}
+
+// raceOptions change what newRaceClusterWith starts.
+type raceOptions struct {
+	// config changes every node's configuration (validConfig with the
+	// node's ID and address) before its Raft starts.
+	config func(*Config)
+	// promise, if set, gives what a node answers to the lease exchange in
+	// place of its engine's promise.
+	promise func(e *raftEngine) promiser
+}
+
+// newRaceClusterWith is newRaceCluster with opts.
+func newRaceClusterWith(t *testing.T, opts raceOptions) *raceCluster {
+	t.Helper()
 	c := &raceCluster{t: t, net: &raceNet{cut: map[[2]string]bool{}, hb: map[string]func(raft.RPC){}}}
 	var lns []net.Listener
 	var conf raft.Configuration
@@ -264,6 +280,9 @@ func newRaceCluster(t *testing.T) *raceCluster {
 	for i, s := range conf.Servers {
 		cfg := validConfig()
 		cfg.ID, cfg.PeerAddr = string(s.ID), string(s.Address)
+		if opts.config != nil {
+			opts.config(&cfg)
+		}
 		rn := &raceNode{addr: string(s.Address), gate: newCampaignGate()}
 		e := &raftEngine{n: &Node{cfg: cfg, clock: SystemClock{}, log: slog.New(slog.DiscardHandler)}}
 		e.trans = newGuardedTransport(&raceTransport{InmemTransport: inm[i], net: c.net}, s.ID, &guardCounts{})
@@ -275,7 +294,11 @@ func newRaceCluster(t *testing.T) *raceCluster {
 		}
 		e.raft = r
 		e.trans.start(r, e.beforeTimeoutNow)
-		e.x = newExchange(&raceLayer{Listener: lns[i], net: c.net}, e.promise)
+		answer := e.promise
+		if opts.promise != nil {
+			answer = opts.promise(e)
+		}
+		e.x = newExchange(&raceLayer{Listener: lns[i], net: c.net}, answer)
 		e.x.released = e.released
 		e.x.serve()
 		rn.raft, rn.eng = r, e
@@ -542,6 +565,12 @@ func TestPromise_TimeoutNowNeedsTheReleaseOfItsTerm(t *testing.T) {
 	L := c.leader()
 	l, f1 := c.nodes[L], c.nodes[(L+1)%3]
 	term := l.raft.CurrentTerm()
+	// A node is leader before its first heartbeat reaches F1; until then
+	// F1 follows nobody and answers a release with 0.
+	await(t, 5*time.Second, "F1 to follow the leader", func() bool {
+		_, id := f1.raft.LeaderWithID()
+		return string(id) == l.addr && f1.raft.CurrentTerm() == term
+	})
 	raw := l.eng.trans.voteTransport // the leader's transport without its guard
 	send := func() error {
 		req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax,

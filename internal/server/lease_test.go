@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
@@ -17,16 +19,33 @@ import (
 
 // TestCluster_LeaseEndsBeforeAnotherLeaderUnderDelayedAnswers is the case
 // that broke lockd's earlier lease rule: one follower's answers reach the
-// leader late, then the leader is cut off. Raft's leader lease timeout
-// equals its heartbeat timeout, so Raft's own step-down does not hide
-// anything. In every trial the old leader's master lease must end before
-// another node is elected.
+// leader late, then the leader is cut off. Raft's leader lease timeout is
+// its heartbeat timeout (less 1ms, see below), so Raft's own step-down
+// does not hide anything. In every trial the old leader's master lease
+// must end before another node is elected.
 //
-// LOCKD_LEASE_TRIALS sets the number of trials (default 8);
+// Each trial drives the worst case rather than waiting for it:
+//   - a reader keeps asking the leader for consistent reads, so that a
+//     confirmation round starts as soon as the one before it ends;
+//   - the leader is cut off from the late follower right after a message
+//     that reached the follower within 100ms of the one before it, so the
+//     answer to the earlier message ends a round less than 100ms before
+//     the answer to the last one arrives, and the round that starts then
+//     is ended by that last answer, sent before the round began (the old
+//     rule's flaw: its lease then runs to about cut + delay - 100ms +
+//     lease duration, past the follower's promise);
+//   - the follower campaigns at the first moment Raft allows: once its
+//     heartbeat timeout since its last contact has passed, its heartbeat
+//     timeout is reloaded 1ms shorter, which makes hashicorp/raft check its
+//     timer at once instead of at a random point up to twice the timeout
+//     later (Raft allows no heartbeat timeout below the leader lease
+//     timeout, hence the 1ms).
+//
+// LOCKD_LEASE_TRIALS sets the number of trials (default 3);
 // LOCKD_LEASE_RULE=round runs the old rule (--unsafe-debug round-lease),
-// which this test is expected to catch in some trials.
+// which this test catches in every trial.
 func TestCluster_LeaseEndsBeforeAnotherLeaderUnderDelayedAnswers(t *testing.T) {
-	trials := 8
+	trials := 3
 	if s := os.Getenv("LOCKD_LEASE_TRIALS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -36,7 +55,7 @@ func TestCluster_LeaseEndsBeforeAnotherLeaderUnderDelayedAnswers(t *testing.T) {
 	}
 	roundRule := os.Getenv("LOCKD_LEASE_RULE") == "round"
 	c := servertest.New(t, 3, func(nc *lease.Config) {
-		nc.LeaderLeaseTimeout = nc.HeartbeatTimeout
+		nc.LeaderLeaseTimeout = nc.HeartbeatTimeout - time.Millisecond
 		nc.Unsafe.RoundLease = roundRule
 	})
 	const delay = 380 * time.Millisecond
@@ -58,13 +77,14 @@ func TestCluster_LeaseEndsBeforeAnotherLeaderUnderDelayedAnswers(t *testing.T) {
 type leaseOverlap struct {
 	leaseEnd  time.Duration // the furthest end of the old leader's lease seen
 	newLeader time.Duration // when another node became Raft leader; <0: never
+	previous  time.Duration // the follower's contact before its last one
 }
 
 func (o leaseOverlap) bad() bool { return o.newLeader >= 0 && o.newLeader < o.leaseEnd }
 
 func (o leaseOverlap) String() string {
-	return fmt.Sprintf("old lease until %+dms, new leader at %+dms, overlap %v",
-		o.leaseEnd.Milliseconds(), o.newLeader.Milliseconds(), o.bad())
+	return fmt.Sprintf("follower's contact before the last at %+dms, old lease until %+dms, new leader at %+dms, overlap %v",
+		o.previous.Milliseconds(), o.leaseEnd.Milliseconds(), o.newLeader.Milliseconds(), o.bad())
 }
 
 func delayedAnswerTrial(t *testing.T, c *servertest.Cluster, delay time.Duration) leaseOverlap {
@@ -73,40 +93,83 @@ func delayedAnswerTrial(t *testing.T, c *servertest.Cluster, delay time.Duration
 	b := c.Follower(l)
 	other := 3 - l - b
 	old, fb, fc := c.Nodes[l], c.Nodes[b], c.Nodes[other]
+	br := fb.Node().Raft()
+	nominal := br.ReloadableConfig()
+	defer func() {
+		if err := br.ReloadConfig(nominal); err != nil {
+			t.Errorf("restoring %s's Raft timeouts: %v", fb.ID(), err)
+		}
+		for _, s := range []int{l, b, other} {
+			c.Heal(s)
+		}
+	}()
 	// The third node is cut off from the leader first, so that only the
 	// late follower's answers can renew the lease.
 	old.Faults().Set(fc.ID(), mux.Both, mux.Drop)
 	time.Sleep(200 * time.Millisecond)
-	// Everything the follower sends the leader arrives late. Once the delay
-	// line is full, the leader is cut off from it just after it heard from
-	// the leader: its promise runs from then, and the answer to that last
-	// message is still on its way to the leader.
+	// Everything the follower sends the leader arrives late.
 	old.Faults().SetDelay(fb.ID(), mux.In, delay)
 	time.Sleep(delay + 100*time.Millisecond)
-	before := fb.Node().Raft().LastContact()
-	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Microsecond) {
-		if fb.Node().Raft().LastContact().After(before) {
-			break
+
+	stop := make(chan struct{})
+	var reader sync.WaitGroup
+	reader.Add(1)
+	go func() {
+		defer reader.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err := old.Node().Lock(ctx, "delayed-answers", wire.ReadOptions{Consistent: true})
+			cancel()
+			if err != nil {
+				time.Sleep(time.Millisecond) // no leader or lease: do not spin
+			}
+		}
+	}()
+	defer func() { close(stop); reader.Wait() }()
+
+	// Cut the leader off from the follower right after a contact that came
+	// within 100ms of the one before it.
+	last, previous := br.LastContact(), time.Time{}
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Microsecond) {
+		if lc := br.LastContact(); lc.After(last) {
+			last, previous = lc, last
+			if lc.Sub(previous) <= 100*time.Millisecond {
+				break
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s heard from the leader at no two moments within 100ms of each other in 5s", fb.ID())
 		}
 	}
 	old.Faults().Set(fb.ID(), mux.Out, mux.Blackhole)
 	cut := time.Now()
 
-	var o leaseOverlap
-	o.newLeader = -1
+	o := leaseOverlap{newLeader: -1, previous: previous.Sub(cut)}
+	hb := nominal.HeartbeatTimeout
+	early := nominal
+	early.HeartbeatTimeout = hb - time.Millisecond
+	forced := false
 	deadline := cut.Add(5 * time.Second)
 	for now := time.Now(); now.Before(deadline); now = time.Now() {
 		if left := old.Node().MasterLease(); left > 0 {
 			o.leaseEnd = max(o.leaseEnd, now.Add(left).Sub(cut))
 		}
-		if fb.Node().Raft().State() == raft.Leader || fc.Node().Raft().State() == raft.Leader {
+		if !forced && now.Sub(br.LastContact()) > hb {
+			if err := br.ReloadConfig(early); err != nil {
+				t.Fatalf("shortening %s's heartbeat timeout: %v", fb.ID(), err)
+			}
+			forced = true
+		}
+		if br.State() == raft.Leader || fc.Node().Raft().State() == raft.Leader {
 			o.newLeader = now.Sub(cut)
 			break
 		}
 		time.Sleep(time.Millisecond)
-	}
-	for _, s := range []int{l, b, other} {
-		c.Heal(s)
 	}
 	return o
 }
