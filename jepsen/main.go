@@ -20,6 +20,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -310,7 +311,25 @@ func (o *options) mode() string {
 	if o.secure {
 		m += ", secure (TLS, mTLS, ACLs)"
 	}
-	return m
+	if o.binary != "" {
+		return m + ", lockd binary " + o.binary
+	}
+	return m + ", at commit " + sourceCommit()
+}
+
+// sourceCommit names the commit the harness and the lockd it builds come
+// from, "-dirty" when the work tree has changes, so that a campaign's row
+// says what it ran.
+func sourceCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown (no git)"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		c += "-dirty"
+	}
+	return c
 }
 
 func (o *options) command() string {
