@@ -1,7 +1,8 @@
 // Package docs checks the repository's Markdown: every link that is not a
 // web address points at a file or directory inside the repository that
 // exists, and at a heading that exists when it names one, so the docs a
-// user clones never send them somewhere the repository does not have.
+// user clones never send them somewhere the repository does not have; and
+// every Go test README.md and docs/*.md cite as a claim's guard exists.
 package docs
 
 import (
