@@ -81,6 +81,12 @@ func (w *worker) acquireWith(ctx context.Context, m *client.Mutex, lock, mode st
 	}
 	rec := w.t.rec
 	w.t.count("acquire")
+	// The library waits no longer than ctx allows (the run's end), and a
+	// server that answers lock_held when that shorter wait ran out is
+	// right: the history records the wait the server was given.
+	if dl, ok := ctx.Deadline(); ok && wait > 0 {
+		wait = max(min(wait, time.Until(dl)), time.Millisecond)
+	}
 	op := rec.Invoke(history.Op{Client: w.id, Lock: lock, Kind: history.Acquire, Session: s.ID(), Mode: mode, Wait: wait})
 	var err error
 	var gaveUp atomic.Int64 // when the worker cancelled a blocking acquire (0: it did not)
