@@ -44,9 +44,10 @@ type ExtraGrant struct {
 	Call, Return  int64
 }
 
-// CheckTokens checks that no token was handed to two grants (tokens are
-// Raft indexes, unique across locks; only shared holders of one lock
-// granted by the same entry share one), and that a grant acknowledged
+// CheckTokens checks that no token of a lock was handed to two grants
+// (tokens are Raft indexes; shared holders of one lock granted by the same
+// entry share one, and so do different locks granted by one entry), and
+// that a grant acknowledged
 // before another was invoked has the lower token. The extra grants count
 // for both: a child fence client's grant is ordered against every lock's
 // grants, as an in-process worker's is (tokens are global). An extra grant
@@ -59,14 +60,24 @@ func CheckTokens(ops []history.Op, extra []ExtraGrant) Verdict {
 		grantKey
 		shared bool
 	}
-	owner := map[uint64]owned{}
+	// A token is unique within its lock: one entry can grant several
+	// locks (a batch of expiries hands each of their locks over), and
+	// then they share its index, as design.md says ("tokens of different
+	// locks come from the same sequence but say nothing about each
+	// other"); within a lock only shared holders granted by one entry do.
+	type lockToken struct {
+		lock string
+		tok  uint64
+	}
+	owner := map[lockToken]owned{}
 	claim := func(tok uint64, k grantKey, shared bool) {
-		o, ok := owner[tok]
-		if ok && o.grantKey != k && !(o.shared && shared && o.lock == k.lock) {
-			v.addf("token %d granted twice: %s to %s and %s to %s", tok, o.lock, short(o.session), k.lock, short(k.session))
+		lt := lockToken{k.lock, tok}
+		o, ok := owner[lt]
+		if ok && o.grantKey != k && !(o.shared && shared) {
+			v.addf("token %d of %s granted twice: to %s and to %s", tok, k.lock, short(o.session), short(k.session))
 			return
 		}
-		owner[tok] = owned{k, shared}
+		owner[lt] = owned{k, shared}
 	}
 	grants := effectiveCalls(firstGrants(ops), ops)
 	known := map[grantID]bool{}
