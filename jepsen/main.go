@@ -43,6 +43,7 @@ import (
 
 // options are the command's flags.
 type options struct {
+	built        bool // lockd was built from this tree, not given with --lockd
 	nodes        int
 	nonVoters    int
 	deadVoter    time.Duration
@@ -134,6 +135,7 @@ func run(args []string) int {
 		}
 	}
 	if o.binary == "" {
+		o.built = true
 		if o.binary, err = proccluster.Build(o.out); err != nil {
 			fmt.Fprintln(os.Stderr, "jepsen:", err)
 			return 1
@@ -311,7 +313,7 @@ func (o *options) mode() string {
 	if o.secure {
 		m += ", secure (TLS, mTLS, ACLs)"
 	}
-	if o.binary != "" {
+	if !o.built && o.binary != "" {
 		return m + ", lockd binary " + o.binary
 	}
 	return m + ", at commit " + sourceCommit()

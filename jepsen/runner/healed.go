@@ -179,6 +179,18 @@ func quietWindow(ctx context.Context, c *proccluster.Cluster, rec *history.Recor
 			return w
 		}
 		w.Samples = append(w.Samples, validate.QuietSample{At: at, Leader: l.ID, Term: st.Term, Commit: st.CommitIndex})
+		// A request the workloads sent before they stopped can still land
+		// (its outcome was unknown to its client): a session that is not
+		// the window's own appearing in it writes entries that are not
+		// keepalives', so the window proves nothing either way.
+		if ss, err := allSessions(ctx, l); err == nil {
+			for _, s := range ss {
+				if !ours[s.ID] {
+					w.Skipped = fmt.Sprintf("session %s (%q) appeared in the quiet window: a request sent before the workloads stopped landed late", s.ID, s.Name)
+					return w
+				}
+			}
+		}
 		w.Keepalives += keepalive()
 		if !sleepCtx(ctx, every) {
 			break
