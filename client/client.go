@@ -171,7 +171,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints))) //nolint:gosec // G115: i < len(c.endpoints), a handful of addresses
 		pause := time.Duration(rand.Int64N(int64(backoff) + 1))
 		backoff = min(2*backoff, c.cfg.MaxBackoff)
-		if wire.CodeOf(err) == wire.CodeTooMany {
+		if c := wire.CodeOf(err); c == wire.CodeTooMany || c == wire.CodeOverloaded {
 			pause = max(pause, retryAfter(err)) // the node is full: not sooner than it asks
 		}
 		select {
@@ -189,7 +189,7 @@ func isAPIError(err error) bool {
 
 func retryable(err error, sent bool, policy retry) bool {
 	switch wire.CodeOf(err) {
-	case wire.CodeNoLeader, wire.CodeTooMany, wire.CodeRemoved:
+	case wire.CodeNoLeader, wire.CodeTooMany, wire.CodeRemoved, wire.CodeOverloaded, wire.CodeRequestTimeout:
 		// The node applied nothing; another one may serve.
 		return true
 	case wire.CodeTimeout:

@@ -79,7 +79,7 @@ func (s *Server) authorize(r *http.Request, rt route) (*http.Request, error) {
 	tok, ok := s.acl.ResolveToken(secret)
 	if !ok {
 		// Never echo the secret: it may be a real one mistyped.
-		return nil, wire.Errorf(wire.CodeUnauthorized, "unknown or revoked token")
+		return nil, errUnknownToken
 	}
 	a, err := rt.need(r)
 	if err != nil {
@@ -93,6 +93,13 @@ func (s *Server) authorize(r *http.Request, rt route) (*http.Request, error) {
 	}
 	return r.WithContext(context.WithValue(r.Context(), principalKey{}, tok)), nil
 }
+
+// errUnknownToken refuses a token this node does not know.
+var errUnknownToken = wire.Errorf(wire.CodeUnauthorized, "unknown or revoked token")
+
+// isUnknownToken reports whether authorize refused err's request only
+// because this node does not know its token.
+func isUnknownToken(err error) bool { return err == errUnknownToken } //nolint:errorlint // authorize returns the sentinel itself
 
 func isSessionCreate(rt route) bool {
 	return rt.method == http.MethodPost && rt.path == "/v1/sessions"

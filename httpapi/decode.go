@@ -26,7 +26,7 @@ const maxDrain = 4 << 20
 func readBody(r *http.Request) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBody+1))
 	if err != nil {
-		return nil, badRequest("cannot read the request body: %v", err)
+		return nil, bodyError(err)
 	}
 	if len(b) <= wire.MaxBody {
 		return b, nil
@@ -35,6 +35,15 @@ func readBody(r *http.Request) ([]byte, error) {
 	// answer (with "Connection: close").
 	_, _ = io.CopyN(io.Discard, r.Body, maxDrain-int64(len(b)))
 	return nil, wire.Errorf(wire.CodeTooLarge, "request body is larger than the limit of %d bytes", wire.MaxBody)
+}
+
+// bodyError is the answer to a failed read of a request's body: a body
+// that did not arrive within the body timeout is request_timeout.
+func bodyError(err error) *wire.Error {
+	if errors.Is(err, errDeadline) {
+		return wire.Errorf(wire.CodeRequestTimeout, "the request body did not arrive within %v", bodyTimeoutOf(err))
+	}
+	return badRequest("cannot read the request body: %v", err)
 }
 
 // decodeBody decodes r's JSON body into v, which must point to a struct.

@@ -34,6 +34,8 @@ var codeStatus = map[string]struct {
 	wire.CodeTimeout:        {http.StatusGatewayTimeout, false},
 	wire.CodeInternal:       {http.StatusInternalServerError, false},
 	wire.CodeRemoved:        {http.StatusGone, false},
+	wire.CodeRequestTimeout: {http.StatusRequestTimeout, false},
+	wire.CodeOverloaded:     {http.StatusServiceUnavailable, true},
 }
 
 // internalMessage is all a client learns of an error that is not a

@@ -96,10 +96,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool 
 		s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 		return true
 	}
+	wait, err := requestWait(r)
+	if err != nil {
+		s.writeError(w, r, err) // the body did not arrive: nothing is forwarded
+		return true
+	}
 	if s.metrics != nil {
 		s.metrics.forwarded.Inc()
 	}
-	f := &forwarding{target: target.Host, limit: requestWait(r) + s.limits.marginOrDefault()}
+	f := &forwarding{target: target.Host, limit: wait + s.limits.marginOrDefault()}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	f.cancel = cancel
@@ -240,8 +245,10 @@ func (f *forwarding) failure(cause error) *wire.Error {
 // design: the wait of a blocking query (?wait=) or of a blocking acquire or
 // campaign (the body's "wait"), capped at the API's limit; 0 for any other
 // request. The body is read into memory (it is at most wire.MaxBody bytes;
-// a longer one is refused by the leader) and put back for the proxy.
-func requestWait(r *http.Request) time.Duration {
+// a longer one is refused by the leader) and put back for the proxy; a
+// body that cannot be read is an error (request_timeout past the body
+// timeout).
+func requestWait(r *http.Request) (time.Duration, error) {
 	var wait time.Duration
 	if v := r.URL.Query().Get("wait"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
@@ -250,15 +257,18 @@ func requestWait(r *http.Request) time.Duration {
 	}
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 		b, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBody+1))
+		if err != nil {
+			return 0, bodyError(err)
+		}
 		r.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(b), r.Body), Closer: r.Body}
 		var body struct {
 			Wait wire.Duration `json:"wait"`
 		}
-		if err == nil && json.Unmarshal(b, &body) == nil {
+		if json.Unmarshal(b, &body) == nil {
 			wait = max(wait, body.Wait.D())
 		}
 	}
-	return min(max(wait, 0), max(wire.MaxWait, wire.MaxQueryWait))
+	return min(max(wait, 0), max(wire.MaxWait, wire.MaxQueryWait)), nil
 }
 
 // replayBody is a request body whose first bytes were read ahead.

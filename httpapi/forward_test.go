@@ -400,7 +400,7 @@ func TestRequestWait(t *testing.T) {
 			rd = strings.NewReader(tt.body)
 		}
 		r := httptest.NewRequest("POST", tt.target, rd)
-		if got := requestWait(r); got != tt.want {
+		if got, _ := requestWait(r); got != tt.want {
 			t.Errorf("requestWait(%s %s) = %v, want %v", tt.target, tt.body, got, tt.want)
 		}
 		if r.Body != nil {
@@ -413,7 +413,7 @@ func TestRequestWait(t *testing.T) {
 	// A body longer than the API allows is passed on whole.
 	long := strings.Repeat("x", wire.MaxBody+100)
 	r := httptest.NewRequest("POST", "/v1/locks/a/acquire", strings.NewReader(long))
-	if got := requestWait(r); got != 0 {
+	if got, _ := requestWait(r); got != 0 {
 		t.Errorf("requestWait(long body) = %v", got)
 	}
 	if b, _ := io.ReadAll(r.Body); string(b) != long {

@@ -16,6 +16,8 @@ type httpMetrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	forwarded prometheus.Counter
+	// bodyTimeouts counts request bodies that did not arrive in time.
+	bodyTimeouts prometheus.Counter
 }
 
 // RegisterMetrics registers the HTTP API's metrics on reg and serves every
@@ -36,8 +38,12 @@ func (s *Server) RegisterMetrics(reg *prometheus.Registry) error {
 			Name: "lockd_http_forwarded_total",
 			Help: "Requests this node forwarded to the leader.",
 		}),
+		bodyTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockd_http_body_timeouts_total",
+			Help: "Requests whose body did not arrive within the body timeout (answered 408 and closed).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.forwarded} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.forwarded, m.bodyTimeouts} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -99,6 +99,10 @@ type Config struct {
 	// Version is the lockd version the node runs, written in the header
 	// of the snapshots it serves (GET /v1/snapshot).
 	Version string
+	// BodyTimeout bounds how long a client may take to send a request's
+	// body after its headers (408 request_timeout past it, and the
+	// connection closed). Zero means DefaultBodyTimeout; negative, none.
+	BodyTimeout time.Duration
 }
 
 // Server is the HTTP API of one node. It is an http.Handler; the caller owns
@@ -119,6 +123,8 @@ type Server struct {
 	gatherer  prometheus.Gatherer // what GET /metrics serves
 	router    *mux.Router
 	version   string
+	// bodyTimeout bounds the arrival of a request's body (limitBody).
+	bodyTimeout time.Duration
 }
 
 // New returns a Server for cfg. It does no I/O. It panics if cfg.Service is
@@ -143,15 +149,22 @@ func New(cfg Config) *Server {
 		rate:      newClientLimiter(cfg.RateLimit),
 		version:   cfg.Version,
 	}
+	switch {
+	case cfg.BodyTimeout == 0:
+		s.bodyTimeout = DefaultBodyTimeout
+	case cfg.BodyTimeout > 0:
+		s.bodyTimeout = cfg.BodyTimeout
+	}
 	s.router = s.newRouter()
 	return s
 }
 
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.limited(w, r) {
+	if s.overLimit(w, r) || s.limited(w, r) {
 		return
 	}
+	s.limitBody(w, r)
 	s.router.ServeHTTP(w, r)
 }
 
@@ -300,10 +313,19 @@ func (s *Server) handler(rt route) http.Handler {
 		if s.removed(w, r, rt) {
 			return
 		}
+		// Authorize before the body is read, and before forwarding: a
+		// request without a token, or with a token that this node knows
+		// and that does not allow it, is refused here. A token this node
+		// does not know (yet: it may have been created an instant ago on
+		// the leader) is left for the leader to judge.
+		r2, err := s.authorize(r, rt)
+		if err != nil && !isUnknownToken(err) {
+			s.writeError(w, r, err)
+			return
+		}
 		if s.forward(w, r, rt.policy) {
 			return
 		}
-		r2, err := s.authorize(r, rt)
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -16,6 +16,7 @@ import (
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/internal/certs"
+	"github.com/lockd/lockd/internal/connlimit"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/lease"
 )
@@ -48,6 +49,9 @@ type serveFlags struct {
 	maxSessionsPerToken             int
 	maxLocksPerSession              int
 	maxWaitersPerLock               int
+	bodyTimeout                     time.Duration
+	httpConnsPerClient, httpConns   int
+	peerConnsPerClient, peerConns   int
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -92,6 +96,16 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_ACL_TOKEN; default: the bootstrap token)")
 	fs.Float64Var(&f.rate, "rate-limit", 20000, "requests per second one client address may send to this node (0: no limit); more are answered 429 with Retry-After")
 	fs.IntVar(&f.burst, "rate-burst", 20000, "requests one client address may send at once, above --rate-limit")
+	fs.DurationVar(&f.bodyTimeout, "http-body-timeout", httpapi.DefaultBodyTimeout,
+		"how long a client may take to send a request's body after its headers; then 408 request_timeout and the connection is closed")
+	fs.IntVar(&f.httpConnsPerClient, "http-max-conns-per-client", server.DefaultHTTPConnsPerClient,
+		"connections one client address may hold open to the HTTP port (0: no limit); more are answered 429 and closed")
+	fs.IntVar(&f.httpConns, "http-max-conns", -1,
+		"connections the HTTP port holds open in all (0: no limit; -1: a third of the open-file limit); more are answered 503 overloaded and closed")
+	fs.IntVar(&f.peerConnsPerClient, "peer-max-conns-per-client", server.DefaultPeerConnsPerClient,
+		"connections one address may hold open to the peer port (0: no limit); more are closed")
+	fs.IntVar(&f.peerConns, "peer-max-conns", -1,
+		"connections the peer port holds open in all (0: no limit; -1: a third of the open-file limit); more are closed")
 	fs.IntVar(&f.maxSessionsPerToken, "max-sessions-per-token", d.MaxSessionsPerToken, "live sessions one ACL token may have")
 	fs.IntVar(&f.maxLocksPerSession, "max-locks-per-session", d.MaxObjectsPerSession, "locks and elections one session may hold or wait for")
 	fs.IntVar(&f.maxWaitersPerLock, "max-waiters-per-lock", d.MaxWaitersPerObject, "sessions that may wait for one lock or election")
@@ -242,6 +256,10 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if f.rate < 0 || f.burst < 1 {
 		return server.Config{}, fmt.Errorf("--rate-limit %g must not be negative and --rate-burst %d must be at least 1", f.rate, f.burst)
 	}
+	httpConns, peerConns, err := f.connLimits()
+	if err != nil {
+		return server.Config{}, err
+	}
 	nc.RaftLogLevel = raftLvl
 	nc.Logger = logger
 	nc.LeaseLog = f.leaseLog
@@ -271,7 +289,39 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
 		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
 		HTTPTLS: tc.http, PeerTLS: tc.peer, APIClientTLS: tc.apiClient,
-		ACL: f.aclOn, ACLToken: own, RateLimit: httpapi.RateLimit{Rate: f.rate, Burst: f.burst}}, nil
+		ACL: f.aclOn, ACLToken: own, RateLimit: httpapi.RateLimit{Rate: f.rate, Burst: f.burst},
+		HTTPConns: httpConns, PeerConns: peerConns, HTTPBodyTimeout: f.bodyTimeout}, nil
+}
+
+// connLimits checks the connection-limit flags and fills in their
+// defaults: -1 for a total is a third of the open-file limit.
+func (f *serveFlags) connLimits() (api, peer connlimit.Limits, err error) {
+	if f.bodyTimeout <= 0 {
+		return api, peer, fmt.Errorf("--http-body-timeout %v must be positive", f.bodyTimeout)
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+		min  int
+	}{{"--http-max-conns-per-client", f.httpConnsPerClient, 0}, {"--http-max-conns", f.httpConns, -1},
+		{"--peer-max-conns-per-client", f.peerConnsPerClient, 0}, {"--peer-max-conns", f.peerConns, -1}} {
+		if v.n < v.min {
+			return api, peer, fmt.Errorf("%s %d must be at least %d", v.name, v.n, v.min)
+		}
+	}
+	total := func(n int) int {
+		if n >= 0 {
+			return n
+		}
+		var rl syscall.Rlimit
+		if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) != nil {
+			return server.DefaultTotalConns(1024)
+		}
+		return server.DefaultTotalConns(rl.Cur)
+	}
+	api = connlimit.Limits{PerClient: f.httpConnsPerClient, Total: total(f.httpConns)}
+	peer = connlimit.Limits{PerClient: f.peerConnsPerClient, Total: total(f.peerConns)}
+	return api, peer, nil
 }
 
 // tlsSet holds the TLS configurations of a node; nil for what is off.

@@ -25,6 +25,12 @@ const (
 	// CodeRemoved: the node answering was removed from the cluster and
 	// serves nothing; ask another member. It applied nothing.
 	CodeRemoved = "removed"
+	// CodeRequestTimeout: the client did not send the request's body
+	// within the node's body timeout. Nothing was done.
+	CodeRequestTimeout = "request_timeout"
+	// CodeOverloaded: the node holds as many connections as it allows
+	// in total; retry later or ask another member. Nothing was done.
+	CodeOverloaded = "overloaded"
 )
 
 // Error is the body of every error response, and the error type the server

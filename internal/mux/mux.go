@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/lockd/lockd/internal/logthrottle"
 )
 
 // DefaultHeaderTimeout is how long an accepted connection may take to send
@@ -42,8 +44,8 @@ type Mux struct {
 	logger        *slog.Logger
 	headerTimeout time.Duration
 	faults        *Faults
-	tls           *tls.Config // nil: plain TCP
-	tlsLog
+	tls           *tls.Config           // nil: plain TCP
+	tlsWarn       *logthrottle.Throttle // refused handshakes' warnings
 
 	mu      sync.Mutex
 	layers  map[byte]*Layer
@@ -67,6 +69,7 @@ func New(ln net.Listener, nodeID string, logger *slog.Logger, opts ...Option) *M
 		nodeID:        nodeID,
 		logger:        logger,
 		headerTimeout: DefaultHeaderTimeout,
+		tlsWarn:       logthrottle.New(tlsWarnInterval),
 		faults:        newFaults(logger),
 		layers:        make(map[byte]*Layer),
 		pending:       make(map[net.Conn]struct{}),

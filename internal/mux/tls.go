@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync/atomic"
 	"time"
 )
 
@@ -130,22 +129,8 @@ func (c *tlsConn) Close() error { return c.raw.Close() }
 // debug level.
 func (m *Mux) warnHandshake(from net.Addr, err error) {
 	m.logger.Debug("TLS handshake refused", "remote_addr", from, "err", err)
-	now := int64(time.Since(monoEpoch)) + 1 // monotonic, never 0: a wall-clock step neither floods nor silences
-	last := m.tlsWarned.Load()
-	if last != 0 && now-last < int64(tlsWarnInterval) || !m.tlsWarned.CompareAndSwap(last, now) {
-		m.tlsSkipped.Add(1)
-		return
+	if ok, held := m.tlsWarn.Allow(); ok {
+		m.logger.Warn("TLS handshake on the peer port refused", "remote_addr", from, "err", err,
+			"refused_since_last_warning", held)
 	}
-	m.logger.Warn("TLS handshake on the peer port refused", "remote_addr", from, "err", err,
-		"refused_since_last_warning", m.tlsSkipped.Swap(0))
-}
-
-// monoEpoch is the process's reference for monotonic readings kept as
-// integers.
-var monoEpoch = time.Now()
-
-// tlsLog is the Mux's state for warnHandshake.
-type tlsLog struct {
-	tlsWarned  atomic.Int64 // nanoseconds from monoEpoch (plus one) of the last warning; 0: none yet
-	tlsSkipped atomic.Int64
 }

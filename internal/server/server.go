@@ -23,6 +23,7 @@ import (
 	"github.com/lockd/lockd/classic"
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/connlimit"
 	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/peerhttp"
 	"github.com/lockd/lockd/lease"
@@ -95,6 +96,15 @@ type Config struct {
 	Metrics *prometheus.Registry
 	// Version is the lockd version the node runs (httpapi.Config.Version).
 	Version string
+	// HTTPConns and PeerConns bound the connections the API port and the
+	// peer port hold, per client address and in total (internal/connlimit;
+	// zero fields mean no bound: cmd/lockd sets the defaults). Past them
+	// the API port answers 429 too_many_requests or 503 overloaded and
+	// closes the connection; the peer port closes it.
+	HTTPConns, PeerConns connlimit.Limits
+	// HTTPBodyTimeout bounds the arrival of a request's body
+	// (httpapi.Config.BodyTimeout).
+	HTTPBodyTimeout time.Duration
 }
 
 // memberCheckTimeout bounds the leader's check of a new member's peer
@@ -111,6 +121,7 @@ type Server struct {
 	clock  *lease.SkewClock // with UnsafeFaults only
 	http   *http.Server
 	httpLn net.Listener
+	conns  map[string]*connlimit.Listener // the API and peer listeners, by port ("api", "peer")
 	api    http.Handler
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -136,7 +147,13 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("listen on HTTP address %s: %w", cfg.HTTPListen, err)
 		}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "server"), httpLn: httpLn, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "server"), stop: make(chan struct{})}
+	s.conns = map[string]*connlimit.Listener{
+		"api":  limitListener(httpLn, cfg.HTTPConns, "API", s.log, connlimit.AnswerOver()),
+		"peer": limitListener(peerLn, cfg.PeerConns, "peer", s.log),
+	}
+	httpLn, peerLn = s.conns["api"], s.conns["peer"]
+	s.httpLn = httpLn
 	var muxOpts []mux.Option
 	if cfg.PeerTLS != nil {
 		muxOpts = append(muxOpts, mux.WithTLS(cfg.PeerTLS))
@@ -180,7 +197,8 @@ func Start(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.node = node
-	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr, RateLimit: cfg.RateLimit}
+	hc := httpapi.Config{Service: node, Logger: cfg.Logger, NodeID: nc.ID, HTTPAddr: nc.HTTPAddr, RateLimit: cfg.RateLimit,
+		BodyTimeout: cfg.HTTPBodyTimeout}
 	if cfg.ACL {
 		hc.ACL = node
 	}
@@ -197,7 +215,8 @@ func Start(cfg Config) (*Server, error) {
 	}
 	api := httpapi.New(hc)
 	if cfg.Metrics != nil {
-		err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics))
+		err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics),
+			cfg.Metrics.Register(newConnCollector(s.conns)))
 		if s.el != nil && err == nil {
 			err = cfg.Metrics.Register(newClassicCollector(s.el, s.el.Stats().Algorithm))
 		}
@@ -214,7 +233,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Pprof {
 		h = withPprof(h)
 	}
-	s.http = newHTTPServer(h)
+	s.http = newHTTPServer(h, cfg.Logger.With("component", "http"))
 	s.http.TLSConfig = cfg.HTTPTLS
 	if cfg.HTTPTLS != nil {
 		s.serveLogged("HTTPS", func() error { return s.http.ServeTLS(httpLn, "", "") })
@@ -593,26 +612,4 @@ func withPprof(h http.Handler) http.Handler {
 	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	m.Handle("/", h)
 	return m
-}
-
-// Bounds of the HTTP server: a client must send its headers within
-// ReadHeaderTimeout, of at most MaxHeaderBytes; answers may take as long as
-// the longest wait a request may ask for, plus a minute; an idle kept-alive
-// connection is closed after IdleTimeout. There is no ReadTimeout: net/http
-// would cancel a blocking request's context when it fires, in the middle
-// of a wait; a body is at most wire.MaxBody bytes.
-const (
-	httpReadHeaderTimeout = 10 * time.Second
-	httpIdleTimeout       = 2 * time.Minute
-	httpMaxHeaderBytes    = 64 << 10
-)
-
-func newHTTPServer(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: httpReadHeaderTimeout,
-		WriteTimeout:      max(wire.MaxWait, wire.MaxQueryWait) + time.Minute,
-		IdleTimeout:       httpIdleTimeout,
-		MaxHeaderBytes:    httpMaxHeaderBytes,
-	}
 }
