@@ -3,7 +3,7 @@ GO      ?= go
 BIN     ?= bin/lockd
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-short race lint golangci-lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
+.PHONY: build run test test-deps test-short race lint golangci-lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockd
@@ -28,6 +28,12 @@ test:
 	$(GO) test ./...
 	$(GO) test -race $(RACE_PKGS)
 	cd bench/compare && $(GO) vet ./... && $(GO) test ./...
+
+# What the optional parts of make test use (Chromium, for the status
+# page's browser test), installed with apt-get as root, saying so first.
+# make test never installs anything: without Chromium it skips that test.
+test-deps:
+	scripts/test-deps.sh
 
 # Unit tests only (skips the multi-node and process tests).
 test-short:

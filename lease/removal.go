@@ -24,15 +24,16 @@ import (
 //   - A follower: the leader replicates the configuration without it and
 //     then stops replicating to it, so Raft alone never tells it that the
 //     configuration was committed. The leader therefore sends it, once the
-//     removal is committed, one heartbeat of its term whose commit index
-//     is the removal's own index (tellRemoved): true facts of that term,
-//     which the follower's Raft takes as any heartbeat. The node concludes
+//     removal is committed, AppendEntries of its term whose commit index
+//     is the removal's own index, with the entries up to it that the node
+//     lacks (tellRemoved): true facts of that term, which the follower's
+//     Raft takes as any replication. The node concludes
 //     it was removed only from a committed configuration that leaves it
 //     out, after one that had it in (a node that joins may install a
 //     snapshot older than its own addition first).
 //
-// A node that could not be reached when it was removed learns nothing; it
-// answers 503 no_leader until it is stopped.
+// A node that could not be reached for tellRemovedFor after it was removed
+// learns nothing; it answers 503 no_leader until it is stopped.
 
 // keyRemoved is where a node records, in its stable store, the commit
 // index at which it learnt it was removed; 0 or absent while it is a
@@ -195,29 +196,50 @@ func (e *raftEngine) removedNow(at uint64, why string) {
 	close(e.rm.ch)
 }
 
+// tellRemovedFor bounds how long a leader keeps trying to tell a removed
+// node of its removal while the node cannot be reached.
+const tellRemovedFor = 30 * time.Second
+
 // tellRemoved tells a follower that the configuration at index, which
-// leaves it out, is committed: one heartbeat of this leader's term with
-// the entry at index as its previous entry and index as the commit index.
-// Raft's own replication to the node stopped at that entry, and sends no
-// commit index that covers it. It tries a few times within a few
-// heartbeat timeouts, then gives up with a warning: the node then answers
-// no_leader until it is stopped by hand.
+// leaves it out, is committed: AppendEntries of this leader's term whose
+// commit index is index, carrying the entries up to index that the node
+// lacks (Raft's own replication to it stopped once the configuration was
+// appended, possibly before the node had it; a node one entry behind was
+// the common case). Each answer says how far the node's log goes, and
+// the next request starts from there, as Raft's replication would. It
+// retries for tellRemovedFor while the node cannot be reached, and gives
+// up with a warning only then, when the node is in a later term (another
+// leader is elected; it no longer has this node in its configuration
+// either), or when the entries it lacks are no longer in this node's log.
 func (e *raftEngine) tellRemoved(id, addr string, index, term uint64) {
 	cfg := e.n.cfg
-	req := &raft.AppendEntriesRequest{
-		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(cfg.ID),
-			Addr: e.trans.EncodePeer(raft.ServerID(cfg.ID), raft.ServerAddress(cfg.PeerAddr))},
-		Term: term, PrevLogEntry: index, PrevLogTerm: term, LeaderCommitIndex: index,
-	}
+	header := raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(cfg.ID),
+		Addr: e.trans.EncodePeer(raft.ServerID(cfg.ID), raft.ServerAddress(cfg.PeerAddr))}
+	prev := index // first: a heartbeat whose previous entry is the removal itself
 	var err error
-	for range 5 {
+	for deadline := time.Now().Add(tellRemovedFor); time.Now().Before(deadline); {
+		var req *raft.AppendEntriesRequest
+		if req, err = e.removalAppend(header, prev, index, term); err != nil {
+			break
+		}
 		var resp raft.AppendEntriesResponse
 		if err = e.trans.AppendEntries(raft.ServerID(id), raft.ServerAddress(addr), req, &resp); err == nil {
-			if !resp.Success {
-				err = fmt.Errorf("it does not hold the removal entry (its term %d, last index %d)", resp.Term, resp.LastLog)
+			if resp.Success {
+				return
+			}
+			if resp.Term > term {
+				err = fmt.Errorf("it is in term %d, after this leader's %d", resp.Term, term)
 				break
 			}
-			return
+			// It lacks entries before index (or holds others there):
+			// start again from its last entry, one further back each
+			// time its log and this one differ there.
+			err = fmt.Errorf("it does not hold the removal entry (its term %d, last index %d)", resp.Term, resp.LastLog)
+			if prev == 0 {
+				break
+			}
+			prev = min(resp.LastLog, prev-1)
+			continue
 		}
 		select {
 		case <-e.n.stop:
@@ -227,4 +249,28 @@ func (e *raftEngine) tellRemoved(id, addr string, index, term uint64) {
 	}
 	e.n.log.Warn("could not tell a removed node that its removal is committed; it answers no_leader until it is stopped",
 		"id", id, "peer", addr, "err", err)
+}
+
+// removalAppend builds tellRemoved's request: the entries after prev up to
+// index, with prev as the previous entry and index as the commit index.
+func (e *raftEngine) removalAppend(header raft.RPCHeader, prev, index, term uint64) (*raft.AppendEntriesRequest, error) {
+	if index-prev > maxConfScan {
+		return nil, fmt.Errorf("it lacks more than %d entries before the removal", maxConfScan)
+	}
+	req := &raft.AppendEntriesRequest{RPCHeader: header, Term: term, PrevLogEntry: prev, LeaderCommitIndex: index}
+	if prev > 0 {
+		var l raft.Log
+		if err := e.store.GetLog(prev, &l); err != nil {
+			return nil, fmt.Errorf("entry %d, before the ones it lacks, is no longer in this node's log: %w", prev, err)
+		}
+		req.PrevLogTerm = l.Term
+	}
+	for i := prev + 1; i <= index; i++ {
+		l := new(raft.Log)
+		if err := e.store.GetLog(i, l); err != nil {
+			return nil, fmt.Errorf("entry %d, which it lacks, is no longer in this node's log: %w", i, err)
+		}
+		req.Entries = append(req.Entries, l)
+	}
+	return req, nil
 }

@@ -3,7 +3,7 @@
 # in-process 3-node cluster (a few sessions, locks held, shared and queued
 # for, an election) in headless Chromium and write it as a PNG, by default
 # docs/img/status-page.png, the README's. Needs chromium on PATH
-# (apt-get install chromium; the test installs it itself when run as root).
+# (make test-deps installs it, as root with apt-get).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/img/status-page.png}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,24 +213,16 @@ func TestStatusPage_Screenshot(t *testing.T) {
 // page can count the sessions.
 func withMetrics(_ int, cfg *server.Config) { cfg.Metrics = prometheus.NewRegistry() }
 
-var (
-	installOnce sync.Once
-	installMsg  string
-)
-
-// mustChromium returns the path of a Chromium or Chrome binary. When there
-// is none it installs Debian's chromium package where it can (root with
-// apt-get on Linux), and otherwise skips the test saying why.
+// mustChromium returns the path of a Chromium or Chrome binary, or skips
+// the test saying how to install one.
 func mustChromium(t *testing.T) string {
 	t.Helper()
 	if p := findChromium(); p != "" {
 		return p
 	}
-	installOnce.Do(func() { installMsg = installChromium(t) })
-	if p := findChromium(); p != "" {
-		return p
-	}
-	t.Skipf("status page browser test skipped: no chromium on PATH, %s; install it with: apt-get install chromium", installMsg)
+	// Tests do not install packages: make test-deps (or .ci/run) does,
+	// saying so.
+	t.Skip("status page browser test skipped: no chromium on PATH; make test-deps installs it")
 	return ""
 }
 
@@ -242,35 +233,6 @@ func findChromium() string {
 		}
 	}
 	return ""
-}
-
-// installChromium runs apt-get install chromium, bounded in time, and
-// returns what stopped it when it could not.
-func installChromium(t *testing.T) string {
-	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
-		return "and installing it needs root on Debian or Ubuntu"
-	}
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "and there is no apt-get to install it with"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
-	defer cancel()
-	t.Log("installing chromium with apt-get (once per machine; a few minutes)")
-	for _, args := range [][]string{
-		{"-o", "DPkg::Lock::Timeout=120", "update", "-qq"},
-		{"-o", "DPkg::Lock::Timeout=120", "install", "-y", "-qq", "chromium"},
-	} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			tail := string(out)
-			if len(tail) > 400 {
-				tail = tail[len(tail)-400:]
-			}
-			return fmt.Sprintf("and apt-get %s failed: %v: %s", strings.Join(args[2:], " "), err, tail)
-		}
-	}
-	return "though apt-get installed chromium"
 }
 
 // mustBrowser starts headless Chromium with a window of w x h and returns

