@@ -36,6 +36,8 @@ var codeStatus = map[string]struct {
 	wire.CodeRemoved:        {http.StatusGone, false},
 	wire.CodeRequestTimeout: {http.StatusRequestTimeout, false},
 	wire.CodeOverloaded:     {http.StatusServiceUnavailable, true},
+	wire.CodeStorageFull:    {http.StatusServiceUnavailable, true},
+	wire.CodeStorageError:   {http.StatusServiceUnavailable, true},
 }
 
 // internalMessage is all a client learns of an error that is not a

@@ -31,6 +31,9 @@ func (n *Node) Ready(ctx context.Context) error {
 	if err := n.Removal(); err != nil {
 		return err
 	}
+	if p := n.storage.problem(); p != nil {
+		return wire.Errorf(p.Reason, "writes to this node's data dir fail: %s", p.Error)
+	}
 	if t := n.currentTerm(); t != nil {
 		if t.leaseValid() {
 			return nil
@@ -54,6 +57,7 @@ func (n *Node) Cluster(ctx context.Context) (wire.Cluster, error) {
 		c.MasterLeaseRemaining = &d
 	}
 	c.MasterLeaseFailures = n.leaseFailures.Load()
+	c.StorageProblem = n.storage.problem()
 	err := n.eng.describe(&c)
 	return c, err
 }

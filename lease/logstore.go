@@ -52,17 +52,17 @@ func openLogStore(dir, kind string) (logStore, error) {
 	switch kind {
 	case LogStoreWAL:
 		if err := os.MkdirAll(walPath, 0o750); err != nil {
-			return nil, fmt.Errorf("lease: %w", err)
+			return nil, storeOpenError(walPath, dir, err)
 		}
 		w, err := wal.Open(walPath)
 		if err != nil {
-			return nil, fmt.Errorf("lease: open %s: %w (is another lockd using this data dir?)", mine, err)
+			return nil, storeOpenError(mine, dir, err)
 		}
 		return w, nil
 	default:
 		s, err := raftboltdb.New(raftboltdb.Options{Path: boltPath, BoltOptions: &bolt.Options{Timeout: 2 * time.Second}})
 		if err != nil {
-			return nil, fmt.Errorf("lease: open %s: %w (is another lockd using this data dir?)", mine, err)
+			return nil, storeOpenError(mine, dir, err)
 		}
 		return s, nil
 	}

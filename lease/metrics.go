@@ -110,6 +110,16 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 		n.count.grants, n.count.wait, n.count.hold, n.count.autopilot,
 		counter("lockd_master_lease_failures_total", "Master-lease renewals that failed to confirm a quorum while this node led.",
 			func() float64 { return float64(n.leaseFailures.Load()) }),
+		counter("lockd_storage_write_errors_total", "Writes to the data dir (Raft's log and stable store, snapshots) that failed.",
+			func() float64 { return float64(n.storage.failures.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lockd_storage_full",
+			Help: "1 while the last write to the data dir failed for want of space (the node can neither lead nor follow), else 0."},
+			func() float64 {
+				if n.storage.full() {
+					return 1
+				}
+				return 0
+			}),
 		counter("lockd_master_lease_suspensions_total", "Times this leader's master lease ran out while it still led: it served nothing until a renewal confirmed a quorum again or its term ended.",
 			func() float64 { return float64(n.count.leaseLapses.Load()) }),
 		counter("lockd_promise_vote_refusals_total", "Vote and pre-vote requests, sent or received, that this node refused because it had promised its leader not to take part in an election yet (the promise the master lease rests on; see docs/design.md).",

@@ -41,6 +41,8 @@ type Node struct {
 	// a quorum while this node led, since it started.
 	leaseFailures atomic.Uint64
 	count         counters // for the metrics (metrics.go)
+	// storage watches the writes to the data dir (storage.go).
+	storage *storageWatch
 
 	unsafe unsafeState // the state of the unsafe switches that need one
 
@@ -80,6 +82,7 @@ func newNode(cfg Config) (*Node, error) {
 		fsm:   fsm.New(),
 		stop:  make(chan struct{}),
 	}
+	n.storage = &storageWatch{log: n.log}
 	n.count.init()
 	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
 	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: cfg.Unsafe.LowerToken, EarlyLockDelay: cfg.Unsafe.EarlyLockDelay,

@@ -42,10 +42,11 @@ func (e *raftEngine) open() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("lease: data dir: %w", err)
 	}
-	store, err := openLogStore(cfg.DataDir, cfg.LogStore)
+	raw, err := openLogStore(cfg.DataDir, cfg.LogStore)
 	if err != nil {
 		return err
 	}
+	store := watchedLogs{logStore: raw, w: e.n.storage}
 	e.store, e.stable = store, &stableStore{s: store}
 	if !cfg.NoBootWait {
 		err = bootWait(store, cfg.HeartbeatTimeout)
@@ -58,7 +59,7 @@ func (e *raftEngine) open() error {
 	}
 	if err != nil {
 		store.Close()
-		return err
+		return explainDiskFull(cfg.DataDir, err)
 	}
 	return nil
 }
@@ -87,7 +88,7 @@ func bootWait(store raft.StableStore, hb time.Duration) error {
 
 func (e *raftEngine) start(hl hclog.Logger) error {
 	cfg := e.n.cfg
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hl)
+	snaps, err := openSnapshotStore(cfg.DataDir, e.n.storage, hl)
 	if err != nil {
 		return fmt.Errorf("lease: snapshot store: %w", err)
 	}

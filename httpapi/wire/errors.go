@@ -28,6 +28,11 @@ const (
 	// CodeRequestTimeout: the client did not send the request's body
 	// within the node's body timeout. Nothing was done.
 	CodeRequestTimeout = "request_timeout"
+	// CodeStorageFull: the node's data dir is on a full disk, so the
+	// node can neither lead nor follow (/readyz); CodeStorageError: its
+	// writes fail otherwise. Nothing was applied.
+	CodeStorageFull  = "storage_full"
+	CodeStorageError = "storage_error"
 	// CodeOverloaded: the node holds as many connections as it allows
 	// in total; retry later or ask another member. Nothing was done.
 	CodeOverloaded = "overloaded"

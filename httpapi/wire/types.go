@@ -196,12 +196,24 @@ type Cluster struct {
 	// moment the lease was not extended, and, if the next ones failed too
 	// until it ran out, a pause in serving. Zero means the node never
 	// came near losing its lease.
-	MasterLeaseFailures uint64   `json:"master_lease_failures"`
-	Members             []Member `json:"members"`
+	MasterLeaseFailures uint64 `json:"master_lease_failures"`
+	// StorageProblem is set while writes to this node's data dir fail
+	// (a full disk among them): the node cannot lead or follow then.
+	StorageProblem *StorageProblem `json:"storage_problem,omitempty"`
+	Members        []Member        `json:"members"`
 	// Coordinator, Epoch and Election are set in the classic modes only.
 	Coordinator string         `json:"coordinator,omitempty"`
 	Epoch       uint64         `json:"epoch,omitempty"`
 	Election    *ElectionStats `json:"election,omitempty"`
+}
+
+// StorageProblem says why writes to a node's data dir fail, since when.
+type StorageProblem struct {
+	// Reason is CodeStorageFull (no space left on the disk, or quota) or
+	// CodeStorageError (any other write error).
+	Reason string    `json:"reason"`
+	Error  string    `json:"error"`
+	Since  time.Time `json:"since"`
 }
 
 // ElectionStats are a classic elector's counters, in GET /v1/cluster.

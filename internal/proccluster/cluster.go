@@ -67,6 +67,10 @@ type Config struct {
 	// is built on it: status, fault rules, clocks, members) send it as the
 	// admin token. AdminToken returns it; CreateToken makes other tokens.
 	ACL bool
+	// DiskSize, if set ("256m"), gives every node's data dir a disk of
+	// its own: a tmpfs of that size mounted by New (as root), which
+	// Node.FillDisk fills and Node.FreeDisk frees; Unmount removes them.
+	DiskSize string
 }
 
 // Node is one lockd process. Its methods are safe for concurrent use.
@@ -93,6 +97,7 @@ type Node struct {
 	done         chan struct{}
 	paused       bool
 	restarts     int
+	disk         bool // the data dir is a tmpfs of its own (Config.DiskSize)
 }
 
 // Cluster is a set of lockd processes started by this package.
@@ -204,6 +209,12 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		n.args = append(n.args, cfg.Extra...)
 		c.Nodes = append(c.Nodes, n)
+	}
+	if cfg.DiskSize != "" {
+		if err := c.mountDisks(); err != nil {
+			c.Unmount()
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -450,6 +461,18 @@ func (n *Node) Wipe() error {
 	n.Kill()
 	if n.Alive() {
 		return fmt.Errorf("cluster: %s did not die; its data is kept", n.ID)
+	}
+	if n.disk { // a mount point: empty it, keep it
+		ents, err := os.ReadDir(n.DataDir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			if err := os.RemoveAll(filepath.Join(n.DataDir, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	return os.RemoveAll(n.DataDir)
 }

@@ -96,6 +96,10 @@ func mustListen(t testing.TB, addr string) net.Listener {
 	return nil
 }
 
+// Configure changes node i's configuration for its next Start (a new
+// metrics registry, say: a registry takes a node's collectors once).
+func (c *Cluster) Configure(i int, f func(cfg *server.Config)) { f(&c.cfgs[i]) }
+
 // Start (re)starts node i on its original addresses and data dir.
 func (c *Cluster) Start(i int) {
 	c.t.Helper()

@@ -50,6 +50,11 @@ import (
 // unavailable") in a run that passes: the harness fails the run instead
 // (runner.Run), and its command first tries scripts/jepsen-deps.sh.
 func MissingTools(fs []Failpoint) error {
+	if NeedsDisks(fs) {
+		if err := diskTools(); err != nil {
+			return fmt.Errorf("fault disk-full: %w", err)
+		}
+	}
 	var names []string
 	for _, f := range fs {
 		if p, ok := f.(*partition); ok && p.filter {

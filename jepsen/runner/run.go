@@ -140,6 +140,10 @@ func Run(cfg Config) (res *Result) {
 	}
 	pc := proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
 		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs, TLS: cfg.Secure, ACL: cfg.Secure}
+	if failpoint.NeedsDisks(cfg.Faults) {
+		pc.DiskSize = failpoint.DiskSize
+		pc.Extra = append(slices.Clone(pc.Extra), "--log-store", "boltdb")
+	}
 	if cfg.NonVoters > 0 {
 		pc.Voters, pc.NonVoters = cfg.Nodes-cfg.NonVoters, cfg.NonVoters
 		pc.KeepVoters, pc.DeadVoterAfter = cfg.Nodes-cfg.NonVoters, cfg.DeadVoterAfter
@@ -149,6 +153,7 @@ func Run(cfg Config) (res *Result) {
 		res.Err = err
 		return res
 	}
+	defer c.Unmount() // after Close: the processes are gone
 	defer c.Close()
 	defer func() {
 		if p := recover(); p != nil {
