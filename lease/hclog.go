@@ -39,9 +39,20 @@ type slogWriter struct{ l *slog.Logger }
 func (w *slogWriter) Write(p []byte) (int, error) {
 	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
 		level, msg := parseHclogLine(line)
-		w.l.Log(context.Background(), level, string(msg))
+		w.l.Log(context.Background(), expectedLevel(level, msg), string(msg))
 	}
 	return len(p), nil
+}
+
+// expectedLevel lowers to debug what raft logs as an error but is the
+// expected end of a connection this node closed itself while it stops (a
+// clean removal or shutdown): its transport's readers see their
+// connections closed under them.
+func expectedLevel(level slog.Level, msg []byte) slog.Level {
+	if level >= slog.LevelWarn && bytes.Contains(msg, []byte("use of closed network connection")) {
+		return slog.LevelDebug
+	}
+	return level
 }
 
 func parseHclogLine(line []byte) (slog.Level, []byte) {

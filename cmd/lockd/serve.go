@@ -173,6 +173,11 @@ func serve(args []string) int {
 	case <-srv.Node().Removed():
 		// Exit 0: a supervisor that restarts on failure leaves it stopped.
 		logger.Info("shutting down: this node was removed from the cluster")
+	case <-srv.Failed():
+		signal.Stop(sig)
+		_ = srv.Close()
+		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", srv.Err())
+		return exitError
 	}
 	signal.Stop(sig)
 	if err := srv.Close(); err != nil {

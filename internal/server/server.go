@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -126,6 +127,10 @@ type Server struct {
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
+
+	failOnce sync.Once
+	failed   chan struct{} // closed when the node cannot go on (Failed)
+	failErr  error
 }
 
 // Start listens, opens the node and serves HTTP. It returns once the node
@@ -147,7 +152,7 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("listen on HTTP address %s: %w", cfg.HTTPListen, err)
 		}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "server"), stop: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "server"), stop: make(chan struct{}), failed: make(chan struct{})}
 	s.conns = map[string]*connlimit.Listener{
 		"api":  limitListener(httpLn, cfg.HTTPConns, "API", s.log, connlimit.AnswerOver()),
 		"peer": limitListener(peerLn, cfg.PeerConns, "peer", s.log),
@@ -407,7 +412,15 @@ func (s *Server) register() {
 			url, hc = nc.HTTPAddr, self // forwarded to the leader
 		}
 		if url != "" {
-			if err := postMember(hc, url, m, s.aclToken()); err != nil && attempt%20 == 5 {
+			err := postMember(hc, url, m, s.aclToken())
+			if err != nil && url == target && permanentJoinError(err) {
+				// Retrying cannot help: a certificate this node does not
+				// trust or that does not name the host, a token that may
+				// not add members, a member the cluster refuses.
+				s.fail(fmt.Errorf("cannot join the cluster through %s: %w", url, err))
+				return
+			}
+			if err != nil && attempt%20 == 5 {
 				s.log.Warn("cannot register in the cluster yet; retrying", "via", url, "err", err)
 			}
 		}
@@ -475,6 +488,62 @@ func (s *Server) aclToken() string {
 	return s.cfg.Node.ACLBootstrapSecret
 }
 
+// Failed is closed when the node cannot go on and should stop: it could
+// not join the cluster for a reason no retry fixes (Err says which).
+// lockd serve exits with an error then.
+func (s *Server) Failed() <-chan struct{} { return s.failed }
+
+// Err returns why Failed was closed, or nil.
+func (s *Server) Err() error {
+	select {
+	case <-s.failed:
+		return s.failErr
+	default:
+		return nil
+	}
+}
+
+func (s *Server) fail(err error) {
+	s.failOnce.Do(func() {
+		s.log.Error("the node cannot go on", "err", err)
+		s.failErr = err
+		close(s.failed)
+	})
+}
+
+// joinRefused is a member-add request the cluster answered with an error.
+type joinRefused struct {
+	status int
+	msg    string
+}
+
+func (e *joinRefused) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.status, http.StatusText(e.status), e.msg)
+}
+
+// permanentJoinError reports whether err, from asking a member to add this
+// node, is one that asking again cannot fix: a TLS certificate that is
+// not trusted or does not name the host, or an answer of 400, 401 or 403
+// (a malformed or conflicting member, a missing, unknown or insufficient
+// token: a follower passes tokens it does not know to the leader, so a
+// 401 is the leader's).
+func permanentJoinError(err error) bool {
+	var (
+		unknownCA *x509.UnknownAuthorityError
+		badHost   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		refused   *joinRefused
+	)
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &invalid), errors.As(err, &verify):
+		return true
+	case errors.As(err, &refused):
+		return refused.status == http.StatusBadRequest || refused.status == http.StatusUnauthorized || refused.status == http.StatusForbidden
+	}
+	return false
+}
+
 func postMember(hc *http.Client, base string, m wire.Member, token string) error {
 	add := wire.AddMember{Member: m}
 	if !m.Voter {
@@ -499,7 +568,7 @@ func postMember(hc *http.Client, base string, m wire.Member, token string) error
 	if resp.StatusCode != http.StatusOK {
 		var e wire.Error
 		_ = json.NewDecoder(resp.Body).Decode(&e) // without the API's error body, the status says it
-		return fmt.Errorf("%s: %s", resp.Status, e.Message)
+		return &joinRefused{status: resp.StatusCode, msg: e.Message}
 	}
 	return nil
 }
