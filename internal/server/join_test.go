@@ -19,8 +19,9 @@ func TestJoin_APermanentRefusalEndsTheAttempt(t *testing.T) {
 	c, leader := aclCluster(t, 1)
 	nc := lease.DefaultConfig()
 	nc.ID, nc.DataDir, nc.Join = "n9", filepath.Join(t.TempDir(), "n9"), c.URL(leader)
+	wrong := strings.Repeat("x", 32) // no token of this cluster
 	s, err := server.Start(server.Config{Node: nc, HTTPListen: "127.0.0.1:0", PeerListen: "127.0.0.1:0",
-		ACL: true, ACLToken: "not-a-token-of-this-cluster", Logger: servertest.Logger(t, "n9")})
+		ACL: true, ACLToken: wrong, Logger: servertest.Logger(t, "n9")})
 	if err != nil {
 		t.Fatal(err)
 	}
