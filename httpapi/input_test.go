@@ -52,7 +52,8 @@ func TestInput_Rejected(t *testing.T) {
 		{"check with token 0", "POST", "/v1/locks/a/check", `{"token":0}`, 0, "token is required"},
 		{"campaign without session", "POST", "/v1/elections/e/campaign", `{"value":"v"}`, 0, "session is required"},
 		{"proclaim without session", "POST", "/v1/elections/e/proclaim", `{"value":"v"}`, 0, "session is required"},
-		{"resign without session", "POST", "/v1/elections/e/resign", `null`, 0, "session is required"},
+		{"resign without session", "POST", "/v1/elections/e/resign", `{"seq":1}`, 0, "session is required"},
+		{"null body", "POST", "/v1/elections/e/resign", `null`, 0, "request body must be a JSON object, not null"},
 
 		// Names.
 		{"empty name", "POST", "/v1/locks//acquire", `{"session":"s1"}`, 0, "name is empty"},

@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxNameLen is the longest lock or election name, in bytes.
@@ -23,7 +24,7 @@ func ValidateName(name string) error {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 			c == '.' || c == '_' || c == '/' || c == '-'
 		if !ok {
-			return fmt.Errorf("name %q has the character %q at byte %d; allowed are A-Z a-z 0-9 . _ / -", name, c, i)
+			return badCharacter(name, i)
 		}
 	}
 	for _, seg := range strings.Split(name, "/") {
@@ -35,4 +36,15 @@ func ValidateName(name string) error {
 		}
 	}
 	return nil
+}
+
+// badCharacter describes the disallowed character that starts at byte i
+// of name: the whole character when it is UTF-8 ('ö', not the first of
+// its bytes), the byte when it is not.
+func badCharacter(name string, i int) error {
+	r, size := utf8.DecodeRuneInString(name[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Errorf("name %q has the byte 0x%02x at byte %d, which is not UTF-8; allowed are A-Z a-z 0-9 . _ / -", name, name[i], i)
+	}
+	return fmt.Errorf("name %q has the character %q at byte %d; allowed are A-Z a-z 0-9 . _ / -", name, r, i)
 }
