@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
 )
@@ -18,6 +19,14 @@ func TestBadInput_Answers(t *testing.T) {
 		wantMsg                  string
 		wantAllow                string
 	}{
+		// 2. A TTL of 0s is out of range, not the default; a null body is
+		// no JSON object.
+		{"ttl 0s", "POST", "/v1/sessions", `{"ttl":"0s"}`, 400, "ttl 0s is out of range: it must be between 1s and 24h0m0s", ""},
+		{"ttl 0", "POST", "/v1/sessions", `{"ttl":"0"}`, 400, "ttl 0s is out of range", ""},
+		{"null session body", "POST", "/v1/sessions", `null`, 400, "request body must be a JSON object, not null", ""},
+		{"null body with blanks", "POST", "/v1/sessions", " null\n", 400, "request body must be a JSON object, not null", ""},
+		{"null acquire body", "POST", "/v1/locks/a/acquire", `null`, 400, "request body must be a JSON object, not null", ""},
+
 		// 3. Text that is not valid Unicode is refused, never rewritten
 		// to U+FFFD.
 		{"session name not UTF-8", "POST", "/v1/sessions", "{\"name\":\"a\xffb\"}", 400, "request body is not valid UTF-8: the byte 0xff at byte 10", ""},
@@ -35,6 +44,11 @@ func TestBadInput_Answers(t *testing.T) {
 		{"lock name with ö", "GET", "/v1/locks/a%C3%B6b", "", 400,
 			`name "aöb" has the character 'ö' at byte 1; allowed are A-Z a-z 0-9 . _ / -`, ""},
 		{"election name with a Chinese character", "POST", "/v1/elections/%E9%94%81/campaign", `{"session":"s1"}`, 400, `has the character '锁' at byte 0`, ""},
+
+		// 5. Token 0 is not "absent".
+		{"check, token 0", "POST", "/v1/locks/a/check", `{"token":0}`, 400,
+			"token must be a positive integer, not 0: a fencing token is the index of a Raft entry, and the first is 1", ""},
+		{"check, no token", "POST", "/v1/locks/a/check", `{}`, 400, "token is required", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,6 +83,10 @@ func TestBadInput_StillServed(t *testing.T) {
 		wantStatus               int
 		wantCall                 call // Method "" for none
 	}{
+		{"ttl null is the default", "POST", "/v1/sessions", `{"ttl":null,"lock_delay":null}`, 201,
+			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
+		{"ttl 1s", "POST", "/v1/sessions", `{"ttl":"1s"}`, 201,
+			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(time.Second), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
 		{"surrogate pair", "POST", "/v1/sessions", `{"name":"\ud83d\udd12 ö \\udc00"}`, 201,
 			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay), Name: "🔒 ö \\udc00"}}}},
 	}

@@ -50,9 +50,11 @@ func checkMaxLen(field, value string, n int) error {
 
 // fillSession checks a session request and fills in the defaults of its
 // omitted fields, so that the Service sees concrete values.
-func fillSession(req *wire.CreateSessionRequest) error {
-	if req.TTL == 0 {
-		req.TTL = wire.Duration(wire.DefaultTTL)
+// ttl is the requested TTL, nil when the request names none.
+func fillSession(req *wire.CreateSessionRequest, ttl *wire.Duration) error {
+	req.TTL = wire.Duration(wire.DefaultTTL)
+	if ttl != nil {
+		req.TTL = *ttl
 	}
 	if err := checkRange("ttl", req.TTL.D(), wire.MinTTL, wire.MaxTTL); err != nil {
 		return err
