@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,6 +20,26 @@ func TestBadInput_Answers(t *testing.T) {
 		wantMsg                  string
 		wantAllow                string
 	}{
+		// 1. A GET of a path that ends in a verb is the wrong method on the
+		// verb's route, never a read of a name that ends in the verb; such
+		// a name cannot be created.
+		{"GET of acquire", "GET", "/v1/locks/x/acquire", "", 405,
+			`method GET is not allowed on /v1/locks/x/acquire; use POST. No lock name may end in "/acquire"; to read one named so by an older version, write its last slash as %2F: GET /v1/locks/x%2Facquire`, "POST"},
+		{"GET of release", "GET", "/v1/locks/a/b/release", "", 405, "GET /v1/locks/a/b%2Frelease", "POST"},
+		{"GET of check", "GET", "/v1/locks/x/check?stale", "", 405, `No lock name may end in "/check"`, "POST"},
+		{"GET of campaign", "GET", "/v1/elections/e1/campaign", "", 405,
+			`method GET is not allowed on /v1/elections/e1/campaign; use POST. No election name may end in "/campaign"; to read one named so by an older version, write its last slash as %2F: GET /v1/elections/e1%2Fcampaign`, "POST"},
+		{"GET of proclaim", "GET", "/v1/elections/e1/proclaim", "", 405, `No election name may end in "/proclaim"`, "POST"},
+		{"GET of resign", "GET", "/v1/elections/e1/resign", "", 405, `No election name may end in "/resign"`, "POST"},
+		{"GET of a verb spelt with an escape", "GET", "/v1/locks/x/%61cquire", "", 405, "use POST", "POST"},
+		{"acquire of a name ending in a verb", "POST", "/v1/locks/x/acquire/acquire", `{"session":"s1"}`, 400,
+			`lock name "x/acquire" ends in "/acquire": the last segment of a lock name may not be acquire, release or check, which the API's paths use`, ""},
+		{"acquire of a name ending in check", "POST", "/v1/locks/x/check/acquire", `{"session":"s1"}`, 400, `lock name "x/check" ends in "/check"`, ""},
+		{"acquire of a name written with %2F", "POST", "/v1/locks/x%2Frelease/acquire", `{"session":"s1"}`, 400, `lock name "x/release" ends in "/release"`, ""},
+		{"campaign of a name ending in a verb", "POST", "/v1/elections/e1/campaign/campaign", `{"session":"s1"}`, 400,
+			`election name "e1/campaign" ends in "/campaign": the last segment of an election name may not be campaign, proclaim or resign, which the API's paths use`, ""},
+		{"campaign of a name ending in resign", "POST", "/v1/elections/e1/resign/campaign", `{"session":"s1"}`, 400, `election name "e1/resign" ends in "/resign"`, ""},
+
 		// 2. A TTL of 0s is out of range, not the default; a null body is
 		// no JSON object.
 		{"ttl 0s", "POST", "/v1/sessions", `{"ttl":"0s"}`, 400, "ttl 0s is out of range: it must be between 1s and 24h0m0s", ""},
@@ -83,6 +104,24 @@ func TestBadInput_StillServed(t *testing.T) {
 		wantStatus               int
 		wantCall                 call // Method "" for none
 	}{
+		{"lock named only a verb", "GET", "/v1/locks/acquire", "", 200, call{"Lock", []any{"acquire", ReadOptions{}}}},
+		{"acquire of a lock named only a verb", "POST", "/v1/locks/check/acquire", `{"session":"s1"}`, 200,
+			call{"Acquire", []any{"check", wire.AcquireRequest{Session: "s1", Mode: wire.ModeExclusive}}}},
+		{"lock named with an election verb", "POST", "/v1/locks/x/campaign/acquire", `{"session":"s1"}`, 200,
+			call{"Acquire", []any{"x/campaign", wire.AcquireRequest{Session: "s1", Mode: wire.ModeExclusive}}}},
+		{"read of an election named with a lock verb", "GET", "/v1/elections/e/acquire", "", 200, call{"Election", []any{"e/acquire", ReadOptions{}}}},
+		{"verb inside a name", "GET", "/v1/locks/acquire/x?stale", "", 200, call{"Lock", []any{"acquire/x", ReadOptions{Stale: true}}}},
+		{"old lock read with %2F", "GET", "/v1/locks/x%2Facquire?index=3&wait=1s", "", 200,
+			call{"Lock", []any{"x/acquire", ReadOptions{Index: 3, Wait: time.Second}}}},
+		{"old lock read with %2f", "GET", "/v1/locks/a/b%2fcheck", "", 200, call{"Lock", []any{"a/b/check", ReadOptions{}}}},
+		{"old lock released", "POST", "/v1/locks/x/acquire/release", `{"session":"s1"}`, 200,
+			call{"Release", []any{"x/acquire", wire.SessionRequest{Session: "s1"}}}},
+		{"old lock checked", "POST", "/v1/locks/x/acquire/check", `{"token":7}`, 200, call{"Check", []any{"x/acquire", uint64(7)}}},
+		{"old election read with %2F", "GET", "/v1/elections/e1%2Fcampaign", "", 200, call{"Election", []any{"e1/campaign", ReadOptions{}}}},
+		{"old election proclaimed", "POST", "/v1/elections/e1/campaign/proclaim", `{"session":"s1","value":"v"}`, 200,
+			call{"Proclaim", []any{"e1/campaign", wire.ProclaimRequest{Session: "s1", Value: "v"}}}},
+		{"old election resigned", "POST", "/v1/elections/e1/campaign/resign", `{"session":"s1"}`, 200,
+			call{"Resign", []any{"e1/campaign", wire.SessionRequest{Session: "s1"}}}},
 		{"ttl null is the default", "POST", "/v1/sessions", `{"ttl":null,"lock_delay":null}`, 201,
 			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
 		{"ttl 1s", "POST", "/v1/sessions", `{"ttl":"1s"}`, 201,
@@ -108,5 +147,25 @@ func TestBadInput_StillServed(t *testing.T) {
 				t.Errorf("calls = %#v\nwant [%#v]", calls, tt.wantCall)
 			}
 		})
+	}
+}
+
+// TestBadInput_VerbsAreTheRoutes checks that wire.LockVerbs and
+// wire.ElectionVerbs are exactly the final segments of the POST routes on
+// one lock or election, so that a verb added to the routing table is
+// reserved in names too.
+func TestBadInput_VerbsAreTheRoutes(t *testing.T) {
+	got := map[string][]string{}
+	s := mustNewServer(t, newLeaderFake(), nil)
+	for _, rt := range s.routes() {
+		for get := range verbRoutes {
+			if verb, ok := strings.CutPrefix(rt.path, get+"/"); ok && rt.method == http.MethodPost {
+				got[get] = append(got[get], verb)
+			}
+		}
+	}
+	want := map[string][]string{"/v1/locks/{name:.*}": wire.LockVerbs, "/v1/elections/{name:.*}": wire.ElectionVerbs}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("verbs of the routing table = %v, want %v", got, want)
 	}
 }

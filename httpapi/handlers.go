@@ -82,7 +82,7 @@ func (s *Server) listSessions(r *http.Request) (any, error) {
 
 // acquire serves POST /v1/locks/{name}/acquire.
 func (s *Server) acquire(r *http.Request) (any, error) {
-	name, err := pathName(r)
+	name, err := newName(r, "lock", wire.LockVerbs)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (s *Server) listLocks(r *http.Request) (any, error) {
 
 // campaign serves POST /v1/elections/{name}/campaign.
 func (s *Server) campaign(r *http.Request) (any, error) {
-	name, err := pathName(r)
+	name, err := newName(r, "election", wire.ElectionVerbs)
 	if err != nil {
 		return nil, err
 	}

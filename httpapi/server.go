@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -226,6 +228,14 @@ type route struct {
 	handle func(*http.Request) (any, error)
 }
 
+// verbRoutes maps the path of the GET of one lock or election to the
+// verbs of its POST routes: a GET of a name that ends in one of them is
+// the wrong method on that POST route, not a read (see verbMatcher).
+var verbRoutes = map[string][]string{
+	"/v1/locks/{name:.*}":     wire.LockVerbs,
+	"/v1/elections/{name:.*}": wire.ElectionVerbs,
+}
+
 // routes is the routing table. Names may contain '/', so they are matched
 // with ".*" and checked by wire.ValidateName, which also rejects the empty
 // name a "//" would otherwise smuggle in.
@@ -294,7 +304,15 @@ func (s *Server) newRouter() *mux.Router {
 	// reach wire.ValidateName as the client wrote them.
 	r.SkipClean(true)
 	for _, rt := range s.routes() {
-		r.Handle(rt.path, s.observed(rt, s.handler(rt))).Methods(rt.method)
+		nr := r.NewRoute()
+		if m := verbMatcher(rt); m != nil {
+			// Before the path: gorilla/mux forgets that an earlier route
+			// matched the path with another method (a 405) as soon as one
+			// matcher of a later route succeeds, so this one succeeds only
+			// where the path matches too.
+			nr.MatcherFunc(m)
+		}
+		nr.Path(rt.path).Methods(rt.method).Handler(s.observed(rt, s.handler(rt)))
 	}
 	if s.gatherer != nil {
 		r.Handle(metricsRoute.path, s.observed(metricsRoute, http.HandlerFunc(s.serveMetrics))).Methods(metricsRoute.method)
@@ -355,12 +373,64 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // methodNotAllowed answers a known path with the wrong method, listing the
-// methods the path accepts in the Allow header.
+// methods the path accepts in the Allow header. A GET of a lock or
+// election whose name seems to end in a verb says how such a name is read.
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	allow := s.allowed(r)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	s.writeErrorStatus(w, r, http.StatusMethodNotAllowed,
-		wire.Errorf(wire.CodeBadRequest, "method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), nil)
+	msg := fmt.Sprintf("method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
+	if r.Method == http.MethodGet {
+		for path, verbs := range verbRoutes {
+			prefix := strings.TrimSuffix(path, "{name:.*}")
+			name, ok := strings.CutPrefix(r.URL.Path, prefix)
+			if verb := wire.VerbSuffix(name, verbs); ok && verb != "" {
+				msg += fmt.Sprintf(". No %s name may end in \"/%s\"; to read one named so by an older version, write its last slash as %%2F: GET %s%s",
+					strings.TrimSuffix(strings.TrimPrefix(prefix, "/v1/"), "s/"), verb, prefix, wire.ReadPathName(name, verbs))
+			}
+		}
+	}
+	s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, wire.Errorf(wire.CodeBadRequest, "%s", msg), nil)
+}
+
+// verbMatcher returns the matcher that keeps the GET of one lock or
+// election apart from the POST routes of its verbs, or nil for the other
+// routes. The GET does not match a name that ends in a verb of its kind,
+// which makes the path that of a POST route: such a GET is answered 405.
+// A name that an older version let end in a verb is read by writing the
+// '/' before the verb as %2F (wire.ReadPathName): then the path's last
+// segment, as the client wrote it, holds the slash, and the GET matches.
+// The POST route of a verb matches only when that last segment is the
+// verb: a %2F is part of the name, never the slash before a verb. Each
+// matcher succeeds only where the route's path matches.
+func verbMatcher(rt route) mux.MatcherFunc {
+	for get, verbs := range verbRoutes {
+		prefix := strings.TrimSuffix(get, "{name:.*}")
+		if rt.path == get && rt.method == http.MethodGet {
+			return func(r *http.Request, _ *mux.RouteMatch) bool {
+				name, ok := strings.CutPrefix(r.URL.Path, prefix)
+				return ok && (wire.VerbSuffix(name, verbs) == "" || strings.Contains(lastSegment(r), "/"))
+			}
+		}
+		if verb, ok := strings.CutPrefix(rt.path, get+"/"); ok {
+			return func(r *http.Request, _ *mux.RouteMatch) bool {
+				p := r.URL.Path
+				return len(p) >= len(prefix)+1+len(verb) && strings.HasPrefix(p, prefix) &&
+					strings.HasSuffix(p, "/"+verb) && lastSegment(r) == verb
+			}
+		}
+	}
+	return nil
+}
+
+// lastSegment returns what follows the last '/' of r's path as the client
+// wrote it, unescaped: "x/acquire" for .../x%2Facquire.
+func lastSegment(r *http.Request) string {
+	esc := r.URL.EscapedPath()
+	last, err := url.PathUnescape(esc[strings.LastIndexByte(esc, '/')+1:])
+	if err != nil {
+		return ""
+	}
+	return last
 }
 
 // allowed lists the methods some route accepts for r's path, by asking the
