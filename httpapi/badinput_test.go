@@ -70,6 +70,22 @@ func TestBadInput_Answers(t *testing.T) {
 		{"check, token 0", "POST", "/v1/locks/a/check", `{"token":0}`, 400,
 			"token must be a positive integer, not 0: a fencing token is the index of a Raft entry, and the first is 1", ""},
 		{"check, no token", "POST", "/v1/locks/a/check", `{}`, 400, "token is required", ""},
+
+		// 7. Unknown query parameters are refused, as unknown body fields
+		// are.
+		{"misspelt stale", "GET", "/v1/locks/a?stael", "", 400,
+			`unknown query parameter "stael": GET /v1/locks/{name} takes only index, wait, stale, consistent`, ""},
+		{"list parameter on a read", "GET", "/v1/elections/e?limit=5", "", 400, `unknown query parameter "limit": GET /v1/elections/{name} takes only`, ""},
+		{"unknown list parameter", "GET", "/v1/sessions?limit=1&prefix=a", "", 400,
+			`unknown query parameter "prefix": GET /v1/sessions takes only index, wait, stale, consistent, limit, after`, ""},
+		{"the first unknown one is named", "GET", "/v1/locks?zeta=1&alpha=2&stale", "", 400, `unknown query parameter "alpha"`, ""},
+		{"parameter on a write", "POST", "/v1/locks/a/acquire?wait=5s", `{"session":"s1"}`, 400,
+			`unknown query parameter "wait": POST /v1/locks/{name}/acquire takes no query parameters`, ""},
+		{"parameter on a session create", "POST", "/v1/sessions?ttl=5s", "", 400, `unknown query parameter "ttl": POST /v1/sessions takes no query parameters`, ""},
+		{"parameter on a keepalive", "POST", "/v1/sessions/s1/keepalive?x", "", 400, `unknown query parameter "x"`, ""},
+		{"parameter on the cluster", "GET", "/v1/cluster?stale", "", 400, `unknown query parameter "stale": GET /v1/cluster takes no query parameters`, ""},
+		{"malformed query", "GET", "/v1/locks/a?stale&%zz", "", 400, `malformed query string "stale&%zz"`, ""},
+		{"semicolon in the query", "GET", "/v1/locks?limit=1;after=a", "", 400, "malformed query string", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +144,12 @@ func TestBadInput_StillServed(t *testing.T) {
 			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(time.Second), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
 		{"surrogate pair", "POST", "/v1/sessions", `{"name":"\ud83d\udd12 ö \\udc00"}`, 201,
 			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay), Name: "🔒 ö \\udc00"}}}},
+		{"every list parameter", "GET", "/v1/elections?index=1&wait=1s&stale=false&consistent&limit=5&after=a", "", 200,
+			call{"Elections", []any{list(ReadOptions{Index: 1, Wait: time.Second, Consistent: true}, 5, "a")}}},
+		{"every read parameter", "GET", "/v1/sessions/s1?index=1&wait=1s&stale", "", 200,
+			call{"Session", []any{"s1", ReadOptions{Index: 1, Wait: time.Second, Stale: true}}}},
+		{"health check ignores parameters", "GET", "/healthz?verbose&x=%zz", "", 200, call{}},
+		{"readiness check ignores parameters", "GET", "/readyz?verbose", "", 200, call{"Ready", nil}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
