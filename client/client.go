@@ -282,22 +282,23 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// lockPath escapes nothing: names are checked by the server and contain
-// only [A-Za-z0-9._/-], which are safe in a path.
+// lockPath escapes nothing but, in a read (no verb), the last '/' of a
+// name that ends in a verb (wire.ReadPathName), which only an older server
+// let a client create: names are checked by the server and contain only
+// [A-Za-z0-9._/-], which are safe in a path.
 func lockPath(name, verb string) string {
-	p := "/v1/locks/" + name
-	if verb != "" {
-		p += "/" + verb
+	if verb == "" {
+		return "/v1/locks/" + wire.ReadPathName(name, wire.LockVerbs)
 	}
-	return p
+	return "/v1/locks/" + name + "/" + verb
 }
 
+// electionPath is lockPath for elections.
 func electionPath(name, verb string) string {
-	p := "/v1/elections/" + name
-	if verb != "" {
-		p += "/" + verb
+	if verb == "" {
+		return "/v1/elections/" + wire.ReadPathName(name, wire.ElectionVerbs)
 	}
-	return p
+	return "/v1/elections/" + name + "/" + verb
 }
 
 // query renders read options as a query string.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockd/lockd/httpapi/wire"
 )
@@ -47,19 +48,28 @@ func bodyError(err error) *wire.Error {
 }
 
 // decodeBody decodes r's JSON body into v, which must point to a struct.
-// Unknown fields, trailing data and wrong types are bad_request errors that
-// say what is wrong. An empty body leaves v alone when optional is true and
-// is an error otherwise.
+// Unknown fields, trailing data, wrong types, a body that is not a JSON
+// object (null included) and text that is not valid Unicode (bytes that
+// are not UTF-8, an escaped half of a surrogate pair), which encoding/json
+// would turn into U+FFFD, are bad_request errors that say what is wrong.
+// An empty body leaves v alone when optional is true and is an error
+// otherwise.
 func decodeBody(r *http.Request, v any, optional bool) error {
 	b, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
+	switch string(bytes.TrimSpace(b)) {
+	case "":
 		if optional {
 			return nil
 		}
 		return badRequest("request body is required")
+	case "null":
+		return badRequest("request body must be a JSON object, not null")
+	}
+	if i := invalidUTF8(b); i >= 0 {
+		return badRequest("request body is not valid UTF-8: the byte 0x%02x at byte %d", b[i], i)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -70,7 +80,60 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return badRequest("unexpected data after the JSON object, at byte %d", dec.InputOffset())
 	}
+	if i := loneSurrogate(b); i >= 0 {
+		return badRequest("request body has the escape %s at byte %d, half of a UTF-16 surrogate pair without the other half: it is no character", b[i:i+6], i)
+	}
 	return nil
+}
+
+// invalidUTF8 returns the offset of the first byte of b that is not part
+// of a valid UTF-8 sequence, or -1.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// loneSurrogate returns the offset of the first \u escape in b, a valid
+// JSON text, that stands for half of a UTF-16 surrogate pair not followed
+// (or preceded) by its other half, or -1. Outside strings a valid JSON
+// text has no backslash.
+func loneSurrogate(b []byte) int {
+	hex := func(i int) rune {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return -1
+		}
+		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		if err != nil {
+			return -1
+		}
+		return rune(n)
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		r := hex(i)
+		switch {
+		case r < 0: // another escape: \" \\ \n ...
+			i++
+		case r >= 0xd800 && r < 0xdc00:
+			if lo := hex(i + 6); lo < 0xdc00 || lo > 0xdfff {
+				return i
+			}
+			i += 11
+		case r >= 0xdc00 && r <= 0xdfff:
+			return i
+		default:
+			i += 5
+		}
+	}
+	return -1
 }
 
 // durationField returns the name of the first top-level field of the JSON

@@ -105,6 +105,10 @@ func TestForward_ToLeader(t *testing.T) {
 		{"cluster", "GET", "/v1/cluster", "", 200, nil},
 		{"healthz", "GET", "/healthz", "", 200, nil},
 		{"bad query answered locally", "GET", "/v1/locks/a?index=x", "", 400, nil},
+		{"unknown query parameter answered locally", "GET", "/v1/locks/a?stael", "", 400, nil},
+		{"read of a name ending in a verb, %2F kept", "GET", "/v1/locks/x%2Facquire?index=2&wait=1s", "", 200,
+			&call{"Lock", []any{"x/acquire", ReadOptions{Index: 2, Wait: time.Second}}}},
+		{"GET of a verb answered locally", "GET", "/v1/elections/e/campaign", "", 405, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

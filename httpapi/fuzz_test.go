@@ -108,6 +108,13 @@ func FuzzRequestDecoding(f *testing.F) {
 		{"POST", "/v1/locks/a/acquire", `{"session":"s1","wait":5}{}`, fuzzLeader},
 		{"POST", "/v1/locks/a/acquire", `{"session":"s1"}`, fuzzLeader | fuzzPadBody},
 		{"GET", "/v1/nothing?x=%zz", "", fuzzLeader},
+		{"GET", "/v1/elections/e1/campaign", "", fuzzLeader},
+		{"GET", "/v1/locks/x%2Facquire?stale", "", fuzzNoLeader},
+		{"POST", "/v1/locks/x/acquire/acquire", `{"session":"s1"}`, fuzzLeader},
+		{"POST", "/v1/sessions", `null`, fuzzLeader},
+		{"POST", "/v1/sessions", "{\"ttl\":\"0s\",\"name\":\"\xff\"}", fuzzLeader},
+		{"POST", "/v1/locks/a/check", `{"token":0}`, fuzzLeader},
+		{"GET", "/v1/locks/a?stael&index=1", "", fuzzNoLeader},
 	} {
 		f.Add(s.method, s.target, []byte(s.body), s.mode)
 	}
@@ -245,6 +252,7 @@ func checkCall(c call) error {
 		list(c.Args[0].(ListOptions))
 	case "Acquire":
 		name(0)
+		check(wire.VerbSuffix(c.Args[0].(string), wire.LockVerbs) == "", "new lock name %q ends in a verb", c.Args[0])
 		r := c.Args[1].(wire.AcquireRequest)
 		check(r.Session != "", "no session")
 		check(r.Mode == wire.ModeExclusive || r.Mode == wire.ModeShared, "mode %q", r.Mode)
@@ -257,6 +265,7 @@ func checkCall(c call) error {
 		check(c.Args[1] != uint64(0), "token 0")
 	case "Campaign":
 		name(0)
+		check(wire.VerbSuffix(c.Args[0].(string), wire.ElectionVerbs) == "", "new election name %q ends in a verb", c.Args[0])
 		r := c.Args[1].(wire.CampaignRequest)
 		check(r.Session != "", "no session")
 		check(len(r.Value) <= wire.MaxValueLen, "value of %d bytes", len(r.Value))

@@ -20,11 +20,18 @@ func done(err error) (any, error) {
 // createSession serves POST /v1/sessions. Every field of the body, and the
 // body itself, is optional.
 func (s *Server) createSession(r *http.Request) (any, error) {
-	var req wire.CreateSessionRequest
-	if err := decodeBody(r, &req, true); err != nil {
+	// Pointers tell an absent duration (the default) from "0s" (refused
+	// when out of range).
+	var body struct {
+		TTL       *wire.Duration `json:"ttl"`
+		LockDelay *wire.Duration `json:"lock_delay"`
+		Name      string         `json:"name"`
+	}
+	if err := decodeBody(r, &body, true); err != nil {
 		return nil, err
 	}
-	if err := fillSession(&req); err != nil {
+	req := wire.CreateSessionRequest{LockDelay: body.LockDelay, Name: body.Name}
+	if err := fillSession(&req, body.TTL); err != nil {
 		return nil, err
 	}
 	if tok, on := principal(r); on {
@@ -75,7 +82,7 @@ func (s *Server) listSessions(r *http.Request) (any, error) {
 
 // acquire serves POST /v1/locks/{name}/acquire.
 func (s *Server) acquire(r *http.Request) (any, error) {
-	name, err := pathName(r)
+	name, err := newName(r, "lock", wire.LockVerbs)
 	if err != nil {
 		return nil, err
 	}
@@ -107,14 +114,19 @@ func (s *Server) check(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var req wire.CheckRequest
+	var req struct {
+		Token *uint64 `json:"token"` // tells an absent token from 0
+	}
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
-	if req.Token == 0 {
+	switch {
+	case req.Token == nil:
 		return nil, badRequest("token is required")
+	case *req.Token == 0:
+		return nil, badRequest("token must be a positive integer, not 0: a fencing token is the index of a Raft entry, and the first is 1")
 	}
-	valid, err := s.svc.Check(r.Context(), name, req.Token)
+	valid, err := s.svc.Check(r.Context(), name, *req.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +153,7 @@ func (s *Server) listLocks(r *http.Request) (any, error) {
 
 // campaign serves POST /v1/elections/{name}/campaign.
 func (s *Server) campaign(r *http.Request) (any, error) {
-	name, err := pathName(r)
+	name, err := newName(r, "election", wire.ElectionVerbs)
 	if err != nil {
 		return nil, err
 	}

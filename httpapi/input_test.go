@@ -49,10 +49,12 @@ func TestInput_Rejected(t *testing.T) {
 		{"acquire without session", "POST", "/v1/locks/a/acquire", `{"mode":"shared"}`, 0, "session is required"},
 		{"release without session", "POST", "/v1/locks/a/release", `{}`, 0, "session is required"},
 		{"check without token", "POST", "/v1/locks/a/check", `{}`, 0, "token is required"},
-		{"check with token 0", "POST", "/v1/locks/a/check", `{"token":0}`, 0, "token is required"},
+		{"check with token null", "POST", "/v1/locks/a/check", `{"token":null}`, 0, "token is required"},
+		{"check with token 0", "POST", "/v1/locks/a/check", `{"token":0}`, 0, "token must be a positive integer, not 0"},
 		{"campaign without session", "POST", "/v1/elections/e/campaign", `{"value":"v"}`, 0, "session is required"},
 		{"proclaim without session", "POST", "/v1/elections/e/proclaim", `{"value":"v"}`, 0, "session is required"},
-		{"resign without session", "POST", "/v1/elections/e/resign", `null`, 0, "session is required"},
+		{"resign without session", "POST", "/v1/elections/e/resign", `{"seq":1}`, 0, "session is required"},
+		{"null body", "POST", "/v1/elections/e/resign", `null`, 0, "request body must be a JSON object, not null"},
 
 		// Names.
 		{"empty name", "POST", "/v1/locks//acquire", `{"session":"s1"}`, 0, "name is empty"},

@@ -59,7 +59,7 @@ func TestRoutes_Success(t *testing.T) {
 			call{"Lock", []any{"a/b", ReadOptions{Index: 41, Wait: 30 * time.Second}}}},
 		{"get lock, wait without index", "GET", "/v1/locks/a/b?wait=1s&consistent=true", "", 200, lockJSON,
 			call{"Lock", []any{"a/b", ReadOptions{Wait: time.Second, Consistent: true}}}},
-		{"get lock named like an action", "GET", "/v1/locks/a/acquire", "", 200,
+		{"get lock named like an action by an older version", "GET", "/v1/locks/a%2Facquire", "", 200,
 			`{"name":"a/acquire","mode":"exclusive","holders":[{"session":"s1","token":42,"acquired_at":"2025-01-02T03:04:05Z"}],"waiters":[],"modify_index":42}`,
 			call{"Lock", []any{"a/acquire", ReadOptions{}}}},
 		{"list locks", "GET", "/v1/locks?stale=false", "", 200,

@@ -2,9 +2,13 @@ package httpapi
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -216,7 +220,8 @@ const (
 // route is one entry of the routing table. handle returns the success body,
 // written with status, or an error written through the status table. need
 // is what the caller's token must allow when ACLs are on (nil: nothing,
-// the route is public).
+// the route is public). query lists the query parameters the route takes;
+// any other is refused (see checkQuery).
 type route struct {
 	method string
 	path   string
@@ -224,6 +229,25 @@ type route struct {
 	need   need
 	status int
 	handle func(*http.Request) (any, error)
+	query  []string
+}
+
+// The query parameters of the reads of one object and of the lists
+// (route.query), and anyQuery, of a route that takes none but ignores
+// any: the health checks, which no parameter could change and which
+// probes may call with parameters of their own.
+var (
+	readQuery = []string{"index", "wait", "stale", "consistent"}
+	listQuery = []string{"index", "wait", "stale", "consistent", "limit", "after"}
+	anyQuery  = []string{"*"}
+)
+
+// verbRoutes maps the path of the GET of one lock or election to the
+// verbs of its POST routes: a GET of a name that ends in one of them is
+// the wrong method on that POST route, not a read (see verbMatcher).
+var verbRoutes = map[string][]string{
+	"/v1/locks/{name:.*}":     wire.LockVerbs,
+	"/v1/elections/{name:.*}": wire.ElectionVerbs,
 }
 
 // routes is the routing table. Names may contain '/', so they are matched
@@ -234,54 +258,54 @@ func (s *Server) routes() []route {
 	lockR, lockW := onName(acl.Lock, acl.Read), onName(acl.Lock, acl.Write)
 	elecR, elecW := onName(acl.Election, acl.Read), onName(acl.Election, acl.Write)
 	rs := []route{
-		{post, "/v1/sessions", leaderOnly, anyToken, http.StatusCreated, s.createSession},
-		{get, "/v1/sessions", leaderUnlessStale, anyToken, ok, s.listSessions},
-		{get, "/v1/sessions/{id}", leaderUnlessStale, anyToken, ok, s.getSession},
-		{del, "/v1/sessions/{id}", leaderOnly, anyToken, ok, s.destroySession},
-		{post, "/v1/sessions/{id}/keepalive", leaderOnly, anyToken, ok, s.keepAlive},
+		{post, "/v1/sessions", leaderOnly, anyToken, http.StatusCreated, s.createSession, nil},
+		{get, "/v1/sessions", leaderUnlessStale, anyToken, ok, s.listSessions, listQuery},
+		{get, "/v1/sessions/{id}", leaderUnlessStale, anyToken, ok, s.getSession, readQuery},
+		{del, "/v1/sessions/{id}", leaderOnly, anyToken, ok, s.destroySession, nil},
+		{post, "/v1/sessions/{id}/keepalive", leaderOnly, anyToken, ok, s.keepAlive, nil},
 
-		{get, "/v1/locks", leaderUnlessStale, anyToken, ok, s.listLocks},
-		{get, "/v1/locks/{name:.*}", leaderUnlessStale, lockR, ok, s.getLock},
-		{post, "/v1/locks/{name:.*}/acquire", leaderOnly, lockW, ok, s.acquire},
-		{post, "/v1/locks/{name:.*}/release", leaderOnly, lockW, ok, s.release},
-		{post, "/v1/locks/{name:.*}/check", leaderOnly, lockR, ok, s.check},
+		{get, "/v1/locks", leaderUnlessStale, anyToken, ok, s.listLocks, listQuery},
+		{get, "/v1/locks/{name:.*}", leaderUnlessStale, lockR, ok, s.getLock, readQuery},
+		{post, "/v1/locks/{name:.*}/acquire", leaderOnly, lockW, ok, s.acquire, nil},
+		{post, "/v1/locks/{name:.*}/release", leaderOnly, lockW, ok, s.release, nil},
+		{post, "/v1/locks/{name:.*}/check", leaderOnly, lockR, ok, s.check, nil},
 
-		{get, "/v1/elections", leaderUnlessStale, anyToken, ok, s.listElections},
-		{get, "/v1/elections/{name:.*}", leaderUnlessStale, elecR, ok, s.getElection},
-		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, elecW, ok, s.campaign},
-		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, elecW, ok, s.proclaim},
-		{post, "/v1/elections/{name:.*}/resign", leaderOnly, elecW, ok, s.resign},
+		{get, "/v1/elections", leaderUnlessStale, anyToken, ok, s.listElections, listQuery},
+		{get, "/v1/elections/{name:.*}", leaderUnlessStale, elecR, ok, s.getElection, readQuery},
+		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, elecW, ok, s.campaign, nil},
+		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, elecW, ok, s.proclaim, nil},
+		{post, "/v1/elections/{name:.*}/resign", leaderOnly, elecW, ok, s.resign, nil},
 
-		{get, "/v1/cluster", local, anyToken, ok, s.cluster},
-		{post, "/v1/cluster/members", leaderOnly, admin, ok, s.addMember},
-		{del, "/v1/cluster/members/{id}", leaderOnly, admin, ok, s.removeMember},
-		{post, "/v1/cluster/leader-transfer", leaderHandsOver, admin, ok, s.transferLeader},
+		{get, "/v1/cluster", local, anyToken, ok, s.cluster, nil},
+		{post, "/v1/cluster/members", leaderOnly, admin, ok, s.addMember, nil},
+		{del, "/v1/cluster/members/{id}", leaderOnly, admin, ok, s.removeMember, nil},
+		{post, "/v1/cluster/leader-transfer", leaderHandsOver, admin, ok, s.transferLeader, nil},
 
-		{get, "/healthz", local, nil, ok, s.healthz},
+		{get, "/healthz", local, nil, ok, s.healthz, anyQuery},
 	}
 	if _, can := s.svc.(Snapshotter); can {
-		rs = append(rs, route{get, "/v1/snapshot", leaderOnly, admin, ok, s.snapshot})
+		rs = append(rs, route{get, "/v1/snapshot", leaderOnly, admin, ok, s.snapshot, nil})
 	}
 	if s.acl != nil {
 		rs = append(rs,
-			route{post, "/v1/acl/tokens", leaderOnly, admin, http.StatusCreated, s.createToken},
-			route{get, "/v1/acl/tokens", leaderOnly, admin, ok, s.listTokens},
-			route{get, "/v1/acl/tokens/self", local, anyToken, ok, s.selfToken},
-			route{del, "/v1/acl/tokens/{accessor}", leaderOnly, admin, ok, s.revokeToken},
+			route{post, "/v1/acl/tokens", leaderOnly, admin, http.StatusCreated, s.createToken, nil},
+			route{get, "/v1/acl/tokens", leaderOnly, admin, ok, s.listTokens, nil},
+			route{get, "/v1/acl/tokens/self", local, anyToken, ok, s.selfToken, nil},
+			route{del, "/v1/acl/tokens/{accessor}", leaderOnly, admin, ok, s.revokeToken, nil},
 		)
 	}
 	if s.clock != nil {
 		rs = append(rs,
-			route{get, "/v1/debug/clock", local, admin, ok, s.getClock},
-			route{post, "/v1/debug/clock", local, admin, ok, s.setClock},
+			route{get, "/v1/debug/clock", local, admin, ok, s.getClock, nil},
+			route{post, "/v1/debug/clock", local, admin, ok, s.setClock, nil},
 		)
 	}
 	if s.faults != nil {
 		rs = append(rs,
-			route{get, "/v1/debug/faults", local, admin, ok, s.listFaults},
-			route{post, "/v1/debug/faults", local, admin, ok, s.setFault},
-			route{del, "/v1/debug/faults", local, admin, ok, s.healAll},
-			route{del, "/v1/debug/faults/{peer}", local, admin, ok, s.healPeer},
+			route{get, "/v1/debug/faults", local, admin, ok, s.listFaults, nil},
+			route{post, "/v1/debug/faults", local, admin, ok, s.setFault, nil},
+			route{del, "/v1/debug/faults", local, admin, ok, s.healAll, nil},
+			route{del, "/v1/debug/faults/{peer}", local, admin, ok, s.healPeer, nil},
 		)
 	}
 	return rs
@@ -294,7 +318,15 @@ func (s *Server) newRouter() *mux.Router {
 	// reach wire.ValidateName as the client wrote them.
 	r.SkipClean(true)
 	for _, rt := range s.routes() {
-		r.Handle(rt.path, s.observed(rt, s.handler(rt))).Methods(rt.method)
+		nr := r.NewRoute()
+		if m := verbMatcher(rt); m != nil {
+			// Before the path: gorilla/mux forgets that an earlier route
+			// matched the path with another method (a 405) as soon as one
+			// matcher of a later route succeeds, so this one succeeds only
+			// where the path matches too.
+			nr.MatcherFunc(m)
+		}
+		nr.Path(rt.path).Methods(rt.method).Handler(s.observed(rt, s.handler(rt)))
 	}
 	if s.gatherer != nil {
 		r.Handle(metricsRoute.path, s.observed(metricsRoute, http.HandlerFunc(s.serveMetrics))).Methods(metricsRoute.method)
@@ -321,6 +353,10 @@ func (s *Server) handler(rt route) http.Handler {
 		r2, err := s.authorize(r, rt)
 		if err != nil && !isUnknownToken(err) {
 			s.writeError(w, r, err)
+			return
+		}
+		if qerr := checkQuery(r, rt); qerr != nil {
+			s.writeError(w, r, qerr) // this node can tell as well as the leader
 			return
 		}
 		if s.forward(w, r, rt.policy) {
@@ -355,13 +391,96 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // methodNotAllowed answers a known path with the wrong method, listing the
-// methods the path accepts in the Allow header.
+// methods the path accepts in the Allow header. A GET of a lock or
+// election whose name seems to end in a verb says how such a name is read.
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	allow := s.allowed(r)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
-	s.writeErrorStatus(w, r, http.StatusMethodNotAllowed,
-		wire.Errorf(wire.CodeBadRequest, "method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), nil)
+	msg := fmt.Sprintf("method %s is not allowed on %s; use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
+	if r.Method == http.MethodGet {
+		for path, verbs := range verbRoutes {
+			prefix := strings.TrimSuffix(path, "{name:.*}")
+			name, ok := strings.CutPrefix(r.URL.Path, prefix)
+			if verb := wire.VerbSuffix(name, verbs); ok && verb != "" {
+				msg += fmt.Sprintf(". No %s name may end in \"/%s\"; to read one named so by an older version, write its last slash as %%2F: GET %s%s",
+					strings.TrimSuffix(strings.TrimPrefix(prefix, "/v1/"), "s/"), verb, prefix, wire.ReadPathName(name, verbs))
+			}
+		}
+	}
+	s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, wire.Errorf(wire.CodeBadRequest, "%s", msg), nil)
 }
+
+// verbMatcher returns the matcher that keeps the GET of one lock or
+// election apart from the POST routes of its verbs, or nil for the other
+// routes. The GET does not match a name that ends in a verb of its kind,
+// which makes the path that of a POST route: such a GET is answered 405.
+// A name that an older version let end in a verb is read by writing the
+// '/' before the verb as %2F (wire.ReadPathName): then the path's last
+// segment, as the client wrote it, holds the slash, and the GET matches.
+// The POST route of a verb matches only when that last segment is the
+// verb: a %2F is part of the name, never the slash before a verb. Each
+// matcher succeeds only where the route's path matches.
+func verbMatcher(rt route) mux.MatcherFunc {
+	for get, verbs := range verbRoutes {
+		prefix := strings.TrimSuffix(get, "{name:.*}")
+		if rt.path == get && rt.method == http.MethodGet {
+			return func(r *http.Request, _ *mux.RouteMatch) bool {
+				name, ok := strings.CutPrefix(r.URL.Path, prefix)
+				return ok && (wire.VerbSuffix(name, verbs) == "" || strings.Contains(lastSegment(r), "/"))
+			}
+		}
+		if verb, ok := strings.CutPrefix(rt.path, get+"/"); ok {
+			return func(r *http.Request, _ *mux.RouteMatch) bool {
+				p := r.URL.Path
+				return len(p) >= len(prefix)+1+len(verb) && strings.HasPrefix(p, prefix) &&
+					strings.HasSuffix(p, "/"+verb) && lastSegment(r) == verb
+			}
+		}
+	}
+	return nil
+}
+
+// lastSegment returns what follows the last '/' of r's path as the client
+// wrote it, unescaped: "x/acquire" for .../x%2Facquire.
+func lastSegment(r *http.Request) string {
+	esc := r.URL.EscapedPath()
+	last, err := url.PathUnescape(esc[strings.LastIndexByte(esc, '/')+1:])
+	if err != nil {
+		return ""
+	}
+	return last
+}
+
+// checkQuery refuses a query string that does not parse, or that names a
+// parameter the route does not take: a misspelt parameter (?stael) would
+// otherwise be ignored and the request served as if it were absent.
+func checkQuery(r *http.Request, rt route) error {
+	if r.URL.RawQuery == "" || slices.Equal(rt.query, anyQuery) {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequest("malformed query string %q: %v", r.URL.RawQuery, err)
+	}
+	var unknown []string
+	for k := range q {
+		if !slices.Contains(rt.query, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	what := rt.method + " " + muxVar.ReplaceAllString(rt.path, "{$1}")
+	if len(rt.query) == 0 {
+		return badRequest("unknown query parameter %q: %s takes no query parameters", unknown[0], what)
+	}
+	return badRequest("unknown query parameter %q: %s takes only %s", unknown[0], what, strings.Join(rt.query, ", "))
+}
+
+// muxVar matches a path variable with a pattern, "{name:.*}".
+var muxVar = regexp.MustCompile(`\{([a-z]+):[^}]*\}`)
 
 // allowed lists the methods some route accepts for r's path, by asking the
 // router to match r with each method in turn.

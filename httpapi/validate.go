@@ -23,6 +23,36 @@ func pathName(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// newName returns the lock or election name in r's path for a request
+// that may create the object (acquire, campaign): a valid name whose last
+// segment is not one of verbs, the kind's POST verbs. Requests on an
+// object that exists (release, check, proclaim, resign) take any valid
+// name, so that one created before the verbs were reserved can still be
+// let go of.
+func newName(r *http.Request, kind string, verbs []string) (string, error) {
+	name, err := pathName(r)
+	if err != nil {
+		return "", err
+	}
+	if v := wire.VerbSuffix(name, verbs); v != "" {
+		article := "a"
+		if strings.ContainsRune("aeiou", rune(kind[0])) {
+			article = "an"
+		}
+		return "", badRequest("%s name %q ends in \"/%s\": the last segment of %s %s name may not be %s, which the API's paths use",
+			kind, name, v, article, kind, orList(verbs))
+	}
+	return name, nil
+}
+
+// orList joins words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
 // required returns an error naming field when value is empty.
 func required(field, value string) error {
 	if value == "" {
@@ -50,9 +80,11 @@ func checkMaxLen(field, value string, n int) error {
 
 // fillSession checks a session request and fills in the defaults of its
 // omitted fields, so that the Service sees concrete values.
-func fillSession(req *wire.CreateSessionRequest) error {
-	if req.TTL == 0 {
-		req.TTL = wire.Duration(wire.DefaultTTL)
+// ttl is the requested TTL, nil when the request names none.
+func fillSession(req *wire.CreateSessionRequest, ttl *wire.Duration) error {
+	req.TTL = wire.Duration(wire.DefaultTTL)
+	if ttl != nil {
+		req.TTL = *ttl
 	}
 	if err := checkRange("ttl", req.TTL.D(), wire.MinTTL, wire.MaxTTL); err != nil {
 		return err

@@ -158,6 +158,9 @@ func Start(cfg Config) (*Server, error) {
 		"peer": limitListener(peerLn, cfg.PeerConns, "peer", s.log),
 	}
 	httpLn, peerLn = s.conns["api"], s.conns["peer"]
+	// net/http's own answers to requests it cannot parse, JSON where the
+	// raw connection carries them (under TLS, when ServeTLS adds it).
+	httpLn = httpapi.EarlyAnswers(httpLn, httpMaxHeaderBytes)
 	s.httpLn = httpLn
 	var muxOpts []mux.Option
 	if cfg.PeerTLS != nil {

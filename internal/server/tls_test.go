@@ -46,13 +46,19 @@ func TestTLS_HTTPSAndPeerMTLS(t *testing.T) {
 			t.Fatalf("node %d advertises %s", i, u)
 		}
 	}
-	// Go's HTTPS server answers a plain request with a 400, if at all.
+	// A plain request is answered 400 bad_request in JSON
+	// (httpapi.EarlyAnswers), and not served.
 	plain := "http://" + strings.TrimPrefix(c.URL(follower), "https://") + "/v1/cluster"
-	if resp, err := (&http.Client{Timeout: 3 * time.Second}).Get(plain); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode < 400 {
-			t.Fatalf("plain HTTP answered %s", resp.Status)
-		}
+	resp, err := (&http.Client{Timeout: 3 * time.Second}).Get(plain)
+	if err != nil {
+		t.Fatalf("plain HTTP: %v", err)
+	}
+	var perr wire.Error
+	derr := json.NewDecoder(resp.Body).Decode(&perr)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || derr != nil ||
+		perr.Code != wire.CodeBadRequest || !strings.Contains(perr.Message, "use an https:// URL") {
+		t.Fatalf("plain HTTP answered %s %q %+v (%v), want 400 bad_request in JSON", resp.Status, resp.Header.Get("Content-Type"), perr, derr)
 	}
 
 	clientTLS, err := certs.ClientTLS(f(certs.CAFile), "", "")
@@ -85,7 +91,7 @@ func TestTLS_HTTPSAndPeerMTLS(t *testing.T) {
 	if a.Token == 0 {
 		t.Fatalf("acquire through the follower: %+v", a)
 	}
-	resp, err := hc.Get(c.URL(leader) + "/v1/locks/tls/a")
+	resp, err = hc.Get(c.URL(leader) + "/v1/locks/tls/a")
 	if err != nil {
 		t.Fatal(err)
 	}
