@@ -27,7 +27,7 @@ func electCmd(args []string) int {
 	if err := wire.ValidateName(name); err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	h, code := f.open("lockd elect")
+	h, code := f.open("lockd elect", command)
 	if h == nil {
 		return code
 	}

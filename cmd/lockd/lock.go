@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/httpapi/wire"
@@ -19,6 +21,7 @@ import (
 type holdFlags struct {
 	clientFlags
 	ttl, lockDelay, grace time.Duration
+	sessionName           string
 }
 
 func (f *holdFlags) registerHold(fs *flag.FlagSet) {
@@ -26,6 +29,33 @@ func (f *holdFlags) registerHold(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ttl, "ttl", wire.DefaultTTL, "session TTL")
 	fs.DurationVar(&f.lockDelay, "lock-delay", wire.DefaultLockDelay, "how long the lock stays ungrantable if this session expires")
 	fs.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+	fs.StringVar(&f.sessionName, "session-name", "", "the session's name, shown by lockd sessions, lockd locks and the status page (default HOST:PID:COMMAND, COMMAND the base name of CMD, or lockd without one)")
+}
+
+// defaultSessionName names a session after this host, this process and the
+// command it runs (its base name: arguments may hold secrets, and every
+// token may read session names), or "lockd" without one.
+func defaultSessionName(command []string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	what := "lockd"
+	if len(command) > 0 {
+		what = filepath.Base(command[0])
+	}
+	return truncateUTF8(fmt.Sprintf("%s:%d:%s", host, os.Getpid(), what), wire.MaxSessionNameLen)
+}
+
+// truncateUTF8 cuts s to at most n bytes, never inside a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func lockCmd(args []string) int {
@@ -50,7 +80,7 @@ func lockCmd(args []string) int {
 	if wait < 0 {
 		return usageErr(fs, "--wait must not be negative")
 	}
-	h, code := f.open("lockd lock")
+	h, code := f.open("lockd lock", command)
 	if h == nil {
 		return code
 	}
@@ -86,7 +116,11 @@ type holder struct {
 	grace time.Duration
 }
 
-func (f *holdFlags) open(cmd string) (*holder, int) {
+func (f *holdFlags) open(cmd string, command []string) (*holder, int) {
+	name := f.sessionName
+	if name == "" {
+		name = defaultSessionName(command)
+	}
 	c, err := f.client()
 	if err != nil {
 		return nil, fail(os.Stderr, cmd, err)
@@ -95,7 +129,7 @@ func (f *holdFlags) open(cmd string) (*holder, int) {
 	signal.Notify(h.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h.s, err = client.NewSession(ctx, c, client.WithTTL(f.ttl), client.WithLockDelay(f.lockDelay))
+	h.s, err = client.NewSession(ctx, c, client.WithTTL(f.ttl), client.WithLockDelay(f.lockDelay), client.WithName(name))
 	if err != nil {
 		signal.Stop(h.sigs)
 		return nil, fail(os.Stderr, cmd, fmt.Errorf("create session: %w", err))

@@ -46,21 +46,33 @@ func infoCmd(name string, args []string) int {
 		v, err, table = cl, e, func(w io.Writer) { printCluster(w, cl) }
 	case "locks":
 		ls, e := c.Locks(ctx)
-		v, err, table = ls, e, func(w io.Writer) { printLocks(w, ls) }
+		var names map[string]string
+		if e == nil && !f.jsonOut {
+			names = sessionNames(ctx, c)
+		}
+		v, err, table = ls, e, func(w io.Writer) { printLocks(w, ls, names) }
 	case "sessions":
 		ss, e := c.Sessions(ctx)
 		v, err, table = ss, e, func(w io.Writer) { printSessions(w, ss) }
 	case "elections":
 		es, e := c.Elections(ctx)
-		v, err, table = es, e, func(w io.Writer) { printElections(w, es) }
+		var names map[string]string
+		if e == nil && !f.jsonOut {
+			names = sessionNames(ctx, c)
+		}
+		v, err, table = es, e, func(w io.Writer) { printElections(w, es, names) }
 	case "leader":
 		l, e := c.Election(ctx, pos[0])
 		if errors.Is(e, client.ErrNoElectionLeader) {
 			fmt.Fprintf(os.Stderr, "lockd leader: nobody leads %q\n", pos[0])
 			return exitNotAcquired
 		}
+		var names map[string]string
+		if e == nil && !f.jsonOut {
+			names = sessionNames(ctx, c)
+		}
 		v, err, table = l, e, func(w io.Writer) {
-			fmt.Fprintf(w, "SESSION\tVALUE\tTOKEN\n%s\t%s\t%d\n", l.Session, l.Value, l.Token)
+			fmt.Fprintf(w, "SESSION\tSESSION NAME\tVALUE\tTOKEN\n%s\t%s\t%s\t%d\n", l.Session, dash(names[l.Session]), l.Value, l.Token)
 		}
 	}
 	if err != nil {
@@ -118,12 +130,30 @@ func printCluster(w io.Writer, c wire.Cluster) {
 	}
 }
 
-func printLocks(w io.Writer, ls []wire.Lock) {
-	fmt.Fprintln(w, "NAME\tMODE\tHOLDERS (session:token)\tWAITERS\tDELAY UNTIL")
+// sessionNames maps the id of every named session to its name, as the
+// sessions list shows them (ids of other tokens' sessions shortened, as
+// in the lock list), so that a table can say who holds what. It is nil
+// when the list cannot be read: the table then shows ids only.
+func sessionNames(ctx context.Context, c *client.Client) map[string]string {
+	ss, err := c.Sessions(ctx)
+	if err != nil {
+		return nil
+	}
+	names := make(map[string]string, len(ss))
+	for _, s := range ss {
+		if s.Name != "" {
+			names[s.ID] = s.Name
+		}
+	}
+	return names
+}
+
+func printLocks(w io.Writer, ls []wire.Lock, names map[string]string) {
+	fmt.Fprintln(w, "NAME\tMODE\tHOLDERS (session:token name)\tWAITERS\tDELAY UNTIL")
 	for _, l := range ls {
 		var hs []string
 		for _, h := range l.Holders {
-			hs = append(hs, fmt.Sprintf("%s:%d", short(h.Session), h.Token))
+			hs = append(hs, holderText(h, names))
 		}
 		delay := "-"
 		if l.DelayUntil != nil {
@@ -131,6 +161,16 @@ func printLocks(w io.Writer, ls []wire.Lock) {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", l.Name, dash(l.Mode), dash(strings.Join(hs, " ")), len(l.Waiters), delay)
 	}
+}
+
+// holderText shows a holder as its short session id and token, then its
+// session's name when it has one.
+func holderText(h wire.Holder, names map[string]string) string {
+	s := fmt.Sprintf("%s:%d", short(h.Session), h.Token)
+	if n := names[h.Session]; n != "" {
+		s += " (" + n + ")"
+	}
+	return s
 }
 
 func printSessions(w io.Writer, ss []wire.Session) {
@@ -141,10 +181,10 @@ func printSessions(w io.Writer, ss []wire.Session) {
 	}
 }
 
-func printElections(w io.Writer, es []wire.Election) {
-	fmt.Fprintln(w, "NAME\tSESSION\tVALUE\tTOKEN")
+func printElections(w io.Writer, es []wire.Election, names map[string]string) {
+	fmt.Fprintln(w, "NAME\tSESSION\tSESSION NAME\tVALUE\tTOKEN")
 	for _, e := range es {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", e.Name, dash(e.Session), dash(e.Value), e.Token)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", e.Name, dash(e.Session), dash(names[e.Session]), dash(e.Value), e.Token)
 	}
 }
 
