@@ -1,7 +1,7 @@
 // Command lockd is the lockd server and its command-line tools.
 //
 //	lockd serve [flags]                  run a node (no flags: a single-node cluster on 127.0.0.1:7400)
-//	lockd lock [flags] NAME -- CMD...    run CMD holding a lock
+//	lockd lock [flags] NAME [-- CMD...]  run CMD holding a lock; without CMD, hold it until interrupted
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
 //	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
@@ -83,7 +83,9 @@ func usage() {
 Usage:
   lockd serve [flags]                   run a node; with no flags, a single-node cluster
                                         (HTTP 127.0.0.1:7400, peers 127.0.0.1:7401, data ./lockd-data)
-  lockd lock [flags] NAME -- CMD...     run CMD holding the lock NAME (LOCKD_TOKEN in its environment)
+  lockd lock [flags] NAME [-- CMD...]   run CMD holding the lock NAME (LOCKD_TOKEN in its environment);
+                                        without CMD, print the fencing token and hold the lock until
+                                        interrupted; --wait forever (the default), a duration, or 0
   lockd elect [flags] NAME [-- CMD...]  run CMD while leader of NAME; without CMD, print leader changes
   lockd status | locks | sessions | elections
                                         the cluster, its locks, sessions, elections (--json for scripts)

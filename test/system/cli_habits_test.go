@@ -1,11 +1,13 @@
 package system
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,4 +83,110 @@ func TestCLI_SessionsAreNamedAfterHostPidAndCommand(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lines starts a goroutine that sends each line cmd writes on its standard
+// output; call before cmd.Start.
+func lines(t *testing.T, cmd *exec.Cmd) <-chan string {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan string, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+// nextLine returns the next line of ch, failing the test if none comes
+// within a generous bound.
+func nextLine(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
+	select {
+	case l, ok := <-ch:
+		if !ok {
+			t.Fatalf("%s: the output ended", what)
+		}
+		return l
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no line within 30 s", what)
+	}
+	return ""
+}
+
+// waitExit waits, boundedly, for cmd to exit and returns its exit code.
+func waitExit(t *testing.T, cmd *exec.Cmd, what string) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return exitCodeOf(err)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%s: did not exit within 30 s", what)
+	}
+	return -1
+}
+
+// `lockd lock NAME` without a command prints the lock's name and token
+// once held, holds it until interrupted (SIGINT, SIGTERM), and then
+// releases it; another `lockd lock` with the default --wait (forever)
+// queues behind it and gets the lock with a higher token.
+func TestCLI_LockWithoutCommandHoldsUntilInterrupted(t *testing.T) {
+	c := mustStartCluster(t, 1)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		holder := lockdCmd(t, c, "lock", "held")
+		out := lines(t, holder)
+		if err := holder.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var tok uint64
+		line := nextLine(t, out, "the holder's line")
+		if _, err := fmt.Sscanf(line, "lock=held token=%d session=", &tok); err != nil || tok == 0 {
+			t.Fatalf("holder printed %q, want lock=held token=N session=ID", line)
+		}
+		if code := exitCodeOf(lockdCmd(t, c, "lock", "--wait", "0", "held", "--", "true").Run()); code != 3 {
+			t.Fatalf("try-lock while held exited %d, want 3", code)
+		}
+		waiter := lockdCmd(t, c, "lock", "held", "--", "sh", "-c", `echo "$LOCKD_TOKEN"`)
+		wout := lines(t, waiter)
+		if err := waiter.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 15*time.Second, "the waiter to queue", func() bool {
+			out, _ := lockdCmd(t, c, "locks", "--json").Output()
+			var ls []wire.Lock
+			return json.Unmarshal(out, &ls) == nil && len(ls) == 1 && len(ls[0].Waiters) == 1
+		})
+		if err := holder.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, holder, "the holder"); code != 0 {
+			t.Fatalf("holder exited %d after %v, want 0", code, sig)
+		}
+		var next uint64
+		if l := nextLine(t, wout, "the waiter's token"); !scanUint(l, &next) || next <= tok {
+			t.Fatalf("the waiter ran with token %q, want one above %d", l, tok)
+		}
+		if code := waitExit(t, waiter, "the waiter"); code != 0 {
+			t.Fatalf("waiter exited %d", code)
+		}
+	}
+	for _, w := range []string{"forever", "-1"} {
+		if code := exitCodeOf(lockdCmd(t, c, "lock", "--wait", w, "held", "--", "true").Run()); code != 0 {
+			t.Fatalf("lock --wait %s of a free lock exited %d", w, code)
+		}
+	}
+}
+
+func scanUint(s string, v *uint64) bool {
+	_, err := fmt.Sscan(s, v)
+	return err == nil
 }
