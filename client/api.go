@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"net/url"
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
@@ -29,7 +30,24 @@ func (c *Client) Cluster(ctx context.Context) (wire.Cluster, error) {
 // page, each page on its own: a session created or ended meanwhile may be
 // missing, or shown as it was.
 func (c *Client) Sessions(ctx context.Context) ([]wire.Session, error) {
-	return listAll(ctx, c, "/v1/sessions", func(l *wire.SessionList) ([]wire.Session, string) { return l.Sessions, l.Next })
+	return c.SessionsWith(ctx, Default)
+}
+
+// SessionsWith is Sessions with a read consistency: with Stale, the node
+// asked answers from its own state, and a follower's answer has no
+// TTLRemaining or RenewedAt (only the leader sees keepalives).
+func (c *Client) SessionsWith(ctx context.Context, cons Consistency) ([]wire.Session, error) {
+	return listAllWith(ctx, c, "/v1/sessions", cons, func(l *wire.SessionList) ([]wire.Session, string) { return l.Sessions, l.Next })
+}
+
+// SessionInfo reads one session: what it holds, and, from the leader,
+// the time it has left (TTLRemaining) and its last renewal (RenewedAt),
+// like etcdctl lease timetolive. A session that does not exist is
+// ErrSessionExpired.
+func (c *Client) SessionInfo(ctx context.Context, id string, cons Consistency) (wire.Session, error) {
+	var out wire.Session
+	err := c.call(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+query(0, 0, string(cons)), nil, &out, idempotent, 0)
+	return out, err
 }
 
 // Locks lists every lock that exists (held, queued for or in lock-delay),
@@ -46,9 +64,18 @@ func (c *Client) Elections(ctx context.Context) ([]wire.Election, error) {
 
 // listAll reads a list through to its last page.
 func listAll[L, T any](ctx context.Context, c *Client, path string, items func(*L) ([]T, string)) ([]T, error) {
+	return listAllWith(ctx, c, path, Default, items)
+}
+
+// listAllWith is listAll with a read consistency.
+func listAllWith[L, T any](ctx context.Context, c *Client, path string, cons Consistency, items func(*L) ([]T, string)) ([]T, error) {
+	var flag string
+	if cons != Default {
+		flag = "&" + string(cons)
+	}
 	return wire.AllPages(func(after string) ([]T, string, error) {
 		var page L
-		if err := c.call(ctx, "GET", path+wire.PageQuery(after, wire.MaxListLimit), nil, &page, idempotent, 0); err != nil {
+		if err := c.call(ctx, "GET", path+wire.PageQuery(after, wire.MaxListLimit)+flag, nil, &page, idempotent, 0); err != nil {
 			return nil, "", err
 		}
 		got, next := items(&page)

@@ -168,10 +168,33 @@ func listLimit(limit int) int {
 
 func (n *Node) wireSession(s fsm.Session) wire.Session {
 	locks, elections := n.fsm.SessionHolds(s.ID)
-	return wire.Session{
+	ws := wire.Session{
 		ID: s.ID, Name: s.Name, TTL: wire.Duration(s.TTL), LockDelay: wire.Duration(s.LockDelay),
 		CreateIndex: s.CreateIndex, Locks: locks, Elections: elections,
 	}
+	n.sessionTimes(&ws, s.TTL)
+	return ws
+}
+
+// sessionTimes fills in the time a session has left and its last renewal,
+// from the deadline table of the term this node leads; on a node that does
+// not lead (a follower's ?stale read) it leaves them out: only the leader
+// sees keepalives. The time left is rounded to the millisecond; the
+// renewal is the deadline less the TTL, told in the node's wall time.
+func (n *Node) sessionTimes(ws *wire.Session, ttl time.Duration) {
+	t := n.currentTerm()
+	if t == nil {
+		return
+	}
+	end, ok := t.sessionDeadline(ws.ID)
+	if !ok {
+		return
+	}
+	now := n.clock.Now()
+	left := wire.Duration(max(end.Sub(now), 0).Round(time.Millisecond))
+	ago := max(now.Sub(end.Add(-n.cfg.Unsafe.sessionTTL(ttl))), 0)
+	at := wallNow(n.clock).Add(-ago).UTC()
+	ws.TTLRemaining, ws.RenewedAt = &left, &at
 }
 
 // newSessionID returns 128 random bits in hex: unguessable, so one client

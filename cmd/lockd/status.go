@@ -19,18 +19,32 @@ import (
 // elections, leader. The lists are read page by page through to the end.
 func infoCmd(name string, args []string) int {
 	usage := "lockd " + name + " [--addr ADDRS] [--json]"
-	if name == "leader" {
+	switch name {
+	case "leader":
 		usage = "lockd leader [--addr ADDRS] [--json] NAME"
+	case "sessions":
+		usage = "lockd sessions [--addr ADDRS] [--json] [--stale] [ID]\n\n" +
+			"Every session, or the one with ID, with its time left and last renewal as the leader sees them\n" +
+			"(LEFT and RENEWED are - in a follower's --stale answer: only the leader sees keepalives)."
 	}
 	fs := newFlagSet("lockd "+name, usage)
 	var f clientFlags
 	f.register(fs, true)
+	var stale bool
+	if name == "sessions" {
+		fs.BoolVar(&stale, "stale", false, "let the node asked answer from its own state, leader or not")
+	}
 	pos, command, err := parseArgs(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
-	if len(command) > 0 || (name == "leader") != (len(pos) == 1) || (name != "leader" && len(pos) > 0) {
+	maxPos := map[string]int{"leader": 1, "sessions": 1}[name]
+	if len(command) > 0 || len(pos) > maxPos || (name == "leader" && len(pos) == 0) {
 		return usageErr(fs, "unexpected arguments")
+	}
+	cons := client.Default
+	if stale {
+		cons = client.Stale
 	}
 	c, err := f.client()
 	if err != nil {
@@ -52,7 +66,12 @@ func infoCmd(name string, args []string) int {
 		}
 		v, err, table = ls, e, func(w io.Writer) { printLocks(w, ls, names) }
 	case "sessions":
-		ss, e := c.Sessions(ctx)
+		if len(pos) == 1 {
+			s, e := c.SessionInfo(ctx, pos[0], cons)
+			v, err, table = s, e, func(w io.Writer) { printSessions(w, []wire.Session{s}) }
+			break
+		}
+		ss, e := c.SessionsWith(ctx, cons)
 		v, err, table = ss, e, func(w io.Writer) { printSessions(w, ss) }
 	case "elections":
 		es, e := c.Elections(ctx)
@@ -173,10 +192,20 @@ func holderText(h wire.Holder, names map[string]string) string {
 	return s
 }
 
+// printSessions shows each session with the time it has left and how long
+// ago it was last renewed, as the leader saw them when it answered ("-"
+// when the answer has no deadline: a follower's stale read). The renewal
+// is told as TTL less the time left, so that it needs no comparison of
+// this machine's clock with the leader's.
 func printSessions(w io.Writer, ss []wire.Session) {
-	fmt.Fprintln(w, "ID\tNAME\tTTL\tLOCK DELAY\tLOCKS\tELECTIONS")
+	fmt.Fprintln(w, "ID\tNAME\tTTL\tLEFT\tRENEWED\tLOCK DELAY\tLOCKS\tELECTIONS")
 	for _, s := range ss {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, dash(s.Name), s.TTL, s.LockDelay,
+		left, renewed := "-", "-"
+		if s.TTLRemaining != nil {
+			left = s.TTLRemaining.D().Round(100 * time.Millisecond).String()
+			renewed = max(s.TTL.D()-s.TTLRemaining.D(), 0).Round(100*time.Millisecond).String() + " ago"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, dash(s.Name), s.TTL, left, renewed, s.LockDelay,
 			dash(strings.Join(s.Locks, ",")), dash(strings.Join(s.Elections, ",")))
 	}
 }

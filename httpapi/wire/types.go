@@ -32,6 +32,15 @@ type Session struct {
 	CreateIndex uint64   `json:"create_index,omitempty"`
 	Locks       []string `json:"locks,omitempty"`
 	Elections   []string `json:"elections,omitempty"`
+	// TTLRemaining and RenewedAt are filled in by the leader, from its
+	// table of session deadlines, which only it keeps (keepalives are not
+	// replicated): how long the session has left before the leader
+	// expires it, and the leader's wall time of the renewal that set that
+	// deadline (the last keepalive, the creation, or the moment this
+	// leader took office and gave every session a full TTL). Absent in
+	// answers a follower gives from its own state (?stale).
+	TTLRemaining *Duration  `json:"ttl_remaining,omitempty"`
+	RenewedAt    *time.Time `json:"renewed_at,omitempty"`
 }
 
 // KeepAliveResponse answers POST /v1/sessions/{id}/keepalive.

@@ -190,3 +190,83 @@ func scanUint(s string, v *uint64) bool {
 	_, err := fmt.Sscan(s, v)
 	return err == nil
 }
+
+// Sessions show the time they have left and their last renewal, from the
+// leader (the API's ttl_remaining and renewed_at, the LEFT and RENEWED
+// columns of `lockd sessions`, also for one session by id); a follower's
+// stale answer leaves them out rather than guess, since only the leader
+// sees keepalives.
+func TestCLI_SessionsShowTimeLeftAndLastRenewal(t *testing.T) {
+	c := mustStartCluster(t, 3)
+	leader := c.waitLeader(15 * time.Second)
+	follower := (leader + 1) % 3
+	lb, fb := c.procs[leader].http, c.procs[follower].http
+	var s wire.Session
+	mustDo(t, lb, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Minute), Name: "timed"}, &s)
+
+	read := func(base, query string) wire.Session {
+		t.Helper()
+		var got wire.Session
+		mustDo(t, base, "GET", "/v1/sessions/"+s.ID+query, nil, &got)
+		return got
+	}
+	first := read(lb, "")
+	if first.TTLRemaining == nil || first.RenewedAt == nil {
+		t.Fatalf("the leader's answer has no ttl_remaining or renewed_at: %+v", first)
+	}
+	if r := first.TTLRemaining.D(); r <= 0 || r > time.Minute {
+		t.Fatalf("ttl_remaining %v, want within (0, 1m]", r)
+	}
+	mustDo(t, lb, "POST", "/v1/sessions/"+s.ID+"/keepalive", nil, nil)
+	second := read(lb, "")
+	if second.RenewedAt == nil || second.RenewedAt.Before(*first.RenewedAt) {
+		t.Fatalf("renewed_at went from %v to %v after a keepalive", first.RenewedAt, second.RenewedAt)
+	}
+	if got := read(lb, "?stale"); got.TTLRemaining == nil {
+		t.Fatalf("the leader's own stale answer has no ttl_remaining: %+v", got)
+	}
+	waitFor(t, 10*time.Second, "the follower to apply the session", func() bool {
+		st, _ := doJSON(fb, "GET", "/v1/sessions/"+s.ID+"?stale", nil, nil)
+		return st == 200
+	})
+	if got := read(fb, "?stale"); got.TTLRemaining != nil || got.RenewedAt != nil {
+		t.Fatalf("a follower's stale answer claims a deadline it cannot know: %+v", got)
+	}
+
+	cli := func(addr string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(mustBuild(t), args...)
+		cmd.Env = append(os.Environ(), "LOCKD_ADDR="+addr)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("lockd %v: %v", args, err)
+		}
+		return string(out)
+	}
+	row := func(table string) []string {
+		for _, l := range strings.Split(table, "\n") {
+			if strings.HasPrefix(l, s.ID) {
+				return strings.Fields(l)
+			}
+		}
+		t.Fatalf("no row for the session in\n%s", table)
+		return nil
+	}
+	// ID NAME TTL LEFT RENEWED(2 words) LOCK-DELAY ...
+	for _, args := range [][]string{{"sessions"}, {"sessions", s.ID}} {
+		f := row(cli(fb, args...)) // a default read: the follower forwards it to the leader
+		if len(f) < 6 || f[1] != "timed" || f[3] == "-" || f[5] != "ago" {
+			t.Fatalf("lockd %v: row %q, want LEFT and RENEWED filled in", args, f)
+		}
+		if d, err := time.ParseDuration(f[3]); err != nil || d <= 0 || d > time.Minute {
+			t.Fatalf("lockd %v: LEFT %q", args, f[3])
+		}
+	}
+	if f := row(cli(fb, "sessions", "--stale")); len(f) < 5 || f[3] != "-" || f[4] != "-" {
+		t.Fatalf("lockd sessions --stale on a follower: row %q, want LEFT and RENEWED as -", f)
+	}
+	var one wire.Session
+	if err := json.Unmarshal([]byte(cli(lb, "sessions", "--json", s.ID)), &one); err != nil || one.ID != s.ID || one.TTLRemaining == nil {
+		t.Fatalf("lockd sessions --json ID: %+v, %v", one, err)
+	}
+}
