@@ -93,7 +93,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.aclBootstrapFile, "acl-bootstrap-token-file", "",
 		"file holding the secret of the first admin token, created once in the cluster's life (or env LOCKD_ACL_BOOTSTRAP_TOKEN)")
 	fs.StringVar(&f.aclTokenFile, "acl-token-file", "",
-		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_ACL_TOKEN; default: the bootstrap token)")
+		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_AGENT_ACL_TOKEN; default: the bootstrap token). "+
+			"LOCKD_ACL_TOKEN is the CLI's own token; serve still reads it, with a warning, when neither is given (deprecated)")
 	fs.Float64Var(&f.rate, "rate-limit", 20000, "requests per second one client address may send to this node (0: no limit); more are answered 429 with Retry-After")
 	fs.IntVar(&f.burst, "rate-burst", 20000, "requests one client address may send at once, above --rate-limit")
 	fs.DurationVar(&f.bodyTimeout, "http-body-timeout", httpapi.DefaultBodyTimeout,
@@ -275,7 +276,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
-	own, err := secretFrom("--acl-token-file", f.aclTokenFile, "LOCKD_ACL_TOKEN")
+	own, err := f.agentToken(logger)
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -448,6 +449,36 @@ func parseClusterHTTP(s, scheme string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// agentToken returns the token the node sends with its own requests:
+// --acl-token-file, else LOCKD_AGENT_ACL_TOKEN, else "" (the bootstrap
+// token). LOCKD_ACL_TOKEN is what a CLI user exports for the client
+// commands; serve read it in place of LOCKD_AGENT_ACL_TOKEN before the two
+// were told apart, and still does, with ACLs on and with a warning, when
+// neither of the others is set. With ACLs off it is never read: a CLI
+// user's token has no business changing a node.
+func (f *serveFlags) agentToken(logger *slog.Logger) (string, error) {
+	own, err := secretFrom("--acl-token-file", f.aclTokenFile, agentTokenEnv)
+	if err != nil || own != "" || !f.aclOn {
+		return own, err
+	}
+	if os.Getenv(cliTokenEnv) == "" {
+		return "", nil
+	}
+	own, err = secretFrom("--acl-token-file", "", cliTokenEnv)
+	if err != nil {
+		return "", err
+	}
+	logger.Warn("deprecated: lockd serve takes its own ACL token from " + cliTokenEnv + ", the variable the client commands send; " +
+		"set " + agentTokenEnv + " or --acl-token-file instead (a later version will ignore " + cliTokenEnv + " here)")
+	return own, nil
+}
+
+// The variables of the node's own ACL token and of the CLI's.
+const (
+	agentTokenEnv = "LOCKD_AGENT_ACL_TOKEN"
+	cliTokenEnv   = "LOCKD_ACL_TOKEN"
+)
 
 // secretFrom reads an ACL secret from file (trailing white space dropped),
 // or else from the environment variable env; "" when neither is set.

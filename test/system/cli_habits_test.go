@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -268,5 +269,37 @@ func TestCLI_SessionsShowTimeLeftAndLastRenewal(t *testing.T) {
 	var one wire.Session
 	if err := json.Unmarshal([]byte(cli(lb, "sessions", "--json", s.ID)), &one); err != nil || one.ID != s.ID || one.TTLRemaining == nil {
 		t.Fatalf("lockd sessions --json ID: %+v, %v", one, err)
+	}
+}
+
+// On a cluster with ACLs on, a client command without a token says how to
+// give one in the CLI's terms (LOCKD_ACL_TOKEN, --acl-token), not the
+// HTTP header; one with a refused token says which token was refused.
+func TestCLI_NoTokenErrorNamesTheVariable(t *testing.T) {
+	const boot = "system-test-bootstrap-secret"
+	file := filepath.Join(t.TempDir(), "boot")
+	if err := os.WriteFile(file, []byte(boot+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := mustStartClusterAs(t, boot, 1, "--acl", "--acl-bootstrap-token-file", file)
+	for _, args := range [][]string{{"locks"}, {"lock", "x", "--", "true"}, {"sessions"}} {
+		cmd := lockdCmd(t, c, args...)
+		cmd.Env = append(cmd.Env, "LOCKD_ACL_TOKEN=")
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if code := exitCodeOf(cmd.Run()); code != exitError {
+			t.Fatalf("lockd %v without a token: exit %d, want %d", args, code, exitError)
+		}
+		if msg := errb.String(); !strings.Contains(msg, "LOCKD_ACL_TOKEN") || !strings.Contains(msg, "--acl-token") ||
+			strings.Contains(msg, "Authorization") {
+			t.Errorf("lockd %v without a token said %q; want LOCKD_ACL_TOKEN and --acl-token, not the header", args, msg)
+		}
+		cmd = lockdCmd(t, c, args...)
+		cmd.Env = append(cmd.Env, "LOCKD_ACL_TOKEN=not-a-token-of-this-cluster")
+		errb.Reset()
+		cmd.Stderr = &errb
+		if code := exitCodeOf(cmd.Run()); code != exitError || !strings.Contains(errb.String(), "refused the token of LOCKD_ACL_TOKEN") {
+			t.Errorf("lockd %v with an unknown token: exit %d, %q", args, code, errb.String())
+		}
 	}
 }
