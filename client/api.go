@@ -90,6 +90,33 @@ func (c *Client) Lock(ctx context.Context, name string, cons Consistency) (wire.
 	return out, err
 }
 
+// WaitLock is a blocking query on a lock: it answers once the lock's
+// ModifyIndex is above index, or when wait (at most wire.MaxWait) runs
+// out, with the lock as it then is. With wait 0 it reads at once.
+func (c *Client) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (wire.Lock, error) {
+	var out wire.Lock
+	err := c.call(ctx, "GET", lockPath(name, "")+query(index, wait, ""), nil, &out, idempotent, wait)
+	return out, err
+}
+
+// WaitElection is WaitLock for an election: it answers once the
+// election's ModifyIndex is above index, or when wait runs out. Session is
+// empty when nobody leads (no ErrNoElectionLeader here).
+func (c *Client) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (wire.Election, error) {
+	var out wire.Election
+	err := c.call(ctx, "GET", electionPath(name, "")+query(index, wait, ""), nil, &out, idempotent, wait)
+	return out, err
+}
+
+// WaitSession is WaitLock for a session: it answers once the applied
+// index (the session's Index) is above index, or when wait runs out; a
+// session that does not exist, or no longer does, is ErrSessionExpired.
+func (c *Client) WaitSession(ctx context.Context, id string, index uint64, wait time.Duration) (wire.Session, error) {
+	var out wire.Session
+	err := c.call(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+query(index, wait, ""), nil, &out, idempotent, wait)
+	return out, err
+}
+
 // CheckToken asks the cluster whether token belongs to a current holder of
 // the lock (Chubby's CheckSequencer). A resource can call it before acting
 // on a request that carries a token; Fence is the cheaper local check.

@@ -107,12 +107,17 @@ func (n *Node) DestroySession(ctx context.Context, id string) error {
 func (n *Node) Session(ctx context.Context, id string, opt wire.ReadOptions) (wire.Session, error) {
 	var found bool
 	s, err := read(ctx, n, opt, func() (wire.Session, uint64) {
+		// The index first: the session, read after, is at least as new,
+		// so a blocking query from this index misses no change.
+		index := n.fsm.AppliedIndex()
 		s, ok := n.fsm.Session(id)
 		found = ok
 		if !ok {
-			return wire.Session{}, n.fsm.AppliedIndex()
+			return wire.Session{}, index
 		}
-		return n.wireSession(s), n.fsm.AppliedIndex()
+		ws := n.wireSession(s)
+		ws.Index = index
+		return ws, index
 	})
 	if err == nil && !found {
 		err = n.apiErr(fsm.ErrSessionNotFound, id, "")

@@ -41,6 +41,9 @@ type Session struct {
 	// answers a follower gives from its own state (?stale).
 	TTLRemaining *Duration  `json:"ttl_remaining,omitempty"`
 	RenewedAt    *time.Time `json:"renewed_at,omitempty"`
+	// Index is set by GET /v1/sessions/{id} only: the applied index the
+	// session was read at, which a blocking query on it compares.
+	Index uint64 `json:"index,omitempty"`
 }
 
 // KeepAliveResponse answers POST /v1/sessions/{id}/keepalive.

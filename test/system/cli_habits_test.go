@@ -303,3 +303,94 @@ func TestCLI_NoTokenErrorNamesTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// startLines starts a lockd command that keeps running and returns the
+// lines of its standard output.
+func startLines(t *testing.T, c *procCluster, args ...string) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := lockdCmd(t, c, args...)
+	out := lines(t, cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, out
+}
+
+// expectLine reads lines of ch until one contains every part, failing
+// the test after a bounded number of lines or when none comes in time.
+func expectLine(t *testing.T, ch <-chan string, what string, parts ...string) string {
+	t.Helper()
+	for range 20 {
+		l := nextLine(t, ch, what)
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(l, p)
+		}
+		if ok {
+			return l
+		}
+	}
+	t.Fatalf("%s: no line with %q among 20", what, parts)
+	return ""
+}
+
+// `lockd watch lock|election|session NAME` and `lockd elect --listen NAME`
+// print the object, then one line per change, through blocking queries,
+// without making a session or campaigning, until interrupted (exit 0); a
+// watched session that ends ends its watch.
+func TestCLI_WatchStreamsChangesWithoutTakingPart(t *testing.T) {
+	c := mustStartCluster(t, 1)
+	base := c.procs[0].http
+	wl, lockLines := startLines(t, c, "watch", "lock", "jobs/a")
+	we, electLines := startLines(t, c, "watch", "election", "boss")
+	wn, listenLines := startLines(t, c, "elect", "--listen", "boss")
+	expectLine(t, lockLines, "the free lock", "lock=jobs/a mode=- holders=- waiters=-", "index=")
+	expectLine(t, electLines, "nobody leads", "election=boss leader=none")
+	expectLine(t, listenLines, "nobody leads (listen)", "election=boss leader=none")
+	if ss := cliSessions(t, c); len(ss) != 0 {
+		t.Fatalf("watching made sessions: %+v", ss)
+	}
+
+	var s wire.Session
+	mustDo(t, base, "POST", "/v1/sessions", wire.CreateSessionRequest{Name: "watched"}, &s)
+	ws, sessLines := startLines(t, c, "watch", "session", s.ID)
+	expectLine(t, sessLines, "the new session", "session="+s.ID, `name="watched"`, "locks=- elections=-")
+
+	var got wire.AcquireResponse
+	mustDo(t, base, "POST", "/v1/locks/jobs/a/acquire", wire.AcquireRequest{Session: s.ID}, &got)
+	expectLine(t, lockLines, "the grant", "mode=exclusive", fmt.Sprintf("holders=%s:%d", s.ID[:8], got.Token))
+	expectLine(t, sessLines, "the session's lock", "locks=jobs/a")
+	mustDo(t, base, "POST", "/v1/elections/boss/campaign", wire.CampaignRequest{Session: s.ID, Value: "v1"}, nil)
+	for _, ch := range []<-chan string{electLines, listenLines} {
+		expectLine(t, ch, "the new leader", "leader="+s.ID, `value="v1"`)
+	}
+	expectLine(t, sessLines, "the session's election", "elections=boss")
+	mustDo(t, base, "POST", "/v1/locks/jobs/a/release", wire.SessionRequest{Session: s.ID}, nil)
+	expectLine(t, lockLines, "the release", "mode=- holders=-")
+	mustDo(t, base, "DELETE", "/v1/sessions/"+s.ID, nil, nil)
+	for _, ch := range []<-chan string{electLines, listenLines} {
+		expectLine(t, ch, "the leader's end", "election=boss leader=none")
+	}
+	expectLine(t, sessLines, "the session's end", "session="+s.ID+" ended")
+	if code := waitExit(t, ws, "watch session after its session ended"); code != 0 {
+		t.Fatalf("watch session exited %d after the session ended, want 0", code)
+	}
+	for _, w := range []struct {
+		cmd *exec.Cmd
+		sig syscall.Signal
+	}{{wl, syscall.SIGINT}, {we, syscall.SIGTERM}, {wn, syscall.SIGINT}} {
+		if err := w.cmd.Process.Signal(w.sig); err != nil {
+			t.Fatal(err)
+		}
+		if code := waitExit(t, w.cmd, strings.Join(w.cmd.Args[1:], " ")); code != 0 {
+			t.Fatalf("%v exited %d after %v, want 0", w.cmd.Args[1:], code, w.sig)
+		}
+	}
+	if code := exitCodeOf(lockdCmd(t, c, "watch", "session", "0123456789abcdef0123456789abcdef").Run()); code != exitError {
+		t.Fatalf("watch of a session that does not exist exited %d, want %d", code, exitError)
+	}
+	if code := exitCodeOf(lockdCmd(t, c, "watch", "queue", "x").Run()); code != 2 {
+		t.Fatalf("watch of an unknown kind exited %d, want 2", code)
+	}
+}
