@@ -72,7 +72,7 @@ func TestExplain_Unauthorized(t *testing.T) {
 		t.Errorf("refused token: %q", got)
 	}
 	other := errors.New("connection refused")
-	if explain(other, false) != other {
+	if explain(other, false) != other { //nolint:errorlint // the very error must come back, not one wrapping it
 		t.Error("explain changed an error that is not a 401")
 	}
 }

@@ -476,8 +476,8 @@ func (f *serveFlags) agentToken(logger *slog.Logger) (string, error) {
 
 // The variables of the node's own ACL token and of the CLI's.
 const (
-	agentTokenEnv = "LOCKD_AGENT_ACL_TOKEN"
-	cliTokenEnv   = "LOCKD_ACL_TOKEN"
+	agentTokenEnv = "LOCKD_AGENT_ACL_TOKEN" //nolint:gosec // G101: the name of a variable that carries a token, not a token
+	cliTokenEnv   = "LOCKD_ACL_TOKEN"       //nolint:gosec // G101: likewise
 )
 
 // secretFrom reads an ACL secret from file (trailing white space dropped),
