@@ -294,6 +294,12 @@ type ReadOptions struct {
 // the leader directly next time and save the hop.
 const HeaderLeader = "X-Lockd-Leader"
 
+// Bounds of a token's expiration_ttl.
+const (
+	MinTokenTTL = time.Second
+	MaxTokenTTL = 10 * 365 * 24 * time.Hour
+)
+
 // CreateTokenRequest is the body of POST /v1/acl/tokens: an admin token,
 // or one with rules (acl.Rule: kind "lock" or "election", a name prefix,
 // access "read" or "write").
@@ -301,6 +307,9 @@ type CreateTokenRequest struct {
 	Description string     `json:"description,omitempty"`
 	Admin       bool       `json:"admin,omitempty"`
 	Rules       []acl.Rule `json:"rules,omitempty"`
+	// ExpirationTTL, if set, makes the token expire that long after its
+	// creation (MinTokenTTL to MaxTokenTTL), as Consul's expiration_ttl.
+	ExpirationTTL Duration `json:"expiration_ttl,omitempty"`
 }
 
 // Token describes an ACL token. Secret is set only in the answer to the
@@ -312,6 +321,10 @@ type Token struct {
 	Admin       bool       `json:"admin,omitempty"`
 	Rules       []acl.Rule `json:"rules"`
 	CreateIndex uint64     `json:"create_index"`
+	// ExpirationTime is when the token stops being accepted (the
+	// creating leader's wall clock plus the expiration TTL); absent for a
+	// token that does not expire.
+	ExpirationTime *time.Time `json:"expiration_time,omitempty"`
 }
 
 // TokenList answers GET /v1/acl/tokens.
@@ -325,5 +338,6 @@ func TokenOf(t acl.Token) Token {
 	if rules == nil {
 		rules = []acl.Rule{}
 	}
-	return Token{AccessorID: t.AccessorID, Description: t.Description, Admin: t.Admin, Rules: rules, CreateIndex: t.CreateIndex}
+	return Token{AccessorID: t.AccessorID, Description: t.Description, Admin: t.Admin, Rules: rules, CreateIndex: t.CreateIndex,
+		ExpirationTime: t.ExpiresAt}
 }

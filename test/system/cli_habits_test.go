@@ -394,3 +394,60 @@ func TestCLI_WatchStreamsChangesWithoutTakingPart(t *testing.T) {
 		t.Fatalf("watch of an unknown kind exited %d, want 2", code)
 	}
 }
+
+// An ACL token may carry an expiry (`acl token create --expiration-ttl`,
+// the API's expiration_ttl): the list shows it, the token works until the
+// leader's wall clock reaches it, is refused from then on (401, told in
+// the CLI's terms), and the leader deletes it from the table. The test
+// steps the node's wall clock (--unsafe-fault-injection's wall_step)
+// rather than wait an hour.
+func TestCLI_ACLTokenExpires(t *testing.T) {
+	const boot = "system-test-bootstrap-secret"
+	file := filepath.Join(t.TempDir(), "boot")
+	if err := os.WriteFile(file, []byte(boot+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := mustStartClusterAs(t, boot, 1, "--acl", "--acl-bootstrap-token-file", file, "--unsafe-fault-injection")
+	as := func(token string, args ...string) (string, string, int) {
+		cmd := lockdCmd(t, c, args...)
+		cmd.Env = append(cmd.Env, "LOCKD_ACL_TOKEN="+token)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), exitCodeOf(err)
+	}
+	out, errOut, code := as(boot, "acl", "token", "create", "--json", "--expiration-ttl", "1h", "--rule", "lock:jobs/:write")
+	var tok wire.Token
+	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil || tok.ExpirationTime == nil {
+		t.Fatalf("acl token create --expiration-ttl 1h: exit %d, %s%s", code, out, errOut)
+	}
+	if left := time.Until(*tok.ExpirationTime); left <= 0 || left > 2*time.Hour {
+		t.Fatalf("expiration_time %v is not about an hour from now", tok.ExpirationTime)
+	}
+	if _, _, code := as(boot, "acl", "token", "create", "--expiration-ttl", "-1s", "--rule", "lock:jobs/:write"); code != exitError {
+		t.Fatalf("a negative expiration TTL: exit %d, want %d", code, exitError)
+	}
+	out, _, code = as(boot, "acl", "token", "list")
+	if code != 0 || !strings.Contains(out, tok.AccessorID) || !strings.Contains(out, tok.ExpirationTime.UTC().Format(time.RFC3339)) ||
+		!strings.Contains(out, "never") {
+		t.Fatalf("acl token list does not show the expiry (and never for the bootstrap token): exit %d\n%s", code, out)
+	}
+	if out, errOut, code := as(tok.Secret, "lock", "jobs/a", "--", "true"); code != 0 {
+		t.Fatalf("lock with the token before its expiry: exit %d, %s%s", code, out, errOut)
+	}
+	step := wire.Duration(2 * time.Hour)
+	if st, e := doJSONAs(boot, c.procs[0].http, "POST", "/v1/debug/clock", wire.ClockSkew{WallStep: &step}, nil); st != 200 {
+		t.Fatalf("step the wall clock: %d %+v", st, e)
+	}
+	_, errOut, code = as(tok.Secret, "lock", "jobs/a", "--", "true")
+	if code != exitError || !strings.Contains(errOut, "expired") || !strings.Contains(errOut, "LOCKD_ACL_TOKEN") {
+		t.Fatalf("lock with the token after its expiry: exit %d, %q", code, errOut)
+	}
+	waitFor(t, 15*time.Second, "the leader to delete the expired token", func() bool {
+		out, _, code := as(boot, "acl", "token", "list")
+		return code == 0 && !strings.Contains(out, tok.AccessorID)
+	})
+	if out, errOut, code := as(boot, "locks"); code != 0 {
+		t.Fatalf("the bootstrap token (no expiry) after the step: exit %d, %s%s", code, out, errOut)
+	}
+}
