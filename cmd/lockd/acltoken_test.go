@@ -14,13 +14,19 @@ import (
 )
 
 // lockd serve takes its own ACL token from --acl-token-file or
-// LOCKD_AGENT_ACL_TOKEN; LOCKD_ACL_TOKEN, the CLI user's token, is read
-// only with ACLs on and neither of those given, with a deprecation
-// warning, and never with ACLs off.
+// LOCKD_AGENT_ACL_TOKEN, else the bootstrap token; LOCKD_ACL_TOKEN, the
+// CLI user's token, is read only with ACLs on and none of those given,
+// with a deprecation warning, is ignored (with a warning) by a node with a
+// bootstrap token, and is never read with ACLs off.
 func TestServeFlags_AgentTokenIsNotTheCLIToken(t *testing.T) {
 	const agent, cli, file = "agent-secret-0123456789", "cli-user-secret-0123456789", "file-secret-0123456789"
 	path := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(path, []byte(file+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const boot = "bootstrap-secret-0123456789"
+	bootFile := filepath.Join(t.TempDir(), "boot")
+	if err := os.WriteFile(bootFile, []byte(boot+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -35,6 +41,8 @@ func TestServeFlags_AgentTokenIsNotTheCLIToken(t *testing.T) {
 		{"CLI variable alone: deprecated", []string{"--acl"}, map[string]string{agentTokenEnv: "", cliTokenEnv: cli}, cli, 1},
 		{"ACLs off: CLI variable not read", nil, map[string]string{agentTokenEnv: "", cliTokenEnv: "not even a valid secret"}, "", 0},
 		{"nothing: the bootstrap token", []string{"--acl"}, map[string]string{agentTokenEnv: "", cliTokenEnv: ""}, "", 0},
+		{"bootstrap token: CLI variable ignored", []string{"--acl", "--acl-bootstrap-token-file", bootFile},
+			map[string]string{agentTokenEnv: "", cliTokenEnv: cli}, "", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := parseServe(t, append(tt.args, "--data", t.TempDir()), tt.env)
@@ -49,8 +57,8 @@ func TestServeFlags_AgentTokenIsNotTheCLIToken(t *testing.T) {
 			if cfg.ACLToken != tt.want {
 				t.Errorf("node token %q, want %q", cfg.ACLToken, tt.want)
 			}
-			if n := strings.Count(logs.String(), "deprecated"); n != tt.warnings {
-				t.Errorf("%d deprecation warnings, want %d:\n%s", n, tt.warnings, logs.String())
+			if n := strings.Count(logs.String(), "level=WARN"); n != tt.warnings {
+				t.Errorf("%d warnings, want %d:\n%s", n, tt.warnings, logs.String())
 			}
 			if strings.Contains(logs.String(), cli) {
 				t.Errorf("a secret was logged:\n%s", logs.String())

@@ -94,7 +94,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 		"file holding the secret of the first admin token, created once in the cluster's life (or env LOCKD_ACL_BOOTSTRAP_TOKEN)")
 	fs.StringVar(&f.aclTokenFile, "acl-token-file", "",
 		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_AGENT_ACL_TOKEN; default: the bootstrap token). "+
-			"LOCKD_ACL_TOKEN is the CLI's own token; serve still reads it, with a warning, when neither is given (deprecated)")
+			"LOCKD_ACL_TOKEN is the CLI's own token: serve reads it only with ACLs on and no other token, not even a bootstrap token (deprecated, with a warning)")
 	fs.Float64Var(&f.rate, "rate-limit", 20000, "requests per second one client address may send to this node (0: no limit); more are answered 429 with Retry-After")
 	fs.IntVar(&f.burst, "rate-burst", 20000, "requests one client address may send at once, above --rate-limit")
 	fs.DurationVar(&f.bodyTimeout, "http-body-timeout", httpapi.DefaultBodyTimeout,
@@ -276,7 +276,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
-	own, err := f.agentToken(logger)
+	own, err := f.agentToken(logger, boot != "")
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -452,17 +452,22 @@ func parseClusterHTTP(s, scheme string) (map[string]string, error) {
 
 // agentToken returns the token the node sends with its own requests:
 // --acl-token-file, else LOCKD_AGENT_ACL_TOKEN, else "" (the bootstrap
-// token). LOCKD_ACL_TOKEN is what a CLI user exports for the client
-// commands; serve read it in place of LOCKD_AGENT_ACL_TOKEN before the two
-// were told apart, and still does, with ACLs on and with a warning, when
-// neither of the others is set. With ACLs off it is never read: a CLI
-// user's token has no business changing a node.
-func (f *serveFlags) agentToken(logger *slog.Logger) (string, error) {
+// token, when the node has one). LOCKD_ACL_TOKEN is what a CLI user
+// exports for the client commands; serve read it in place of
+// LOCKD_AGENT_ACL_TOKEN before the two were told apart. It still does,
+// with ACLs on and a deprecation warning, only when none of the others
+// gives the node a token: a node with a bootstrap token ignores it (with
+// a warning, since it used to override the bootstrap token). With ACLs
+// off it is never read: a CLI user's token has no business changing a
+// node.
+func (f *serveFlags) agentToken(logger *slog.Logger, hasBootstrap bool) (string, error) {
 	own, err := secretFrom("--acl-token-file", f.aclTokenFile, agentTokenEnv)
-	if err != nil || own != "" || !f.aclOn {
+	if err != nil || own != "" || !f.aclOn || os.Getenv(cliTokenEnv) == "" {
 		return own, err
 	}
-	if os.Getenv(cliTokenEnv) == "" {
+	if hasBootstrap {
+		logger.Warn(cliTokenEnv + " is set but lockd serve does not use it: it is the client commands' token; " +
+			"this node sends its bootstrap token (set " + agentTokenEnv + " or --acl-token-file to give it another)")
 		return "", nil
 	}
 	own, err = secretFrom("--acl-token-file", "", cliTokenEnv)
