@@ -98,7 +98,7 @@ func lockCmd(args []string) int {
 	f.registerHold(fs)
 	wait := waitFlag{forever: true}
 	var shared bool
-	fs.Var(&wait, "wait", "how long to wait for the lock: a duration such as 30s, 0 to try once (exit 3 if held), or forever, also spelt -1 (default forever)")
+	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` such as 30s, 0 to try once (exit 3 if held), or forever, also spelt -1")
 	fs.BoolVar(&shared, "shared", false, "take the lock in shared mode")
 	pos, command, err := parseArgs(fs, args)
 	if err != nil {
