@@ -31,6 +31,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Access is what a rule grants, or what an action needs.
@@ -69,6 +70,19 @@ type Token struct {
 	Rules       []Rule `json:"rules,omitempty"`
 	// CreateIndex is the Raft index of the entry that created it.
 	CreateIndex uint64 `json:"create_index"`
+	// ExpiresAt, if set, is when the token stops being accepted: an
+	// absolute wall time, stamped by the leader that created it (its wall
+	// clock plus the expiration TTL asked for) into the entry, so that
+	// every replica stores the same instant. Each node compares it with its
+	// own wall clock when it authorizes a request (the leader for
+	// everything but a follower's stale reads), and the leader deletes an
+	// expired token with a revoke entry.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// Expired reports whether t has an expiry that is not after now.
+func (t Token) Expired(now time.Time) bool {
+	return t.ExpiresAt != nil && !now.Before(*t.ExpiresAt)
 }
 
 // Action is what a request wants to do: Access on the object of Kind named

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"net/url"
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
@@ -29,7 +30,24 @@ func (c *Client) Cluster(ctx context.Context) (wire.Cluster, error) {
 // page, each page on its own: a session created or ended meanwhile may be
 // missing, or shown as it was.
 func (c *Client) Sessions(ctx context.Context) ([]wire.Session, error) {
-	return listAll(ctx, c, "/v1/sessions", func(l *wire.SessionList) ([]wire.Session, string) { return l.Sessions, l.Next })
+	return c.SessionsWith(ctx, Default)
+}
+
+// SessionsWith is Sessions with a read consistency: with Stale, the node
+// asked answers from its own state, and a follower's answer has no
+// TTLRemaining or RenewedAt (only the leader sees keepalives).
+func (c *Client) SessionsWith(ctx context.Context, cons Consistency) ([]wire.Session, error) {
+	return listAllWith(ctx, c, "/v1/sessions", cons, func(l *wire.SessionList) ([]wire.Session, string) { return l.Sessions, l.Next })
+}
+
+// SessionInfo reads one session: what it holds, and, from the leader,
+// the time it has left (TTLRemaining) and its last renewal (RenewedAt),
+// like etcdctl lease timetolive. A session that does not exist is
+// ErrSessionExpired.
+func (c *Client) SessionInfo(ctx context.Context, id string, cons Consistency) (wire.Session, error) {
+	var out wire.Session
+	err := c.call(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+query(0, 0, string(cons)), nil, &out, idempotent, 0)
+	return out, err
 }
 
 // Locks lists every lock that exists (held, queued for or in lock-delay),
@@ -46,9 +64,18 @@ func (c *Client) Elections(ctx context.Context) ([]wire.Election, error) {
 
 // listAll reads a list through to its last page.
 func listAll[L, T any](ctx context.Context, c *Client, path string, items func(*L) ([]T, string)) ([]T, error) {
+	return listAllWith(ctx, c, path, Default, items)
+}
+
+// listAllWith is listAll with a read consistency.
+func listAllWith[L, T any](ctx context.Context, c *Client, path string, cons Consistency, items func(*L) ([]T, string)) ([]T, error) {
+	var flag string
+	if cons != Default {
+		flag = "&" + string(cons)
+	}
 	return wire.AllPages(func(after string) ([]T, string, error) {
 		var page L
-		if err := c.call(ctx, "GET", path+wire.PageQuery(after, wire.MaxListLimit), nil, &page, idempotent, 0); err != nil {
+		if err := c.call(ctx, "GET", path+wire.PageQuery(after, wire.MaxListLimit)+flag, nil, &page, idempotent, 0); err != nil {
 			return nil, "", err
 		}
 		got, next := items(&page)
@@ -60,6 +87,33 @@ func listAll[L, T any](ctx context.Context, c *Client, path string, items func(*
 func (c *Client) Lock(ctx context.Context, name string, cons Consistency) (wire.Lock, error) {
 	var out wire.Lock
 	err := c.call(ctx, "GET", lockPath(name, "")+query(0, 0, string(cons)), nil, &out, idempotent, 0)
+	return out, err
+}
+
+// WaitLock is a blocking query on a lock: it answers once the lock's
+// ModifyIndex is above index, or when wait (at most wire.MaxWait) runs
+// out, with the lock as it then is. With wait 0 it reads at once.
+func (c *Client) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (wire.Lock, error) {
+	var out wire.Lock
+	err := c.call(ctx, "GET", lockPath(name, "")+query(index, wait, ""), nil, &out, idempotent, wait)
+	return out, err
+}
+
+// WaitElection is WaitLock for an election: it answers once the
+// election's ModifyIndex is above index, or when wait runs out. Session is
+// empty when nobody leads (no ErrNoElectionLeader here).
+func (c *Client) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (wire.Election, error) {
+	var out wire.Election
+	err := c.call(ctx, "GET", electionPath(name, "")+query(index, wait, ""), nil, &out, idempotent, wait)
+	return out, err
+}
+
+// WaitSession is WaitLock for a session: it answers once the applied
+// index (the session's Index) is above index, or when wait runs out; a
+// session that does not exist, or no longer does, is ErrSessionExpired.
+func (c *Client) WaitSession(ctx context.Context, id string, index uint64, wait time.Duration) (wire.Session, error) {
+	var out wire.Session
+	err := c.call(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+query(index, wait, ""), nil, &out, idempotent, wait)
 	return out, err
 }
 

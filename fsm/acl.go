@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockd/lockd/acl"
 )
@@ -109,6 +110,10 @@ func (st *state) createToken(o op, c Command) Result {
 	}
 	tok := *c.ACLToken
 	tok.Rules = slices.Clone(tok.Rules)
+	if tok.ExpiresAt != nil {
+		at := *tok.ExpiresAt
+		tok.ExpiresAt = &at
+	}
 	tok.CreateIndex = o.index
 	t.add(tok)
 	if c.Op == OpBootstrapACL {
@@ -153,6 +158,22 @@ func (f *FSM) Tokens() []acl.Token {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.st.tokens.sorted()
+}
+
+// ExpiredTokens returns the accessors of the tokens whose expiry is not
+// after now, in accessor order: what the leader deletes. The FSM decides
+// nothing by time; the leader asks with its own clock.
+func (f *FSM) ExpiredTokens(now time.Time) []string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var out []string
+	for id, tok := range f.st.tokens.byAccessor {
+		if tok.Expired(now) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ACLBootstrapped reports whether the bootstrap token was ever created.

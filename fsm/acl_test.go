@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockd/lockd/acl"
 )
@@ -112,5 +113,41 @@ func TestTokens_SnapshotAndOwner(t *testing.T) {
 	v3 := strings.Replace(string(snap), `"version":4`, `"version":3`, 1)
 	if err := New().Restore(strings.NewReader(v3)); !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("version 3 with tokens: %v", err)
+	}
+}
+
+// A token's expiry is an absolute time carried in its entry: every replica
+// stores the same instant, keeps it through a snapshot, and lists the
+// token as expired for any clock at or after it, never before. The FSM
+// does not refuse an expired token itself: the leader deletes it with a
+// revoke entry.
+func TestTokens_ExpiryIsStoredAsGiven(t *testing.T) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	mk := func() *acl.Token {
+		tok := token("acc-exp", "secret-expiring-1", false, acl.Rule{Kind: acl.Lock, Access: acl.Read})
+		v := at
+		tok.ExpiresAt = &v
+		return tok
+	}
+	var replicas []*FSM
+	for range 2 {
+		h := newHarness(t)
+		h.mustApply(Command{Op: OpCreateToken, Now: at.Add(-time.Hour), ACLToken: mk()})
+		h.mustApply(Command{Op: OpCreateToken, ACLToken: token("acc-forever", "secret-forever-1", false, acl.Rule{Kind: acl.Lock, Access: acl.Read})})
+		replicas = append(replicas, h.f, mustRestore(t, mustSnapshot(t, h.f)))
+	}
+	for i, f := range replicas {
+		got, ok := f.TokenBySecret("secret-expiring-1")
+		if !ok || got.ExpiresAt == nil || !got.ExpiresAt.Equal(at) {
+			t.Fatalf("replica %d: token %+v, want expiry %v", i, got, at)
+		}
+		if e := f.ExpiredTokens(at.Add(-time.Nanosecond)); len(e) != 0 {
+			t.Fatalf("replica %d: expired before its time: %v", i, e)
+		}
+		for _, now := range []time.Time{at, at.Add(time.Hour)} {
+			if e := f.ExpiredTokens(now); len(e) != 1 || e[0] != "acc-exp" {
+				t.Fatalf("replica %d at %v: expired %v, want [acc-exp]", i, now, e)
+			}
+		}
 	}
 }

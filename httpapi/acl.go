@@ -95,7 +95,7 @@ func (s *Server) authorize(r *http.Request, rt route) (*http.Request, error) {
 }
 
 // errUnknownToken refuses a token this node does not know.
-var errUnknownToken = wire.Errorf(wire.CodeUnauthorized, "unknown or revoked token")
+var errUnknownToken = wire.Errorf(wire.CodeUnauthorized, "unknown, revoked or expired token")
 
 // isUnknownToken reports whether authorize refused err's request only
 // because this node does not know its token.
@@ -247,6 +247,9 @@ func (s *Server) createToken(r *http.Request) (any, error) {
 	}
 	if err := acl.Validate(acl.Token{Description: req.Description, Rules: req.Rules}); err != nil {
 		return nil, badRequest("%v", err)
+	}
+	if ttl := req.ExpirationTTL.D(); ttl != 0 && (ttl < wire.MinTokenTTL || ttl > wire.MaxTokenTTL) {
+		return nil, badRequest("expiration_ttl %v: want %v to %v, or none for a token that does not expire", ttl, wire.MinTokenTTL, wire.MaxTokenTTL)
 	}
 	return s.acl.CreateToken(r.Context(), req)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"time"
 
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/fsm"
@@ -15,8 +16,15 @@ import (
 // node's state. A token revoked by an entry this node has applied is not
 // found; a follower that lags behind may still find it for its stale reads
 // until it applies the revocation (the leader serves everything else).
+//
+// A token past its expiry, by this node's wall clock, is not found either,
+// from that instant on, before the leader's revoke entry deletes it.
 func (n *Node) ResolveToken(secret string) (acl.Token, bool) {
-	return n.fsm.TokenBySecret(secret)
+	tok, ok := n.fsm.TokenBySecret(secret)
+	if !ok || tok.Expired(wallNow(n.clock)) {
+		return acl.Token{}, false
+	}
+	return tok, true
 }
 
 // SessionOwner returns the accessor id of the token that created session
@@ -35,6 +43,12 @@ func (n *Node) CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wi
 	}
 	secret := newSecret()
 	tok := acl.Token{AccessorID: newAccessorID(), Hash: acl.Hash(secret), Description: req.Description, Admin: req.Admin, Rules: req.Rules}
+	if ttl := req.ExpirationTTL.D(); ttl > 0 {
+		// An absolute wall time in the entry: every replica stores the
+		// same instant, whatever its own clock says.
+		at := wallNow(n.clock).Add(ttl).UTC()
+		tok.ExpiresAt = &at
+	}
 	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateToken, ACLToken: &tok})
 	if err != nil {
 		return wire.Token{}, err
@@ -102,6 +116,43 @@ func (t *leaderTerm) bootstrapACL() {
 		n.log.Warn("bootstrap ACL token refused", "err", res.Err)
 	case res.ACLToken != nil:
 		n.log.Info("bootstrap ACL token created", "accessor", res.ACLToken.AccessorID)
+	}
+}
+
+// tokenReapEvery is how often the leader looks for expired tokens to
+// delete. Their expiry does not wait for it: from the instant it passes,
+// ResolveToken refuses them.
+const tokenReapEvery = time.Second
+
+// tokenReaper deletes, with a revoke entry each, the tokens whose expiry
+// has passed by the leader's wall clock, so that expired tokens leave the
+// table (and the token list) on every replica at the same point of the log.
+func (t *leaderTerm) tokenReaper() {
+	defer t.wg.Done()
+	n := t.n
+	ticker := time.NewTicker(tokenReapEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if !t.leaseValid() {
+			continue
+		}
+		for _, accessor := range n.fsm.ExpiredTokens(wallNow(n.clock)) {
+			res, err := n.propose(t.ctx, fsm.Command{Op: fsm.OpRevokeToken, ACLToken: &acl.Token{AccessorID: accessor}})
+			switch {
+			case err != nil:
+				n.log.Warn("could not delete an expired ACL token; retrying", "accessor", accessor, "err", err)
+			case res.Err == nil:
+				n.log.Info("ACL token expired and deleted", "accessor", accessor)
+			}
+			if err != nil || t.ctx.Err() != nil {
+				break
+			}
+		}
 	}
 }
 

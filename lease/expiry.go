@@ -235,3 +235,16 @@ func (t *leaderTerm) forget(ids ...string) {
 		t.mu.Unlock()
 	}
 }
+
+// sessionDeadline returns the deadline of a session in the table, on the
+// node's monotonic clock; a session handed to expire keeps the deadline
+// that passed.
+func (t *leaderTerm) sessionDeadline(id string) (time.Time, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.deadlines.byID[id]
+	if !ok {
+		return time.Time{}, false
+	}
+	return e.end, true
+}

@@ -107,9 +107,10 @@ func (t *leaderTerm) establish() {
 	t.mu.Unlock()
 	n.log.Info("master lease gained; serving as leader", "term", t.raftTerm, "sessions", inherited,
 		"lease", n.cfg.leaseDuration())
-	t.wg.Add(2)
+	t.wg.Add(3)
 	go t.expiryLoop()
 	go t.tickLoop()
+	go t.tokenReaper()
 	if n.raft != nil && n.cfg.Voters > 0 {
 		t.wg.Add(1)
 		go n.raft.autopilot(t)

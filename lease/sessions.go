@@ -107,12 +107,17 @@ func (n *Node) DestroySession(ctx context.Context, id string) error {
 func (n *Node) Session(ctx context.Context, id string, opt wire.ReadOptions) (wire.Session, error) {
 	var found bool
 	s, err := read(ctx, n, opt, func() (wire.Session, uint64) {
+		// The index first: the session, read after, is at least as new,
+		// so a blocking query from this index misses no change.
+		index := n.fsm.AppliedIndex()
 		s, ok := n.fsm.Session(id)
 		found = ok
 		if !ok {
-			return wire.Session{}, n.fsm.AppliedIndex()
+			return wire.Session{}, index
 		}
-		return n.wireSession(s), n.fsm.AppliedIndex()
+		ws := n.wireSession(s)
+		ws.Index = index
+		return ws, index
 	})
 	if err == nil && !found {
 		err = n.apiErr(fsm.ErrSessionNotFound, id, "")
@@ -168,10 +173,33 @@ func listLimit(limit int) int {
 
 func (n *Node) wireSession(s fsm.Session) wire.Session {
 	locks, elections := n.fsm.SessionHolds(s.ID)
-	return wire.Session{
+	ws := wire.Session{
 		ID: s.ID, Name: s.Name, TTL: wire.Duration(s.TTL), LockDelay: wire.Duration(s.LockDelay),
 		CreateIndex: s.CreateIndex, Locks: locks, Elections: elections,
 	}
+	n.sessionTimes(&ws, s.TTL)
+	return ws
+}
+
+// sessionTimes fills in the time a session has left and its last renewal,
+// from the deadline table of the term this node leads; on a node that does
+// not lead (a follower's ?stale read) it leaves them out: only the leader
+// sees keepalives. The time left is rounded to the millisecond; the
+// renewal is the deadline less the TTL, told in the node's wall time.
+func (n *Node) sessionTimes(ws *wire.Session, ttl time.Duration) {
+	t := n.currentTerm()
+	if t == nil {
+		return
+	}
+	end, ok := t.sessionDeadline(ws.ID)
+	if !ok {
+		return
+	}
+	now := n.clock.Now()
+	left := wire.Duration(max(end.Sub(now), 0).Round(time.Millisecond))
+	ago := max(now.Sub(end.Add(-n.cfg.Unsafe.sessionTTL(ttl))), 0)
+	at := wallNow(n.clock).Add(-ago).UTC()
+	ws.TTLRemaining, ws.RenewedAt = &left, &at
 }
 
 // newSessionID returns 128 random bits in hex: unguessable, so one client

@@ -12,7 +12,7 @@ import (
 	"github.com/lockd/lockd/httpapi/wire"
 )
 
-const aclUsage = `lockd acl token create [--description TEXT] (--admin | --rule KIND:PREFIX:ACCESS ...) [--addr ADDRS] [--json]
+const aclUsage = `lockd acl token create [--description TEXT] [--expiration-ttl DURATION] (--admin | --rule KIND:PREFIX:ACCESS ...) [--addr ADDRS] [--json]
   lockd acl token list | self [--addr ADDRS] [--json]
   lockd acl token revoke ACCESSOR_ID [--addr ADDRS]
 The token sent is LOCKD_ACL_TOKEN (or --acl-token); create, list and revoke need an admin token.
@@ -41,6 +41,7 @@ func aclCmd(args []string) int {
 	desc := fs.String("description", "", "create: what the token is for")
 	admin := fs.Bool("admin", false, "create: an admin token (everything, including tokens and membership)")
 	fs.Var(&rules, "rule", "create: a rule KIND:PREFIX:ACCESS; repeat for more")
+	expiry := fs.Duration("expiration-ttl", 0, "create: the token expires this long after its creation (1s to 87600h; default: never)")
 	if len(args) < 2 || args[0] != "token" {
 		return usageErr(fs, "want: lockd acl token create|list|self|revoke")
 	}
@@ -52,8 +53,8 @@ func aclCmd(args []string) int {
 	if len(command) > 0 || (verb == "revoke") != (len(pos) == 1) || (verb != "revoke" && len(pos) > 0) {
 		return usageErr(fs, "unexpected arguments")
 	}
-	if verb != "create" && (*admin || len(rules) > 0 || *desc != "") {
-		return usageErr(fs, "--admin, --rule and --description are for create")
+	if verb != "create" && (*admin || len(rules) > 0 || *desc != "" || *expiry != 0) {
+		return usageErr(fs, "--admin, --rule, --description and --expiration-ttl are for create")
 	}
 	c, err := f.client()
 	if err != nil {
@@ -68,9 +69,10 @@ func aclCmd(args []string) int {
 		if *admin == (len(rules) > 0) {
 			return usageErr(fs, "give --admin or at least one --rule, not both")
 		}
-		tok, e := c.CreateToken(ctx, wire.CreateTokenRequest{Description: *desc, Admin: *admin, Rules: rules})
+		tok, e := c.CreateToken(ctx, wire.CreateTokenRequest{Description: *desc, Admin: *admin, Rules: rules,
+			ExpirationTTL: wire.Duration(*expiry)})
 		v, err, table = tok, e, func(w io.Writer) {
-			fmt.Fprintf(w, "ACCESSOR\tSECRET\n%s\t%s\n", tok.AccessorID, tok.Secret)
+			fmt.Fprintf(w, "ACCESSOR\tSECRET\tEXPIRES\n%s\t%s\t%s\n", tok.AccessorID, tok.Secret, expires(tok))
 			fmt.Fprintln(os.Stderr, "lockd acl token create: the secret is shown once; the cluster keeps only its hash")
 		}
 	case "list":
@@ -92,12 +94,21 @@ func aclCmd(args []string) int {
 }
 
 func printTokens(w io.Writer, toks []wire.Token) {
-	fmt.Fprintln(w, "ACCESSOR\tADMIN\tRULES\tDESCRIPTION")
+	fmt.Fprintln(w, "ACCESSOR\tADMIN\tRULES\tEXPIRES\tDESCRIPTION")
 	for _, t := range toks {
 		rules := make([]string, len(t.Rules))
 		for i, r := range t.Rules {
 			rules[i] = r.String()
 		}
-		fmt.Fprintf(w, "%s\t%v\t%s\t%s\n", t.AccessorID, t.Admin, strings.Join(rules, ","), t.Description)
+		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\n", t.AccessorID, t.Admin, strings.Join(rules, ","), expires(t), t.Description)
 	}
+}
+
+// expires shows when a token expires (the leader's wall time, in UTC), or
+// "never".
+func expires(t wire.Token) string {
+	if t.ExpirationTime == nil {
+		return "never"
+	}
+	return t.ExpirationTime.UTC().Format(time.RFC3339)
 }

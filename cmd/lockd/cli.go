@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/certs"
 )
 
@@ -49,11 +50,16 @@ func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
 	}
 }
 
+// tokenGiven records whether a client command was given an ACL token
+// (LOCKD_ACL_TOKEN or --acl-token), for fail's explanation of a 401.
+var tokenGiven bool
+
 func (f *clientFlags) client() (*client.Client, error) {
 	addrs, tlsCfg, err := f.endpoints()
 	if err != nil {
 		return nil, err
 	}
+	tokenGiven = f.aclToken != ""
 	return client.NewWithConfig(client.Config{Endpoints: addrs, TLS: tlsCfg, BearerToken: f.aclToken})
 }
 
@@ -115,8 +121,27 @@ func usageErr(fs *flag.FlagSet, format string, args ...any) int {
 }
 
 func fail(w io.Writer, cmd string, err error) int {
-	fmt.Fprintf(w, "%s: %v\n", cmd, err)
+	fmt.Fprintf(w, "%s: %v\n", cmd, explain(err, tokenGiven))
 	return exitError
+}
+
+// explain rewrites a 401 unauthorized in the CLI's terms: the server's
+// sentence names the HTTP header, which a CLI user does not write; the CLI
+// sends the token of LOCKD_ACL_TOKEN or --acl-token.
+func explain(err error, given bool) error {
+	if wire.CodeOf(err) != wire.CodeUnauthorized {
+		return err
+	}
+	if !given {
+		return errors.New("the cluster has ACLs on and no token was given: " +
+			"set LOCKD_ACL_TOKEN to your token's secret (or pass --acl-token, which shows in ps)")
+	}
+	var e *wire.Error
+	msg := err.Error()
+	if errors.As(err, &e) {
+		msg = e.Message
+	}
+	return fmt.Errorf("the cluster refused the token of LOCKD_ACL_TOKEN (or --acl-token): %s", msg)
 }
 
 // flagErr turns a flag parsing error into an exit code: -h is not an error.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/lockd/lockd/client"
@@ -11,11 +13,15 @@ import (
 )
 
 func electCmd(args []string) int {
-	fs := newFlagSet("lockd elect", "lockd elect [flags] NAME [-- CMD [ARGS...]]")
+	fs := newFlagSet("lockd elect", "lockd elect [flags] NAME [-- CMD [ARGS...]]\n"+
+		"       lockd elect --listen NAME   (observe: print the leader and each change, without campaigning)")
 	var f holdFlags
 	f.registerHold(fs)
 	var value string
+	var listen, jsonOut bool
 	fs.StringVar(&value, "value", "", "the value to lead with (e.g. this process's address)")
+	fs.BoolVar(&listen, "listen", false, "do not campaign: print the leader, then each change, until interrupted (as lockd watch election NAME); no session is made")
+	fs.BoolVar(&jsonOut, "json", false, "with --listen: print JSON, one object a line")
 	pos, command, err := parseArgs(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -27,7 +33,22 @@ func electCmd(args []string) int {
 	if err := wire.ValidateName(name); err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	h, code := f.open("lockd elect")
+	if jsonOut && !listen {
+		return usageErr(fs, "--json is for --listen")
+	}
+	if listen {
+		if len(command) > 0 || value != "" {
+			return usageErr(fs, "--listen takes no command and no --value: it does not campaign")
+		}
+		c, err := f.client()
+		if err != nil {
+			return fail(os.Stderr, fs.Name(), err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+		return watch(ctx, os.Stdout, fs.Name(), watcherFor(c, "election", name), jsonOut)
+	}
+	h, code := f.open("lockd elect", command)
 	if h == nil {
 		return code
 	}

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/httpapi/wire"
@@ -19,6 +21,7 @@ import (
 type holdFlags struct {
 	clientFlags
 	ttl, lockDelay, grace time.Duration
+	sessionName           string
 }
 
 func (f *holdFlags) registerHold(fs *flag.FlagSet) {
@@ -26,31 +29,89 @@ func (f *holdFlags) registerHold(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ttl, "ttl", wire.DefaultTTL, "session TTL")
 	fs.DurationVar(&f.lockDelay, "lock-delay", wire.DefaultLockDelay, "how long the lock stays ungrantable if this session expires")
 	fs.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+	fs.StringVar(&f.sessionName, "session-name", "", "the session's name, shown by lockd sessions, lockd locks and the status page (default HOST:PID:COMMAND, COMMAND the base name of CMD, or lockd without one)")
+}
+
+// defaultSessionName names a session after this host, this process and the
+// command it runs (its base name: arguments may hold secrets, and every
+// token may read session names), or "lockd" without one.
+func defaultSessionName(command []string) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	what := "lockd"
+	if len(command) > 0 {
+		what = filepath.Base(command[0])
+	}
+	return truncateUTF8(fmt.Sprintf("%s:%d:%s", host, os.Getpid(), what), wire.MaxSessionNameLen)
+}
+
+// truncateUTF8 cuts s to at most n bytes, never inside a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// waitFlag is --wait of lockd lock: a duration, 0 to try once, or
+// "forever" (also spelt -1) to wait until the lock is granted or lockd is
+// interrupted.
+type waitFlag struct {
+	d       time.Duration
+	forever bool
+}
+
+func (w *waitFlag) String() string {
+	if w.forever {
+		return "forever"
+	}
+	return w.d.String()
+}
+
+func (w *waitFlag) Set(s string) error {
+	if s == "forever" || s == "-1" {
+		*w = waitFlag{forever: true}
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s, 0 to try once, or forever (or -1)")
+	}
+	if d < 0 {
+		return fmt.Errorf("a negative wait: want a duration, 0 to try once, or forever (or -1)")
+	}
+	*w = waitFlag{d: d}
+	return nil
 }
 
 func lockCmd(args []string) int {
-	fs := newFlagSet("lockd lock", "lockd lock [flags] NAME -- CMD [ARGS...]")
+	fs := newFlagSet("lockd lock", "lockd lock [flags] NAME [-- CMD [ARGS...]]\n\n"+
+		"With CMD, run it holding the lock, and release the lock when it exits.\n"+
+		"Without CMD, print the lock's name and fencing token once it is held, and hold it\n"+
+		"until lockd is interrupted (SIGINT, SIGTERM, SIGHUP), then release it.")
 	var f holdFlags
 	f.registerHold(fs)
-	var wait time.Duration
+	wait := waitFlag{forever: true}
 	var shared bool
-	fs.DurationVar(&wait, "wait", time.Minute, "how long to wait for the lock; 0 tries once")
+	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` such as 30s, 0 to try once (exit 3 if held), or forever, also spelt -1")
 	fs.BoolVar(&shared, "shared", false, "take the lock in shared mode")
 	pos, command, err := parseArgs(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
-	if len(pos) != 1 || len(command) == 0 {
-		return usageErr(fs, "want one lock NAME, then -- and the command to run")
+	if len(pos) != 1 {
+		return usageErr(fs, "want one lock NAME (then, optionally, -- and the command to run)")
 	}
 	name := pos[0]
 	if err := wire.ValidateName(name); err != nil {
 		return usageErr(fs, "%v", err)
 	}
-	if wait < 0 {
-		return usageErr(fs, "--wait must not be negative")
-	}
-	h, code := f.open("lockd lock")
+	h, code := f.open("lockd lock", command)
 	if h == nil {
 		return code
 	}
@@ -61,21 +122,43 @@ func lockCmd(args []string) int {
 	}
 	m := client.NewMutex(h.s, name, opts...)
 	if code := h.acquire(func(ctx context.Context) error {
-		if wait == 0 {
+		switch {
+		case wait.forever:
+			return m.Lock(ctx)
+		case wait.d == 0:
 			return m.TryLock(ctx)
 		}
-		ctx, cancel := context.WithTimeout(ctx, wait)
+		ctx, cancel := context.WithTimeout(ctx, wait.d)
 		defer cancel()
 		return m.Lock(ctx)
 	}, "lock "+name); code >= 0 {
 		return code
 	}
-	env := []string{"LOCKD_LOCK=" + name, fmt.Sprintf("LOCKD_TOKEN=%d", m.Token())}
-	code = h.run(command, env, m.Lost(), "lock "+name)
+	if len(command) == 0 {
+		code = h.hold(m.Lost(), "lock "+name, fmt.Sprintf("lock=%s token=%d session=%s", name, m.Token(), h.s.ID()))
+	} else {
+		env := []string{"LOCKD_LOCK=" + name, fmt.Sprintf("LOCKD_TOKEN=%d", m.Token())}
+		code = h.run(command, env, m.Lost(), "lock "+name)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = m.Unlock(ctx) // if this fails, closing the session (deferred) releases the lock
 	return code
+}
+
+// hold prints line on standard output, then waits until a signal arrives
+// (exit 0: the caller releases) or what is held is lost (exitLost).
+func (h *holder) hold(lost <-chan struct{}, what, line string) int {
+	fmt.Println(line)
+	fmt.Fprintf(os.Stderr, "%s: holding %s until interrupted (Ctrl-C)\n", h.cmd, what)
+	select {
+	case sig := <-h.sigs:
+		fmt.Fprintf(os.Stderr, "%s: %v: releasing %s\n", h.cmd, sig, what)
+		return exitOK
+	case <-lost:
+		fmt.Fprintf(os.Stderr, "%s: %s lost (%v)\n", h.cmd, what, h.s.Err())
+		return exitLost
+	}
 }
 
 // holder is a session plus the signal handling of a command run under it.
@@ -86,7 +169,11 @@ type holder struct {
 	grace time.Duration
 }
 
-func (f *holdFlags) open(cmd string) (*holder, int) {
+func (f *holdFlags) open(cmd string, command []string) (*holder, int) {
+	name := f.sessionName
+	if name == "" {
+		name = defaultSessionName(command)
+	}
 	c, err := f.client()
 	if err != nil {
 		return nil, fail(os.Stderr, cmd, err)
@@ -95,7 +182,7 @@ func (f *holdFlags) open(cmd string) (*holder, int) {
 	signal.Notify(h.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h.s, err = client.NewSession(ctx, c, client.WithTTL(f.ttl), client.WithLockDelay(f.lockDelay))
+	h.s, err = client.NewSession(ctx, c, client.WithTTL(f.ttl), client.WithLockDelay(f.lockDelay), client.WithName(name))
 	if err != nil {
 		signal.Stop(h.sigs)
 		return nil, fail(os.Stderr, cmd, fmt.Errorf("create session: %w", err))

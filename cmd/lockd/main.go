@@ -1,8 +1,10 @@
 // Command lockd is the lockd server and its command-line tools.
 //
 //	lockd serve [flags]                  run a node (no flags: a single-node cluster on 127.0.0.1:7400)
-//	lockd lock [flags] NAME -- CMD...    run CMD holding a lock
+//	lockd lock [flags] NAME [-- CMD...]  run CMD holding a lock; without CMD, hold it until interrupted
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
+//	lockd elect --listen NAME            print changes of leader without campaigning
+//	lockd watch lock|election|session NAME  print the object, then a line per change
 //	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
 //	lockd members [add ID PEER --http URL | remove ID]  list, add or remove members
@@ -51,6 +53,8 @@ func run(args []string) int {
 		return lockCmd(args[1:])
 	case "elect":
 		return electCmd(args[1:])
+	case "watch":
+		return watchCmd(args[1:])
 	case "status", "locks", "sessions", "elections", "leader":
 		return infoCmd(args[0], args[1:])
 	case "bench":
@@ -83,8 +87,14 @@ func usage() {
 Usage:
   lockd serve [flags]                   run a node; with no flags, a single-node cluster
                                         (HTTP 127.0.0.1:7400, peers 127.0.0.1:7401, data ./lockd-data)
-  lockd lock [flags] NAME -- CMD...     run CMD holding the lock NAME (LOCKD_TOKEN in its environment)
+  lockd lock [flags] NAME [-- CMD...]   run CMD holding the lock NAME (LOCKD_TOKEN in its environment);
+                                        without CMD, print the fencing token and hold the lock until
+                                        interrupted; --wait forever (the default), a duration, or 0
   lockd elect [flags] NAME [-- CMD...]  run CMD while leader of NAME; without CMD, print leader changes
+  lockd elect --listen NAME             print the leader and each change, without campaigning
+  lockd watch lock|election|session NAME
+                                        print the object, then one line per change (blocking
+                                        queries), until interrupted; --json for scripts
   lockd status | locks | sessions | elections
                                         the cluster, its locks, sessions, elections (--json for scripts)
   lockd leader NAME                     who leads the election NAME

@@ -93,7 +93,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.aclBootstrapFile, "acl-bootstrap-token-file", "",
 		"file holding the secret of the first admin token, created once in the cluster's life (or env LOCKD_ACL_BOOTSTRAP_TOKEN)")
 	fs.StringVar(&f.aclTokenFile, "acl-token-file", "",
-		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_ACL_TOKEN; default: the bootstrap token)")
+		"file holding the admin token this node sends when it registers in the cluster (or env LOCKD_AGENT_ACL_TOKEN; default: the bootstrap token). "+
+			"LOCKD_ACL_TOKEN is the CLI's own token: serve reads it only with ACLs on and no other token, not even a bootstrap token (deprecated, with a warning)")
 	fs.Float64Var(&f.rate, "rate-limit", 20000, "requests per second one client address may send to this node (0: no limit); more are answered 429 with Retry-After")
 	fs.IntVar(&f.burst, "rate-burst", 20000, "requests one client address may send at once, above --rate-limit")
 	fs.DurationVar(&f.bodyTimeout, "http-body-timeout", httpapi.DefaultBodyTimeout,
@@ -280,7 +281,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if err != nil {
 		return server.Config{}, err
 	}
-	own, err := secretFrom("--acl-token-file", f.aclTokenFile, "LOCKD_ACL_TOKEN")
+	own, err := f.agentToken(logger, boot != "")
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -453,6 +454,41 @@ func parseClusterHTTP(s, scheme string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// agentToken returns the token the node sends with its own requests:
+// --acl-token-file, else LOCKD_AGENT_ACL_TOKEN, else "" (the bootstrap
+// token, when the node has one). LOCKD_ACL_TOKEN is what a CLI user
+// exports for the client commands; serve read it in place of
+// LOCKD_AGENT_ACL_TOKEN before the two were told apart. It still does,
+// with ACLs on and a deprecation warning, only when none of the others
+// gives the node a token: a node with a bootstrap token ignores it (with
+// a warning, since it used to override the bootstrap token). With ACLs
+// off it is never read: a CLI user's token has no business changing a
+// node.
+func (f *serveFlags) agentToken(logger *slog.Logger, hasBootstrap bool) (string, error) {
+	own, err := secretFrom("--acl-token-file", f.aclTokenFile, agentTokenEnv)
+	if err != nil || own != "" || !f.aclOn || os.Getenv(cliTokenEnv) == "" {
+		return own, err
+	}
+	if hasBootstrap {
+		logger.Warn(cliTokenEnv + " is set but lockd serve does not use it: it is the client commands' token; " +
+			"this node sends its bootstrap token (set " + agentTokenEnv + " or --acl-token-file to give it another)")
+		return "", nil
+	}
+	own, err = secretFrom("--acl-token-file", "", cliTokenEnv)
+	if err != nil {
+		return "", err
+	}
+	logger.Warn("deprecated: lockd serve takes its own ACL token from " + cliTokenEnv + ", the variable the client commands send; " +
+		"set " + agentTokenEnv + " or --acl-token-file instead (a later version will ignore " + cliTokenEnv + " here)")
+	return own, nil
+}
+
+// The variables of the node's own ACL token and of the CLI's.
+const (
+	agentTokenEnv = "LOCKD_AGENT_ACL_TOKEN" //nolint:gosec // G101: the name of a variable that carries a token, not a token
+	cliTokenEnv   = "LOCKD_ACL_TOKEN"       //nolint:gosec // G101: likewise
+)
 
 // secretFrom reads an ACL secret from file (trailing white space dropped),
 // or else from the environment variable env; "" when neither is set.

@@ -19,18 +19,32 @@ import (
 // elections, leader. The lists are read page by page through to the end.
 func infoCmd(name string, args []string) int {
 	usage := "lockd " + name + " [--addr ADDRS] [--json]"
-	if name == "leader" {
+	switch name {
+	case "leader":
 		usage = "lockd leader [--addr ADDRS] [--json] NAME"
+	case "sessions":
+		usage = "lockd sessions [--addr ADDRS] [--json] [--stale] [ID]\n\n" +
+			"Every session, or the one with ID, with its time left and last renewal as the leader sees them\n" +
+			"(LEFT and RENEWED are - in a follower's --stale answer: only the leader sees keepalives)."
 	}
 	fs := newFlagSet("lockd "+name, usage)
 	var f clientFlags
 	f.register(fs, true)
+	var stale bool
+	if name == "sessions" {
+		fs.BoolVar(&stale, "stale", false, "let the node asked answer from its own state, leader or not")
+	}
 	pos, command, err := parseArgs(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
-	if len(command) > 0 || (name == "leader") != (len(pos) == 1) || (name != "leader" && len(pos) > 0) {
+	maxPos := map[string]int{"leader": 1, "sessions": 1}[name]
+	if len(command) > 0 || len(pos) > maxPos || (name == "leader" && len(pos) == 0) {
 		return usageErr(fs, "unexpected arguments")
+	}
+	cons := client.Default
+	if stale {
+		cons = client.Stale
 	}
 	c, err := f.client()
 	if err != nil {
@@ -46,21 +60,38 @@ func infoCmd(name string, args []string) int {
 		v, err, table = cl, e, func(w io.Writer) { printCluster(w, cl) }
 	case "locks":
 		ls, e := c.Locks(ctx)
-		v, err, table = ls, e, func(w io.Writer) { printLocks(w, ls) }
+		var names map[string]string
+		if e == nil && !f.jsonOut {
+			names = sessionNames(ctx, c)
+		}
+		v, err, table = ls, e, func(w io.Writer) { printLocks(w, ls, names) }
 	case "sessions":
-		ss, e := c.Sessions(ctx)
+		if len(pos) == 1 {
+			s, e := c.SessionInfo(ctx, pos[0], cons)
+			v, err, table = s, e, func(w io.Writer) { printSessions(w, []wire.Session{s}) }
+			break
+		}
+		ss, e := c.SessionsWith(ctx, cons)
 		v, err, table = ss, e, func(w io.Writer) { printSessions(w, ss) }
 	case "elections":
 		es, e := c.Elections(ctx)
-		v, err, table = es, e, func(w io.Writer) { printElections(w, es) }
+		var names map[string]string
+		if e == nil && !f.jsonOut {
+			names = sessionNames(ctx, c)
+		}
+		v, err, table = es, e, func(w io.Writer) { printElections(w, es, names) }
 	case "leader":
 		l, e := c.Election(ctx, pos[0])
 		if errors.Is(e, client.ErrNoElectionLeader) {
 			fmt.Fprintf(os.Stderr, "lockd leader: nobody leads %q\n", pos[0])
 			return exitNotAcquired
 		}
+		var names map[string]string
+		if e == nil && !f.jsonOut {
+			names = sessionNames(ctx, c)
+		}
 		v, err, table = l, e, func(w io.Writer) {
-			fmt.Fprintf(w, "SESSION\tVALUE\tTOKEN\n%s\t%s\t%d\n", l.Session, l.Value, l.Token)
+			fmt.Fprintf(w, "SESSION\tSESSION NAME\tVALUE\tTOKEN\n%s\t%s\t%s\t%d\n", l.Session, dash(names[l.Session]), l.Value, l.Token)
 		}
 	}
 	if err != nil {
@@ -118,12 +149,30 @@ func printCluster(w io.Writer, c wire.Cluster) {
 	}
 }
 
-func printLocks(w io.Writer, ls []wire.Lock) {
-	fmt.Fprintln(w, "NAME\tMODE\tHOLDERS (session:token)\tWAITERS\tDELAY UNTIL")
+// sessionNames maps the id of every named session to its name, as the
+// sessions list shows them (ids of other tokens' sessions shortened, as
+// in the lock list), so that a table can say who holds what. It is nil
+// when the list cannot be read: the table then shows ids only.
+func sessionNames(ctx context.Context, c *client.Client) map[string]string {
+	ss, err := c.Sessions(ctx)
+	if err != nil {
+		return nil
+	}
+	names := make(map[string]string, len(ss))
+	for _, s := range ss {
+		if s.Name != "" {
+			names[s.ID] = s.Name
+		}
+	}
+	return names
+}
+
+func printLocks(w io.Writer, ls []wire.Lock, names map[string]string) {
+	fmt.Fprintln(w, "NAME\tMODE\tHOLDERS (session:token name)\tWAITERS\tDELAY UNTIL")
 	for _, l := range ls {
 		var hs []string
 		for _, h := range l.Holders {
-			hs = append(hs, fmt.Sprintf("%s:%d", short(h.Session), h.Token))
+			hs = append(hs, holderText(h, names))
 		}
 		delay := "-"
 		if l.DelayUntil != nil {
@@ -133,18 +182,38 @@ func printLocks(w io.Writer, ls []wire.Lock) {
 	}
 }
 
+// holderText shows a holder as its short session id and token, then its
+// session's name when it has one.
+func holderText(h wire.Holder, names map[string]string) string {
+	s := fmt.Sprintf("%s:%d", short(h.Session), h.Token)
+	if n := names[h.Session]; n != "" {
+		s += " (" + n + ")"
+	}
+	return s
+}
+
+// printSessions shows each session with the time it has left and how long
+// ago it was last renewed, as the leader saw them when it answered ("-"
+// when the answer has no deadline: a follower's stale read). The renewal
+// is told as TTL less the time left, so that it needs no comparison of
+// this machine's clock with the leader's.
 func printSessions(w io.Writer, ss []wire.Session) {
-	fmt.Fprintln(w, "ID\tNAME\tTTL\tLOCK DELAY\tLOCKS\tELECTIONS")
+	fmt.Fprintln(w, "ID\tNAME\tTTL\tLEFT\tRENEWED\tLOCK DELAY\tLOCKS\tELECTIONS")
 	for _, s := range ss {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, dash(s.Name), s.TTL, s.LockDelay,
+		left, renewed := "-", "-"
+		if s.TTLRemaining != nil {
+			left = s.TTLRemaining.D().Round(100 * time.Millisecond).String()
+			renewed = max(s.TTL.D()-s.TTLRemaining.D(), 0).Round(100*time.Millisecond).String() + " ago"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, dash(s.Name), s.TTL, left, renewed, s.LockDelay,
 			dash(strings.Join(s.Locks, ",")), dash(strings.Join(s.Elections, ",")))
 	}
 }
 
-func printElections(w io.Writer, es []wire.Election) {
-	fmt.Fprintln(w, "NAME\tSESSION\tVALUE\tTOKEN")
+func printElections(w io.Writer, es []wire.Election, names map[string]string) {
+	fmt.Fprintln(w, "NAME\tSESSION\tSESSION NAME\tVALUE\tTOKEN")
 	for _, e := range es {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", e.Name, dash(e.Session), dash(e.Value), e.Token)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", e.Name, dash(e.Session), dash(names[e.Session]), dash(e.Value), e.Token)
 	}
 }
 

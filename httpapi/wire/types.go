@@ -32,6 +32,18 @@ type Session struct {
 	CreateIndex uint64   `json:"create_index,omitempty"`
 	Locks       []string `json:"locks,omitempty"`
 	Elections   []string `json:"elections,omitempty"`
+	// TTLRemaining and RenewedAt are filled in by the leader, from its
+	// table of session deadlines, which only it keeps (keepalives are not
+	// replicated): how long the session has left before the leader
+	// expires it, and the leader's wall time of the renewal that set that
+	// deadline (the last keepalive, the creation, or the moment this
+	// leader took office and gave every session a full TTL). Absent in
+	// answers a follower gives from its own state (?stale).
+	TTLRemaining *Duration  `json:"ttl_remaining,omitempty"`
+	RenewedAt    *time.Time `json:"renewed_at,omitempty"`
+	// Index is set by GET /v1/sessions/{id} only: the applied index the
+	// session was read at, which a blocking query on it compares.
+	Index uint64 `json:"index,omitempty"`
 }
 
 // KeepAliveResponse answers POST /v1/sessions/{id}/keepalive.
@@ -294,6 +306,12 @@ type ReadOptions struct {
 // the leader directly next time and save the hop.
 const HeaderLeader = "X-Lockd-Leader"
 
+// Bounds of a token's expiration_ttl.
+const (
+	MinTokenTTL = time.Second
+	MaxTokenTTL = 10 * 365 * 24 * time.Hour
+)
+
 // CreateTokenRequest is the body of POST /v1/acl/tokens: an admin token,
 // or one with rules (acl.Rule: kind "lock" or "election", a name prefix,
 // access "read" or "write").
@@ -301,6 +319,9 @@ type CreateTokenRequest struct {
 	Description string     `json:"description,omitempty"`
 	Admin       bool       `json:"admin,omitempty"`
 	Rules       []acl.Rule `json:"rules,omitempty"`
+	// ExpirationTTL, if set, makes the token expire that long after its
+	// creation (MinTokenTTL to MaxTokenTTL), as Consul's expiration_ttl.
+	ExpirationTTL Duration `json:"expiration_ttl,omitempty"`
 }
 
 // Token describes an ACL token. Secret is set only in the answer to the
@@ -312,6 +333,10 @@ type Token struct {
 	Admin       bool       `json:"admin,omitempty"`
 	Rules       []acl.Rule `json:"rules"`
 	CreateIndex uint64     `json:"create_index"`
+	// ExpirationTime is when the token stops being accepted (the
+	// creating leader's wall clock plus the expiration TTL); absent for a
+	// token that does not expire.
+	ExpirationTime *time.Time `json:"expiration_time,omitempty"`
 }
 
 // TokenList answers GET /v1/acl/tokens.
@@ -325,5 +350,6 @@ func TokenOf(t acl.Token) Token {
 	if rules == nil {
 		rules = []acl.Rule{}
 	}
-	return Token{AccessorID: t.AccessorID, Description: t.Description, Admin: t.Admin, Rules: rules, CreateIndex: t.CreateIndex}
+	return Token{AccessorID: t.AccessorID, Description: t.Description, Admin: t.Admin, Rules: rules, CreateIndex: t.CreateIndex,
+		ExpirationTime: t.ExpiresAt}
 }

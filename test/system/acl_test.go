@@ -3,6 +3,8 @@ package system
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,10 +103,40 @@ func TestCLI_LockOnASecuredCluster(t *testing.T) {
 	if out, code := lock(tok.Secret, clientCert); code != 0 {
 		t.Fatalf("lockd lock with TLS and a token: exit %d\n%s", code, out)
 	}
-	if out, code := lock("", clientCert); code != exitError || !strings.Contains(string(out), "ACLs are on") {
-		t.Fatalf("lockd lock without a token: exit %d, want %d (ACLs are on)\n%s", code, exitError, out)
+	if out, code := lock("", clientCert); code != exitError || !strings.Contains(string(out), "ACLs on") ||
+		!strings.Contains(string(out), "LOCKD_ACL_TOKEN") {
+		t.Fatalf("lockd lock without a token: exit %d, want %d (ACLs on, set LOCKD_ACL_TOKEN)\n%s", code, exitError, out)
 	}
 	if out, code := lock(tok.Secret, ""); code != exitError {
 		t.Fatalf("lockd lock without a client certificate: exit %d, want %d\n%s", code, exitError, out)
+	}
+	// What README's Prometheus scrape configuration relies on: /metrics
+	// answers a client with the CA, a client certificate and a token, and
+	// refuses one without the token.
+	tlsCfg, err := certs.ClientTLS(c.TLSFile(certs.CAFile), clientCert, c.TLSFile(certs.ClientKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	defer hc.CloseIdleConnections()
+	for _, n := range c.Nodes {
+		for _, token := range []string{tok.Secret, ""} {
+			req, _ := http.NewRequest("GET", n.HTTP+"/metrics", nil)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatalf("GET %s/metrics: %v", n.HTTP, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			switch {
+			case token != "" && (resp.StatusCode != 200 || !strings.Contains(string(body), "lockd_raft_term")):
+				t.Fatalf("GET %s/metrics with a token: %d", n.HTTP, resp.StatusCode)
+			case token == "" && resp.StatusCode != http.StatusUnauthorized:
+				t.Fatalf("GET %s/metrics without a token: %d, want 401", n.HTTP, resp.StatusCode)
+			}
+		}
 	}
 }
