@@ -18,6 +18,10 @@ cluster in DIR (created if missing), with Go's crypto packages:
                              whose Common Name is the node id, valid for
                              every --hosts entry (IP addresses and names)
   client.pem, client-key.pem a client certificate for the CLI and programs
+  client.p12                 the same with the CA, as one PKCS#12 file for a
+                             browser (the status page of a cluster that
+                             requires client certificates), encrypted with
+  client.p12.password        a random password, written here (mode 0600)
 
 Keys are written with mode 0600. It refuses to overwrite: if any of these
 files exists, nothing is written. Use them as
@@ -25,6 +29,10 @@ files exists, nothing is written. Use them as
   lockd serve --id n1 ... --tls-cert DIR/n1.pem --tls-key DIR/n1-key.pem --client-ca DIR/ca.pem \
               --peer-ca DIR/ca.pem --peer-cert DIR/n1.pem --peer-key DIR/n1-key.pem
   lockd status --addr https://127.0.0.1:7400 --cacert DIR/ca.pem --cert DIR/client.pem --key DIR/client-key.pem
+
+and import DIR/client.p12 into a browser (with the password in
+DIR/client.p12.password) and DIR/ca.pem as a trusted authority, then open
+https://127.0.0.1:7400/ui/.
 
 A CA made here is for development and tests: its key sits beside the
 certificates it signed.`
@@ -71,6 +79,14 @@ func tlsCmd(args []string) int {
 	}
 	written, err := certs.Init(pos[0], ids, hs)
 	if err != nil {
+		return fail(os.Stderr, fs.Name(), err)
+	}
+	bundle, err := certs.WriteClientBundle(pos[0])
+	written = append(written, bundle...)
+	if err != nil {
+		for _, p := range written {
+			fmt.Println(p)
+		}
 		return fail(os.Stderr, fs.Name(), err)
 	}
 	for _, p := range written {

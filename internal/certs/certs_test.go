@@ -1,6 +1,8 @@
 package certs
 
 import (
+	"bytes"
+	"crypto"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	pkcs12 "software.sslmate.com/src/go-pkcs12"
 )
 
 func readCert(t *testing.T, path string) *x509.Certificate {
@@ -188,4 +192,56 @@ func withName(c *tls.Config) *tls.Config {
 	c = c.Clone()
 	c.ServerName = "127.0.0.1"
 	return c
+}
+
+// TestWriteClientBundle: the PKCS#12 bundle holds the client certificate,
+// its key and the CA, and opens with the password written beside it.
+func TestWriteClientBundle(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Init(dir, []string{"n1"}, []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	written, err := WriteClientBundle(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 2 {
+		t.Fatalf("wrote %v", written)
+	}
+	der, err := os.ReadFile(filepath.Join(dir, ClientBundleFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := os.ReadFile(filepath.Join(dir, ClientBundlePasswordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, cert, cas, err := pkcs12.DecodeChain(der, strings.TrimSpace(string(pw)))
+	if err != nil {
+		t.Fatalf("decode the bundle with its password: %v", err)
+	}
+	if _, _, _, err := pkcs12.DecodeChain(der, "wrong"); err == nil {
+		t.Error("the bundle opened with a wrong password")
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, ClientFile), filepath.Join(dir, ClientKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(cert.Raw, pair.Certificate[0]) || cert.Subject.CommonName != "client" {
+		t.Errorf("the bundle's certificate is not the client certificate: %v", cert.Subject)
+	}
+	if pub, ok := key.(interface{ Public() crypto.PublicKey }); !ok || !cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool }).Equal(pub.Public()) {
+		t.Error("the bundle's key does not match its certificate")
+	}
+	if len(cas) != 1 || !cas[0].IsCA {
+		t.Errorf("the bundle's chain: %d certificates, want the CA", len(cas))
+	}
+	for _, p := range written {
+		if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v (%v), want 0600", p, st.Mode().Perm(), err)
+		}
+	}
+	if _, err := WriteClientBundle(dir); err == nil {
+		t.Error("a second bundle overwrote the first")
+	}
 }
