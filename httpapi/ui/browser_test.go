@@ -407,18 +407,32 @@ func TestStatusPage_Screenshot(t *testing.T) {
 	gone := api.sessionWith("cron-7", "1s", "60s")
 	api.acquire("jobs/hourly", gone, "exclusive")
 
-	ctx := mustBrowser(t, chromium, *screenshotWidth, 1000, 40*time.Second)
+	ctx := mustBrowser(t, chromium, *screenshotWidth, 1000, 2*time.Minute)
 	// Waiters, for the picture.
 	go api.waitAcquire(ctx, "db/migrate", w2, "2m")
 	go api.waitCampaign(ctx, "scheduler", w1, "2m")
+	// The leader's page, with everything on it; should leadership move
+	// meanwhile (a loaded machine), the new leader's.
+	var err error
+	for try := 0; try < 3; try++ {
+		leader = c.WaitLeader()
+		err = tryStep(ctx, 20*time.Second,
+			chromedp.Navigate(c.URL(leader)+"/ui/"),
+			chromedp.WaitVisible(`tr[data-election="scheduler"] .holder`, chromedp.ByQuery),
+			chromedp.WaitVisible(`tr[data-election="scheduler"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`tr[data-lock="db/migrate"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`tr[data-lock="jobs/hourly"] .delay`, chromedp.ByQuery),
+			waitText(`#c-state`, "Leader"),
+			chromedp.WaitVisible(`#members tr[data-lag]:not(.leader)`, chromedp.ByQuery))
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("render the leader's page: %v", err)
+	}
 	var png []byte
-	step(t, ctx, "render the page",
-		chromedp.Navigate(c.URL(leader)+"/ui/"),
-		chromedp.WaitVisible(`tr[data-election="scheduler"] .holder`, chromedp.ByQuery),
-		chromedp.WaitVisible(`tr[data-election="scheduler"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`tr[data-lock="db/migrate"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`tr[data-lock="jobs/hourly"] .delay`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#members tr[data-lag]:not(.leader)`, chromedp.ByQuery),
+	step(t, ctx, "take the picture",
 		chromedp.Sleep(2500*time.Millisecond), // a cluster refresh after every session exists
 		chromedp.FullScreenshot(&png, 100),
 	)
