@@ -284,7 +284,9 @@ func TestStatusPage_Browser(t *testing.T) {
 		chromedp.Click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone), chromedp.ByQuery),
 		chromedp.WaitVisible(`#destroy-dialog`, chromedp.ByQuery),
 		waitText(`#destroy-id`, gone))
-	api.do(context.Background(), http.MethodDelete, "/v1/sessions/"+gone, "")
+	if status, out, err := api.do(context.Background(), http.MethodDelete, "/v1/sessions/"+gone, ""); status != http.StatusOK {
+		t.Fatalf("DELETE /v1/sessions/%s: %d %s %v", gone, status, out, err)
+	}
 	step(t, ctx, "confirm, and see the node's refusal",
 		chromedp.Click(`#destroy-confirm`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#destroy-error`, chromedp.ByQuery),
