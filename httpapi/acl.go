@@ -230,6 +230,10 @@ func (v viewer) lock(l wire.Lock) wire.Lock {
 
 func (v viewer) election(e wire.Election) wire.Election {
 	e.Session = v.id(e.Session)
+	e.Waiters = slices.Clone(e.Waiters)
+	for i := range e.Waiters {
+		e.Waiters[i].Session = v.id(e.Waiters[i].Session)
+	}
 	return e
 }
 

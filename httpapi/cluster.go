@@ -15,9 +15,12 @@ type status struct {
 	Status string `json:"status"`
 }
 
-// cluster serves GET /v1/cluster, always from this node's own view.
+// cluster serves GET /v1/cluster, always from this node's own view, with
+// the version the node runs.
 func (s *Server) cluster(r *http.Request) (any, error) {
-	return s.svc.Cluster(r.Context())
+	c, err := s.svc.Cluster(r.Context())
+	c.Version = s.version
+	return c, err
 }
 
 // addMember serves POST /v1/cluster/members. The body's voter field, if

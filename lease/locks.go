@@ -315,6 +315,15 @@ func wireElection(l fsm.Lock) wire.Election {
 	e := wire.Election{Name: l.Name, ModifyIndex: l.ModifyIndex}
 	if len(l.Holders) > 0 {
 		e.Session, e.Token, e.Value = l.Holders[0].Session, l.Holders[0].Token, l.Value
+		at := l.Holders[0].AcquiredAt
+		e.AcquiredAt = &at
+	}
+	for _, w := range l.Waiters {
+		e.Waiters = append(e.Waiters, wire.Waiter{Session: w.Session, Mode: string(w.Mode), Deadline: w.Deadline})
+	}
+	if !l.DelayUntil.IsZero() {
+		d := l.DelayUntil
+		e.DelayUntil = &d
 	}
 	return e
 }

@@ -301,11 +301,17 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 	for _, s := range f.Configuration().Servers {
 		m := wire.Member{ID: string(s.ID), Peer: string(s.Address),
 			HTTP: e.memberHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader}
-		if at := e.x.lastPromise(m.Peer); leads && m.ID != e.n.cfg.ID && !at.IsZero() {
+		switch applied, at := e.x.peerApplied(m.Peer); {
+		case !leads:
+		case m.ID == e.n.cfg.ID:
+			own := c.AppliedIndex
+			m.AppliedIndex = &own
+		case !at.IsZero():
 			// Voters answer the lease rounds, non-voters the probes that go
-			// with them (promise.go): both tell how fresh the member is.
+			// with them (promise.go): both tell how fresh the member is,
+			// and how far it has applied.
 			d := wire.Duration(e.liveNow().Sub(at))
-			m.LastContact = &d
+			m.LastContact, m.AppliedIndex = &d, &applied
 		}
 		c.Members = append(c.Members, m)
 	}

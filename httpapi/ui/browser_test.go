@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,10 +35,14 @@ var (
 
 // TestStatusPage_Browser opens the status page of a one-node cluster with
 // ACLs on in headless Chromium. The page asks for a token; given one, it
-// shows the leader, and follows a lock through acquire, a queued waiter,
-// hand-off and release without being reloaded, along with the session
-// count, an election and a shared lock. A reload of the tab keeps the
-// token.
+// shows the leader, and follows a lock through acquire (with its holder's
+// grant time), a queued waiter, hand-off and release without being
+// reloaded, along with the session count, an election and a shared lock. A
+// reload of the tab keeps the token. Then the operator's parts: links to a
+// lock, a session and an election that open them (on another page of the
+// list too), queues with each waiter's position and mode, a lock-delay's
+// end, the filter by name prefix, destroying a session (refused, then
+// done), words never broken inside, and the phone layout.
 func TestStatusPage_Browser(t *testing.T) {
 	const secret = "status-page-test-secret"
 	chromium := mustChromium(t)
@@ -50,7 +56,7 @@ func TestStatusPage_Browser(t *testing.T) {
 		return ok
 	})
 	base := c.URL(0)
-	ctx := mustBrowser(t, chromium, 1000, 900, 40*time.Second)
+	ctx := mustBrowser(t, chromium, 1000, 900, 3*time.Minute)
 
 	step(t, ctx, "be asked for a token",
 		chromedp.Navigate(base+"/ui"),
@@ -84,14 +90,20 @@ func TestStatusPage_Browser(t *testing.T) {
 	held := fmt.Sprintf(`tr[data-lock="jobs/nightly"][data-state="held"] .holder[data-session=%q][data-token="%d"]`, s1, tok1)
 	step(t, ctx, "see the lock held by worker-1 with its token",
 		chromedp.WaitVisible(held, chromedp.ByQuery))
-	mustText(t, ctx, held, s1[:8]+" worker-1 · #"+fmt.Sprint(tok1))
+	mustText(t, ctx, held+" .who", s1[:8]+" worker-1")
+	mustText(t, ctx, held+" .token", "#"+fmt.Sprint(tok1))
+	// Held for: counted from the grant time the API gives.
+	var lock wire.Lock
+	api.get("/v1/locks/jobs/nightly", &lock)
+	mustAttr(t, ctx, held+" .held", "data-since", fmt.Sprint(lock.Holders[0].AcquiredAt.UnixMilli()))
 	step(t, ctx, "see both sessions counted", waitText(`#c-sessions`, "2"))
 
 	// worker-2 queues behind worker-1.
 	granted := make(chan uint64, 1)
 	go func() { granted <- api.waitAcquire(ctx, "jobs/nightly", s2, "20s") }()
-	step(t, ctx, "see one waiter",
-		chromedp.WaitVisible(`tr[data-lock="jobs/nightly"] .waiters[data-waiters="1"]`, chromedp.ByQuery))
+	step(t, ctx, "see one waiter, worker-2, first in the queue",
+		chromedp.WaitVisible(`tr[data-lock="jobs/nightly"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-lock="jobs/nightly"] .waiter[data-pos="1"][data-session=%q][data-mode="exclusive"]`, s2), chromedp.ByQuery))
 
 	api.post("/v1/locks/jobs/nightly/release", `{"session":"`+s1+`"}`)
 	var tok2 uint64
@@ -118,12 +130,16 @@ func TestStatusPage_Browser(t *testing.T) {
 	step(t, ctx, "see the election's leader",
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-election="scheduler"] .holder[data-session=%q]`, s2), chromedp.ByQuery))
 	mustText(t, ctx, `tr[data-election="scheduler"] .value`, "10.0.0.7:9000")
+	var election wire.Election
+	api.get("/v1/elections/scheduler", &election)
+	mustAttr(t, ctx, `tr[data-election="scheduler"] .holder .held`, "data-since", fmt.Sprint(election.AcquiredAt.UnixMilli()))
 
 	// A shared lock shows each holder with its own token.
 	shared := []uint64{api.acquire("reports/cache", s1, "shared"), api.acquire("reports/cache", s2, "shared")}
 	for i, s := range []string{s1, s2} {
-		mustText(t, ctx, fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q]`, s),
-			fmt.Sprintf("%s worker-%d · #%d", s[:8], i+1, shared[i]))
+		sel := fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q]`, s)
+		mustText(t, ctx, sel+" .who", fmt.Sprintf("%s worker-%d", s[:8], i+1))
+		mustText(t, ctx, sel+" .token", fmt.Sprintf("#%d", shared[i]))
 	}
 
 	var same bool
@@ -173,6 +189,199 @@ func TestStatusPage_Browser(t *testing.T) {
 	if n := count(t, ctx, `#locks tbody tr[data-lock^="page/"]`); n != 50 {
 		t.Fatalf("the first page shows %d of the page/ locks, want 50", n)
 	}
+
+	// Links: a lock on the second page of the list, opened by its link.
+	step(t, ctx, "follow a link to a lock on the list's second page",
+		goTo("#lock/reports/cache"),
+		chromedp.WaitVisible(`#locks tr.target[data-lock="reports/cache"]`, chromedp.ByQuery))
+	if n := count(t, ctx, `#locks tr.target`); n != 1 {
+		t.Fatalf("%d rows marked as the link's target, want 1", n)
+	}
+	// A holder links to its session, which opens with its whole id.
+	step(t, ctx, "follow the holder's link to its session",
+		chromedp.Click(fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q] a.who`, s2), chromedp.ByQuery),
+		chromedp.WaitVisible(fmt.Sprintf(`#sessions tr.target[data-session=%q]`, s2), chromedp.ByQuery))
+	mustText(t, ctx, fmt.Sprintf(`#sessions tr.target[data-session=%q] code.id`, s2), s2)
+	// A fresh load of a link to an election opens it too.
+	step(t, ctx, "load the page from a link to an election",
+		chromedp.Navigate("about:blank"),
+		chromedp.Navigate(base+"/ui/#election/scheduler"),
+		chromedp.WaitVisible(`#elections tr.target[data-election="scheduler"]`, chromedp.ByQuery))
+	step(t, ctx, "follow a link to a lock that does not exist",
+		goTo("#lock/no/such/lock"),
+		waitContains(`#locks .empty`, "The lock no/such/lock is not in the list"))
+
+	// Queues: each waiter with its position, session and mode, for a lock
+	// (on the list's second page: opened by its link) and an election.
+	s3 := api.session("worker-3")
+	api.acquire("queue/demo", s1, "exclusive")
+	go api.waitAcquireMode(ctx, "queue/demo", s2, "exclusive", "2m")
+	step(t, ctx, "see worker-2 queue first",
+		goTo("#lock/queue/demo"),
+		chromedp.WaitVisible(fmt.Sprintf(`tr.target[data-lock="queue/demo"] .waiter[data-pos="1"][data-session=%q][data-mode="exclusive"]`, s2), chromedp.ByQuery))
+	go api.waitAcquireMode(ctx, "queue/demo", s3, "shared", "2m")
+	second := fmt.Sprintf(`tr[data-lock="queue/demo"] .waiter[data-pos="2"][data-session=%q][data-mode="shared"]`, s3)
+	step(t, ctx, "see worker-3 queue second, shared",
+		chromedp.WaitVisible(second, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-lock="queue/demo"] .waiters[data-waiters="2"]`, chromedp.ByQuery))
+	step(t, ctx, "read the second waiter", waitContains(second, "2. "+s3[:8]+" worker-3 shared"))
+	go api.waitCampaign(ctx, "scheduler", s1, "2m")
+	step(t, ctx, "see worker-1 queue for the election",
+		goTo("#election/scheduler"),
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-election="scheduler"] .waiter[data-pos="1"][data-session=%q]`, s1), chromedp.ByQuery))
+
+	// A lock-delay: the session of its holder expires; the page shows
+	// when the delay ends, as the API says.
+	short := api.sessionWith("short-lived", "1s", "60s")
+	api.acquire("jobs/delayed", short, "exclusive")
+	step(t, ctx, "see the lock whose holder will expire",
+		goTo("#lock/jobs/delayed"),
+		chromedp.WaitVisible(`tr.target[data-lock="jobs/delayed"]`, chromedp.ByQuery))
+	servertest.WaitFor(t, 15*time.Second, "the session holding jobs/delayed to expire", func() bool {
+		api.get("/v1/locks/jobs/delayed", &lock)
+		return len(lock.Holders) == 0
+	})
+	if lock.DelayUntil == nil {
+		t.Fatalf("jobs/delayed after its holder expired: %+v, want a lock-delay", lock)
+	}
+	step(t, ctx, "see the lock-delay", chromedp.WaitVisible(`tr[data-lock="jobs/delayed"][data-state="free"] .delay [data-until]`, chromedp.ByQuery))
+	mustAttr(t, ctx, `tr[data-lock="jobs/delayed"] .delay [data-until]`, "data-until", fmt.Sprint(lock.DelayUntil.UnixMilli()))
+
+	// The filter: names that start with the prefix; sessions by id, name
+	// or what they hold. It is kept in the address.
+	step(t, ctx, "filter by queue/",
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(`tr[data-lock="jobs/delayed"]`, chromedp.ByQuery),
+		chromedp.SendKeys(`#filter`, "queue/", chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-lock="queue/demo"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`tr[data-lock="jobs/delayed"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`tr[data-election]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(fmt.Sprintf(`tr[data-session=%q]`, s2), chromedp.ByQuery),
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-session=%q]`, s1), chromedp.ByQuery))
+	if n := count(t, ctx, `#locks tbody tr`); n != 1 {
+		t.Fatalf("the filter queue/ shows %d locks, want 1", n)
+	}
+	var url string
+	step(t, ctx, "read the address", chromedp.Location(&url))
+	if !strings.HasSuffix(url, "/ui/?prefix=queue%2F") {
+		t.Fatalf("with the filter on, the address is %s, want it to keep the prefix", url)
+	}
+	step(t, ctx, "reload: the filter stays",
+		chromedp.Reload(),
+		chromedp.WaitVisible(`tr[data-lock="queue/demo"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`tr[data-lock="jobs/delayed"]`, chromedp.ByQuery),
+		waitValue(`#filter`, "queue/"))
+	step(t, ctx, "clear the filter",
+		chromedp.Evaluate(`(() => { const f = document.querySelector('#filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`, nil),
+		chromedp.WaitVisible(`tr[data-lock="jobs/delayed"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`tr[data-election="scheduler"]`, chromedp.ByQuery))
+
+	// Destroying a session: the page asks first; a refusal is shown (here
+	// the session is gone before the page's request), then one is done.
+	gone, doomed := api.session("gone-first"), api.session("doomed")
+	step(t, ctx, "ask to destroy a session",
+		chromedp.WaitVisible(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone), chromedp.ByQuery),
+		chromedp.Click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone), chromedp.ByQuery),
+		chromedp.WaitVisible(`#destroy-dialog`, chromedp.ByQuery),
+		waitText(`#destroy-id`, gone))
+	if status, out, err := api.do(context.Background(), http.MethodDelete, "/v1/sessions/"+gone, ""); status != http.StatusOK {
+		t.Fatalf("DELETE /v1/sessions/%s: %d %s %v", gone, status, out, err)
+	}
+	step(t, ctx, "confirm, and see the node's refusal",
+		chromedp.Click(`#destroy-confirm`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#destroy-error`, chromedp.ByQuery),
+		waitContains(`#destroy-error`, "(session_expired)"),
+		chromedp.Click(`#destroy-cancel`, chromedp.ByQuery),
+		chromedp.WaitNotVisible(`#destroy-dialog`, chromedp.ByQuery))
+	step(t, ctx, "destroy a session",
+		chromedp.Click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, doomed), chromedp.ByQuery),
+		chromedp.WaitVisible(`#destroy-dialog`, chromedp.ByQuery),
+		waitText(`#destroy-name`, "(doomed)"),
+		chromedp.Click(`#destroy-confirm`, chromedp.ByQuery),
+		chromedp.WaitNotVisible(`#destroy-dialog`, chromedp.ByQuery),
+		waitContains(`#notice`, "destroyed"),
+		chromedp.WaitNotPresent(fmt.Sprintf(`tr[data-session=%q]`, doomed), chromedp.ByQuery))
+	if status, out, _ := api.do(context.Background(), http.MethodGet, "/v1/sessions/"+doomed, ""); status != http.StatusGone {
+		t.Fatalf("GET the destroyed session: %d %s, want 410", status, out)
+	}
+
+	// Words wrap whole, names after a '/', short session ids never; only
+	// what has no words (addresses, whole ids, values) breaks anywhere.
+	var wraps []string
+	step(t, ctx, "read how cells wrap", chromedp.Evaluate(`[
+		getComputedStyle(document.querySelector('#sessions td[data-label="Name"]')).overflowWrap,
+		getComputedStyle(document.querySelector('#locks td a.name')).overflowWrap,
+		String(document.querySelectorAll('#locks tr[data-lock="jobs/delayed"] a.name wbr').length),
+		getComputedStyle(document.querySelector('#sessions td code.id.short')).whiteSpace,
+		getComputedStyle(document.querySelector('#members td .id')).overflowWrap]`, &wraps))
+	if want := "break-word break-word 1 nowrap anywhere"; strings.Join(wraps, " ") != want {
+		t.Fatalf("wrapping of a session name, a lock name, its break points, a short session id, a peer address: %q, want %s", wraps, want)
+	}
+
+	// On a phone the tables are cards and nothing is wider than the screen.
+	var fits, cards bool
+	step(t, ctx, "narrow the window to a phone's",
+		chromedp.EmulateViewport(390, 800),
+		goTo("#lock/queue/demo"),
+		chromedp.WaitVisible(`tr.target[data-lock="queue/demo"] .waiter[data-pos="2"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.scrollWidth <= window.innerWidth`, &fits),
+		chromedp.Evaluate(`getComputedStyle(document.querySelector('#locks thead')).display === 'none'`, &cards))
+	if !fits || !cards {
+		t.Fatalf("at 390 px: fits the width %v, tables as cards %v; want both", fits, cards)
+	}
+}
+
+// TestStatusPage_MemberHealth opens the status page of a 3-node cluster:
+// on the leader's page each member shows its last contact and its applied
+// index with the lag behind the leader's, and the node its version; a
+// follower's page says that only the leader knows them, and links to a
+// member's page for them. Should leadership move meanwhile (a loaded
+// machine), it looks again at the new leader's.
+func TestStatusPage_MemberHealth(t *testing.T) {
+	chromium := mustChromium(t)
+	c := servertest.NewWith(t, 3, func(i int, cfg *server.Config) {
+		withMetrics(i, cfg)
+		cfg.Version = "v9.9.9-test"
+	})
+	leader := c.WaitLeader()
+	apiClient{t: t, base: c.URL(leader)}.session("worker-1")
+	ctx := mustBrowser(t, chromium, 1000, 900, 2*time.Minute)
+	// healthy: this node leads, and every member's row has its contact and
+	// its applied index with the lag.
+	const healthy = `(() => {
+		if (document.querySelector('#c-state').textContent !== 'Leader') return false;
+		const rows = [...document.querySelectorAll('#members tbody tr')];
+		return rows.length === 3 && rows.every((r) => r.hasAttribute('data-lag') &&
+			/^[0-9]+ \((up to date|−[0-9]+)\)$/.test(r.querySelector('.applied').textContent.trim()) &&
+			(r.classList.contains('leader') ? r.querySelector('.contact').textContent === 'this node'
+				: r.querySelector('.contact').textContent.endsWith(' ago')));
+	})()`
+	var err error
+	for try := 0; try < 3; try++ {
+		leader = c.WaitLeader()
+		if err = tryStep(ctx, 15*time.Second, chromedp.Navigate(c.URL(leader)+"/ui/"), poll(healthy)); err == nil {
+			break
+		}
+		t.Logf("the leader's page (node %d) did not show every member's health: %v; looking at the leader again", leader, err)
+	}
+	if err != nil {
+		t.Fatalf("no leader's page showed every member's health: %v", err)
+	}
+	mustText(t, ctx, `#c-version`, "v9.9.9-test")
+
+	follower := c.Follower(leader)
+	step(t, ctx, "open a follower's page",
+		chromedp.Navigate(c.URL(follower)+"/ui/"),
+		chromedp.WaitVisible(`#health-note a`, chromedp.ByQuery),
+		waitContains(`#health-note`, "known to the leader only"))
+	var href string
+	step(t, ctx, "read the link to the leader's page", chromedp.AttributeValue(`#health-note a`, "href", &href, nil, chromedp.ByQuery))
+	if href == c.URL(follower)+"/ui/" || !slices.Contains(c.URLs(), strings.TrimSuffix(href, "/ui/")) {
+		t.Fatalf("the follower's page links to %q for member health, want another member's page", href)
+	}
+	if n := count(t, ctx, `#members tr[data-lag]`); n != 0 {
+		t.Fatalf("a follower's page shows the lag of %d members, want none", n)
+	}
 }
 
 // TestStatusPage_Screenshot writes the README's screenshot: a 3-node
@@ -183,7 +392,10 @@ func TestStatusPage_Screenshot(t *testing.T) {
 		t.Skip("writes a screenshot only with -screenshot=FILE (scripts/ui-screenshot.sh)")
 	}
 	chromium := mustChromium(t)
-	c := servertest.NewWith(t, 3, withMetrics)
+	c := servertest.NewWith(t, 3, func(i int, cfg *server.Config) {
+		withMetrics(i, cfg)
+		cfg.Version = "dev" // what a build without -ldflags says
+	})
 	leader := c.WaitLeader()
 	api := apiClient{t: t, base: c.URL(leader)}
 	sched, w1, w2, w3 := api.session("scheduler-a"), api.session("worker-1"), api.session("worker-2"), api.session("backup")
@@ -193,13 +405,36 @@ func TestStatusPage_Screenshot(t *testing.T) {
 	api.acquire("db/migrate", w3, "exclusive")
 	api.post("/v1/elections/scheduler/campaign", `{"session":"`+sched+`","value":"10.0.0.7:9000"}`)
 
-	ctx := mustBrowser(t, chromium, *screenshotWidth, 1000, 40*time.Second)
-	go api.waitAcquire(ctx, "db/migrate", w2, "2m") // a waiter, for the picture
+	// A lock in its lock-delay: its holder's session expires.
+	gone := api.sessionWith("cron-7", "1s", "60s")
+	api.acquire("jobs/hourly", gone, "exclusive")
+
+	ctx := mustBrowser(t, chromium, *screenshotWidth, 1000, 2*time.Minute)
+	// Waiters, for the picture.
+	go api.waitAcquire(ctx, "db/migrate", w2, "2m")
+	go api.waitCampaign(ctx, "scheduler", w1, "2m")
+	// The leader's page, with everything on it; should leadership move
+	// meanwhile (a loaded machine), the new leader's.
+	var err error
+	for try := 0; try < 3; try++ {
+		leader = c.WaitLeader()
+		err = tryStep(ctx, 20*time.Second,
+			chromedp.Navigate(c.URL(leader)+"/ui/"),
+			chromedp.WaitVisible(`tr[data-election="scheduler"] .holder`, chromedp.ByQuery),
+			chromedp.WaitVisible(`tr[data-election="scheduler"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`tr[data-lock="db/migrate"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`tr[data-lock="jobs/hourly"] .delay`, chromedp.ByQuery),
+			waitText(`#c-state`, "Leader"),
+			chromedp.WaitVisible(`#members tr[data-lag]:not(.leader)`, chromedp.ByQuery))
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("render the leader's page: %v", err)
+	}
 	var png []byte
-	step(t, ctx, "render the page",
-		chromedp.Navigate(c.URL(leader)+"/ui/"),
-		chromedp.WaitVisible(`tr[data-election="scheduler"] .holder`, chromedp.ByQuery),
-		chromedp.WaitVisible(`tr[data-lock="db/migrate"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
+	step(t, ctx, "take the picture",
 		chromedp.Sleep(2500*time.Millisecond), // a cluster refresh after every session exists
 		chromedp.FullScreenshot(&png, 100),
 	)
@@ -251,7 +486,7 @@ func mustBrowser(t *testing.T, chromium string, w, h int, limit time.Duration) c
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	ctx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	ctx, cancelTab := chromedp.NewContext(ctx)
+	ctx, cancelTab := chromedp.NewContext(ctx, chromedp.WithErrorf(quietErrorf))
 	t.Cleanup(func() {
 		_ = chromedp.Cancel(ctx) // closes the browser and waits for it
 		cancelTab()
@@ -276,6 +511,16 @@ func mustBrowser(t *testing.T, chromium string, w, h int, limit time.Duration) c
 		t.Fatalf("start chromium %s: %v", chromium, err)
 	}
 	return ctx
+}
+
+// quietErrorf logs chromedp's errors as it does by default, but for the
+// events of the browser's protocol it does not know (a <dialog> opening
+// sends one), which change nothing it tracks.
+func quietErrorf(format string, args ...any) {
+	if strings.HasPrefix(format, "unhandled ") {
+		return
+	}
+	log.Printf(format, args...)
 }
 
 // step runs actions in the browser, failing the test with what it was
@@ -303,6 +548,38 @@ func waitText(sel, want string) chromedp.Action {
 func waitContains(sel, want string) chromedp.Action {
 	return chromedp.Poll(fmt.Sprintf(`!!document.querySelector(%q)?.textContent.includes(%q)`, sel, want), nil,
 		chromedp.WithPollingInterval(100*time.Millisecond))
+}
+
+// tryStep runs actions in the browser within limit and returns their
+// error, for a step that may be tried again.
+func tryStep(ctx context.Context, limit time.Duration, actions ...chromedp.Action) error {
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return chromedp.Run(sctx, actions...)
+}
+
+// poll waits until the JavaScript expression cond is true.
+func poll(cond string) chromedp.Action {
+	return chromedp.Poll(cond, nil, chromedp.WithPollingInterval(100*time.Millisecond))
+}
+
+// goTo follows a link to fragment within the page, as a click would.
+func goTo(fragment string) chromedp.Action {
+	return chromedp.Evaluate(fmt.Sprintf(`location.hash = %q`, fragment), nil)
+}
+
+// waitValue waits until the input sel's value is want.
+func waitValue(sel, want string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`document.querySelector(%q)?.value === %q`, sel, want), nil,
+		chromedp.WithPollingInterval(100*time.Millisecond))
+}
+
+// mustAttr waits until the element sel's attribute name is want.
+func mustAttr(t *testing.T, ctx context.Context, sel, name, want string) {
+	t.Helper()
+	step(t, ctx, fmt.Sprintf("see %s=%q on %s", name, want, sel),
+		chromedp.Poll(fmt.Sprintf(`document.querySelector(%q)?.getAttribute(%q) === %q`, sel, name, want), nil,
+			chromedp.WithPollingInterval(100*time.Millisecond)))
 }
 
 // mustText waits until the element sel's text, trimmed, is want.
@@ -355,10 +632,27 @@ func (a apiClient) post(path, body string) []byte {
 	return out
 }
 
+// get sends a GET that must succeed and decodes the answer into out.
+func (a apiClient) get(path string, out any) {
+	a.t.Helper()
+	status, body, err := a.do(context.Background(), http.MethodGet, path, "")
+	if err != nil || status != http.StatusOK {
+		a.t.Fatalf("GET %s: %d %s %v", path, status, body, err)
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+}
+
 func (a apiClient) session(name string) string {
 	a.t.Helper()
+	return a.sessionWith(name, "60s", "5s")
+}
+
+func (a apiClient) sessionWith(name, ttl, lockDelay string) string {
+	a.t.Helper()
 	var s wire.Session
-	if err := json.Unmarshal(a.post("/v1/sessions", `{"name":"`+name+`","ttl":"60s"}`), &s); err != nil || s.ID == "" {
+	if err := json.Unmarshal(a.post("/v1/sessions", `{"name":"`+name+`","ttl":"`+ttl+`","lock_delay":"`+lockDelay+`"}`), &s); err != nil || s.ID == "" {
 		a.t.Fatalf("create session %s: %v", name, err)
 	}
 	return s.ID
@@ -378,12 +672,21 @@ func (a apiClient) acquire(name, session, mode string) uint64 {
 // waitAcquire is a blocking acquire that may outlive the test's checks, so
 // it fails nothing: it ends with ctx and returns the token, or 0.
 func (a apiClient) waitAcquire(ctx context.Context, name, session, wait string) uint64 {
-	status, out, err := a.do(ctx, http.MethodPost, "/v1/locks/"+name+"/acquire", `{"session":"`+session+`","wait":"`+wait+`"}`)
+	return a.waitAcquireMode(ctx, name, session, "exclusive", wait)
+}
+
+func (a apiClient) waitAcquireMode(ctx context.Context, name, session, mode, wait string) uint64 {
+	status, out, err := a.do(ctx, http.MethodPost, "/v1/locks/"+name+"/acquire", `{"session":"`+session+`","mode":"`+mode+`","wait":"`+wait+`"}`)
 	var r wire.AcquireResponse
 	if err != nil || status != http.StatusOK || json.Unmarshal(out, &r) != nil {
 		return 0
 	}
 	return r.Token
+}
+
+// waitCampaign is a blocking campaign, as waitAcquire.
+func (a apiClient) waitCampaign(ctx context.Context, name, session, wait string) {
+	_, _, _ = a.do(ctx, http.MethodPost, "/v1/elections/"+name+"/campaign", `{"session":"`+session+`","wait":"`+wait+`"}`)
 }
 
 // metric returns the value of the unlabelled metric name from /metrics,

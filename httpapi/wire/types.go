@@ -142,6 +142,13 @@ type Election struct {
 	Value       string `json:"value"`
 	Token       uint64 `json:"token"`
 	ModifyIndex uint64 `json:"modify_index"`
+	// AcquiredAt, Waiters and DelayUntil are shown as for a lock, and
+	// only when set: when the leader was granted the election (nil while
+	// nobody leads), the queued campaigns in queue order, and the end of
+	// a lock-delay. Times are for display, as a lock's.
+	AcquiredAt *time.Time `json:"acquired_at,omitempty"`
+	Waiters    []Waiter   `json:"waiters,omitempty"`
+	DelayUntil *time.Time `json:"delay_until,omitempty"`
 }
 
 // Member is one node of the cluster.
@@ -158,6 +165,12 @@ type Member struct {
 	// confirmed, in the lease exchange, that it follows this leader. Absent when the member never
 	// has in this leader's life, and on followers.
 	LastContact *Duration `json:"last_contact,omitempty"`
+	// AppliedIndex is filled in by the leader's GET /v1/cluster: its own
+	// applied index for itself, and for each other member the applied
+	// index it reported with its last promise in the lease exchange (so
+	// the leader's own minus it is how far the member lags). Absent when
+	// the member never reported in this leader's life, and on followers.
+	AppliedIndex *uint64 `json:"applied_index,omitempty"`
 }
 
 // AddMember is the body of POST /v1/cluster/members: the member's id and
@@ -209,6 +222,9 @@ type Cluster struct {
 	// until it ran out, a pause in serving. Zero means the node never
 	// came near losing its lease.
 	MasterLeaseFailures uint64 `json:"master_lease_failures"`
+	// Version is the lockd version this node runs (lockd version). A
+	// node does not learn the versions of the others: ask each one.
+	Version string `json:"version,omitempty"`
 	// StorageProblem is set while writes to this node's data dir fail
 	// (a full disk among them): the node cannot lead or follow then.
 	StorageProblem *StorageProblem `json:"storage_problem,omitempty"`
