@@ -202,6 +202,11 @@ func TestStatusPage_Browser(t *testing.T) {
 		chromedp.Click(fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q] a.who`, s2), chromedp.ByQuery),
 		chromedp.WaitVisible(fmt.Sprintf(`#sessions tr.target[data-session=%q]`, s2), chromedp.ByQuery))
 	mustText(t, ctx, fmt.Sprintf(`#sessions tr.target[data-session=%q] code.id`, s2), s2)
+	// The leader reports each session's time left (ttl_remaining) and
+	// last renewal (renewed_at); the page shows both.
+	step(t, ctx, "see the session's time left and last renewal",
+		waitContains(fmt.Sprintf(`#sessions tr.target[data-session=%q] td[data-label="Time left"]`, s2), " left"),
+		waitContains(fmt.Sprintf(`#sessions tr.target[data-session=%q] td[data-label="Time left"]`, s2), "renewed "))
 	// A fresh load of a link to an election opens it too.
 	step(t, ctx, "load the page from a link to an election",
 		chromedp.Navigate("about:blank"),
