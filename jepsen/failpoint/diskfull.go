@@ -40,11 +40,7 @@ func (d *diskFull) Available(_ context.Context, env *Env) error {
 }
 
 func (d *diskFull) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
-	leader := env.Cluster.Leader(ctx)
-	v := randomNode(env, rng, nil)
-	if rng.IntN(2) == 0 && leader != nil {
-		v = leader
-	}
+	v, role := leaderOrNode(ctx, env, rng)
 	if v == nil {
 		return "", errors.New("no running node")
 	}
@@ -52,10 +48,6 @@ func (d *diskFull) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string
 	n, err := v.FillDisk()
 	if err != nil {
 		return "", err
-	}
-	role := "node"
-	if v == leader {
-		role = "leader"
 	}
 	return fmt.Sprintf("disk of %s %s filled (%d MiB written)", role, v.ID, n>>20), nil
 }

@@ -369,6 +369,20 @@ func leaderAndFollowers(ctx context.Context, env *Env, rng *rand.Rand) (*procclu
 	return leader, followers
 }
 
+// leaderOrNode picks the leader half the time (when there is one) and a
+// random running node otherwise, and names its role ("leader" or "node").
+func leaderOrNode(ctx context.Context, env *Env, rng *rand.Rand) (*proccluster.Node, string) {
+	leader := env.Cluster.Leader(ctx)
+	v := randomNode(env, rng, nil)
+	if rng.IntN(2) == 0 && leader != nil {
+		v = leader
+	}
+	if v != nil && v == leader {
+		return v, "leader"
+	}
+	return v, "node"
+}
+
 func randomNode(env *Env, rng *rand.Rand, except *proccluster.Node) *proccluster.Node {
 	var c []*proccluster.Node
 	for _, n := range env.Cluster.Nodes {

@@ -44,11 +44,7 @@ func (w *wallStep) Available(ctx context.Context, env *Env) error {
 }
 
 func (w *wallStep) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {
-	leader := env.Cluster.Leader(ctx)
-	v := randomNode(env, rng, nil)
-	if rng.IntN(2) == 0 && leader != nil {
-		v = leader
-	}
+	v, role := leaderOrNode(ctx, env, rng)
 	if v == nil {
 		return "", errors.New("no running node")
 	}
@@ -59,10 +55,6 @@ func (w *wallStep) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string
 	w.victim = v
 	if err := v.SetWallStep(ctx, step); err != nil {
 		return "", err
-	}
-	role := "node"
-	if v == leader {
-		role = "leader"
 	}
 	return fmt.Sprintf("wall clock of %s %s stepped %v", role, v.ID, step), nil
 }
