@@ -65,7 +65,7 @@ func TestStatusPage_Browser(t *testing.T) {
 		chromedp.Evaluate(`window.notReloaded = true`, nil))
 	step(t, ctx, "give the token and see the leader",
 		chromedp.SendKeys(`#token`, secret, chromedp.ByQuery),
-		chromedp.Click(`#token-form button[type=submit]`, chromedp.ByQuery),
+		click(`#token-form button[type=submit]`),
 		chromedp.WaitNotVisible(`#token-form`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#members tr[data-member="n1"] .badge.lead`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#locks .empty`, chromedp.ByQuery),
@@ -178,13 +178,13 @@ func TestStatusPage_Browser(t *testing.T) {
 	step(t, ctx, "see the first page of locks, then the next",
 		chromedp.WaitVisible(`tr[data-lock="page/49"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#locks [data-page=next]:not([disabled])`, chromedp.ByQuery),
-		chromedp.Click(`#locks [data-page=next]`, chromedp.ByQuery),
+		click(`#locks [data-page=next]`),
 		chromedp.WaitVisible(`tr[data-lock="reports/cache"]`, chromedp.ByQuery))
 	if n := count(t, ctx, `#locks tbody tr`); n != 1 {
 		t.Fatalf("the second page of 51 locks shows %d rows, want 1", n)
 	}
 	step(t, ctx, "go back to the first page",
-		chromedp.Click(`#locks [data-page=first]`, chromedp.ByQuery),
+		click(`#locks [data-page=first]`),
 		chromedp.WaitVisible(`tr[data-lock="page/00"]`, chromedp.ByQuery))
 	if n := count(t, ctx, `#locks tbody tr[data-lock^="page/"]`); n != 50 {
 		t.Fatalf("the first page shows %d of the page/ locks, want 50", n)
@@ -199,7 +199,7 @@ func TestStatusPage_Browser(t *testing.T) {
 	}
 	// A holder links to its session, which opens with its whole id.
 	step(t, ctx, "follow the holder's link to its session",
-		chromedp.Click(fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q] a.who`, s2), chromedp.ByQuery),
+		click(fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q] a.who`, s2)),
 		chromedp.WaitVisible(fmt.Sprintf(`#sessions tr.target[data-session=%q]`, s2), chromedp.ByQuery))
 	mustText(t, ctx, fmt.Sprintf(`#sessions tr.target[data-session=%q] code.id`, s2), s2)
 	// The leader reports each session's time left (ttl_remaining) and
@@ -286,23 +286,23 @@ func TestStatusPage_Browser(t *testing.T) {
 	gone, doomed := api.session("gone-first"), api.session("doomed")
 	step(t, ctx, "ask to destroy a session",
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone), chromedp.ByQuery),
-		chromedp.Click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone), chromedp.ByQuery),
+		click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone)),
 		chromedp.WaitVisible(`#destroy-dialog`, chromedp.ByQuery),
 		waitText(`#destroy-id`, gone))
 	if status, out, err := api.do(context.Background(), http.MethodDelete, "/v1/sessions/"+gone, ""); status != http.StatusOK {
 		t.Fatalf("DELETE /v1/sessions/%s: %d %s %v", gone, status, out, err)
 	}
 	step(t, ctx, "confirm, and see the node's refusal",
-		chromedp.Click(`#destroy-confirm`, chromedp.ByQuery),
+		click(`#destroy-confirm`),
 		chromedp.WaitVisible(`#destroy-error`, chromedp.ByQuery),
 		waitContains(`#destroy-error`, "(session_expired)"),
-		chromedp.Click(`#destroy-cancel`, chromedp.ByQuery),
+		click(`#destroy-cancel`),
 		chromedp.WaitNotVisible(`#destroy-dialog`, chromedp.ByQuery))
 	step(t, ctx, "destroy a session",
-		chromedp.Click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, doomed), chromedp.ByQuery),
+		click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, doomed)),
 		chromedp.WaitVisible(`#destroy-dialog`, chromedp.ByQuery),
 		waitText(`#destroy-name`, "(doomed)"),
-		chromedp.Click(`#destroy-confirm`, chromedp.ByQuery),
+		click(`#destroy-confirm`),
 		chromedp.WaitNotVisible(`#destroy-dialog`, chromedp.ByQuery),
 		waitContains(`#notice`, "destroyed"),
 		chromedp.WaitNotPresent(fmt.Sprintf(`tr[data-session=%q]`, doomed), chromedp.ByQuery))
@@ -547,6 +547,15 @@ func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Ac
 func waitText(sel, want string) chromedp.Action {
 	return chromedp.Poll(fmt.Sprintf(`document.querySelector(%q)?.textContent.trim() === %q`, sel, want), nil,
 		chromedp.WithPollingInterval(100*time.Millisecond))
+}
+
+// click clicks the element sel once it exists, finding and clicking it in
+// one step in the page: the page redraws its tables as it reads the node
+// (the sessions every few seconds), so a node chromedp found a moment
+// before may be gone when it clicks.
+func click(sel string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel), nil,
+		chromedp.WithPollingInterval(50*time.Millisecond))
 }
 
 // waitContains waits until the element sel's text contains want.
