@@ -222,8 +222,10 @@ zookeeper_version() {
 start_lockd() {
   # Every node fsyncs its Raft log on every append (its default log
   # store). The nodes run without fault injection, as a production node
-  # would.
+  # would, and without connection limits: the load comes from one
+  # address, as no production client does.
   LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 LOCKD_FAULT_INJECTION=0 LOCKD_BIN=$BIN \
+    LOCKD_SERVE_ARGS="${LOCKD_SERVE_ARGS:---http-max-conns-per-client 0 --http-max-conns 0}" \
     scripts/cluster.sh up 3 >/dev/null
 }
 
