@@ -99,7 +99,7 @@ func TestDiskFull_NodeSaysSoAndRecovers(t *testing.T) {
 		return st == 503 && e.Code == wire.CodeStorageFull
 	})
 	var cl wire.Cluster
-	if st, _ := a.do("GET", "/v1/cluster?stale", nil, &cl); st != 200 || cl.StorageProblem == nil || cl.StorageProblem.Reason != wire.CodeStorageFull {
+	if st, _ := a.do("GET", "/v1/cluster", nil, &cl); st != 200 || cl.StorageProblem == nil || cl.StorageProblem.Reason != wire.CodeStorageFull {
 		t.Errorf("GET /v1/cluster on a full disk: %d, storage_problem %+v; want reason storage_full", st, cl.StorageProblem)
 	}
 	if got := metric(t, reg, "lockd_storage_full", nil); got != 1 {
