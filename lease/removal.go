@@ -50,6 +50,18 @@ type membershipWatch struct {
 	at       uint64 // the commit index at which the node learnt its removal; 0: member
 	detected bool   // ch is closed
 	seenSelf bool   // a configuration with this node in it was seen
+
+	// A committed configuration that leaves this node out is a removal
+	// only once the log stops growing past it (outOf): a node that joins
+	// again after it was removed replays its own earlier removal before the
+	// configuration that added it back reaches it. outSince is when the
+	// node's last index was last seen to grow (zero: no removal in view).
+	outSince time.Time
+	outLast  uint64 // the last index then
+	// left: the latest configuration leaves out this node, which had been
+	// in one (a removal, settling or not): the node must not ask to be
+	// added again (LeftConfiguration).
+	left bool
 }
 
 // Removed returns a channel that is closed when this node learns, while it
@@ -75,6 +87,18 @@ func (n *Node) Removal() error {
 	}
 	return wire.Errorf(wire.CodeRemoved,
 		"node %s was removed from the cluster (at log index %d) and serves nothing; ask another member", n.cfg.ID, at)
+}
+
+// LeftConfiguration reports whether the latest configuration leaves this
+// node out after it had been in one: it is being removed, or was. Such a
+// node does not register itself again (only an operator adds it back).
+func (n *Node) LeftConfiguration() bool {
+	if n.raft == nil {
+		return false
+	}
+	n.raft.rm.mu.Lock()
+	defer n.raft.rm.mu.Unlock()
+	return n.raft.rm.left
 }
 
 func (e *raftEngine) removedAt() uint64 {
@@ -137,6 +161,7 @@ func (e *raftEngine) checkMembership() {
 	if in {
 		e.rm.seenSelf = true
 	}
+	e.rm.left = !in && e.rm.seenSelf
 	if readded {
 		e.rm.at = 0
 	}
@@ -148,10 +173,39 @@ func (e *raftEngine) checkMembership() {
 		}
 		e.n.log.Info("this node is a member of the cluster again; it serves")
 	case !in && seen && at == 0:
-		if commit, ok := e.latestConfCommitted(); ok {
+		if commit, ok := e.latestConfCommitted(); ok && e.outOf(commit) {
 			e.removedNow(commit, "a committed configuration leaves this node out")
 		}
 	}
+	if in {
+		e.rm.mu.Lock()
+		e.rm.outSince = time.Time{}
+		e.rm.mu.Unlock()
+	}
+}
+
+// removalSettles is how long the log must stop growing past a committed
+// configuration that leaves this node out before the node takes it as its
+// removal: the leader replicates to a member at least every heartbeat, and
+// to a removed node not at all (but for tellRemoved's one request).
+func (e *raftEngine) removalSettles() time.Duration {
+	return 2 * max(e.n.cfg.HeartbeatTimeout, e.n.cfg.ElectionTimeout)
+}
+
+// outOf reports whether the node, whose latest committed configuration
+// (at commit) leaves it out, has stopped receiving entries for
+// removalSettles: a node replaying the log after it joined again gets
+// entries all along, up to the configuration that has it in again.
+func (e *raftEngine) outOf(commit uint64) bool {
+	last := max(e.raft.LastIndex(), commit)
+	now := time.Now()
+	e.rm.mu.Lock()
+	defer e.rm.mu.Unlock()
+	if e.rm.outSince.IsZero() || last != e.rm.outLast {
+		e.rm.outSince, e.rm.outLast = now, last
+		return false
+	}
+	return now.Sub(e.rm.outSince) >= e.removalSettles()
 }
 
 // maxConfScan bounds how many uncommitted log entries latestConfCommitted

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -56,7 +57,9 @@ func TestCluster_RemovedFollowerStopsServing(t *testing.T) {
 	id, peer, httpURL := c.Nodes[f].ID(), c.Nodes[f].PeerAddr(), c.Nodes[f].HTTPURL()
 
 	l.must("DELETE", "/v1/cluster/members/"+id, nil, nil)
-	waitRemoved(t, c.Nodes[f], 5*time.Second)
+	t0 := time.Now()
+	waitRemoved(t, c.Nodes[f], 10*time.Second)
+	t.Logf("removed after %v", time.Since(t0))
 	mustAnswerRemoved(t, fol)
 
 	// Started again on its data, it still knows, and does not ask to be
@@ -117,6 +120,60 @@ func TestCluster_RemovedFollowerBehindLearnsItsRemoval(t *testing.T) {
 	c.Heal(f)
 	waitRemoved(t, c.Nodes[f], 20*time.Second)
 	mustAnswerRemoved(t, newAPI(t, c, f))
+}
+
+// TestCluster_RemovedNodeJoinsAgainWithEmptyData: a follower is removed,
+// its data deleted, and it is added back and started with --join, as the
+// harness's membership fault does. Replaying the log from the start, it
+// meets its own earlier removal before the configuration that added it
+// back: it must not take that for its removal (it did, stopped, and left
+// the cluster one voter short), and it serves.
+func TestCluster_RemovedNodeJoinsAgainWithEmptyData(t *testing.T) {
+	c := servertest.New(t, 3)
+	leader := c.WaitLeader()
+	f := c.Follower(leader)
+	l := newAPI(t, c, leader)
+	id, peer, httpURL := c.Nodes[f].ID(), c.Nodes[f].PeerAddr(), c.Nodes[f].HTTPURL()
+	for range 300 {
+		l.session(time.Hour, 0) // a log to replay before the removal
+	}
+	l.must("DELETE", "/v1/cluster/members/"+id, nil, nil)
+	waitRemoved(t, c.Nodes[f], 10*time.Second)
+	c.Crash(f)
+	var dataDir string
+	c.Configure(f, func(cfg *server.Config) {
+		dataDir = cfg.Node.DataDir
+		cfg.Node.InitialCluster = nil
+		cfg.Node.Join = c.URL(leader)
+	})
+	if err := os.RemoveAll(dataDir); err != nil {
+		t.Fatal(err)
+	}
+	for range 300 {
+		l.session(time.Hour, 0) // and more between the removal and the addition
+	}
+	l.must("POST", "/v1/cluster/members", wire.Member{ID: id, Peer: peer, HTTP: httpURL}, nil)
+	// The leader's messages reach it late, as on a slow link or a busy
+	// machine: its replay takes many round trips, and the node looks at
+	// its configuration between them.
+	c.Nodes[leader].Faults().SetDelay(id, mux.Out, 100*time.Millisecond)
+	c.Start(f)
+	fol := newAPI(t, c, f)
+	servertest.WaitFor(t, 20*time.Second, "the node added back to serve", func() bool {
+		st, _ := fol.do("GET", "/readyz", nil, nil)
+		return st == 200
+	})
+	c.Nodes[leader].Faults().HealAll()
+	// Well past the time a removal takes to settle.
+	time.Sleep(3 * time.Second)
+	select {
+	case <-c.Nodes[f].Node().Removed():
+		t.Fatalf("the node added back took its earlier removal for a new one: %v", c.Nodes[f].Node().Removal())
+	default:
+	}
+	if st, e := fol.do("GET", "/readyz", nil, nil); st != 200 {
+		t.Fatalf("the node added back: /readyz %d %s", st, e.Code)
+	}
 }
 
 // TestCluster_MemberErrors: unknown ids, the last voter.

@@ -406,9 +406,10 @@ func (s *Server) register() {
 		}
 		url, hc := "", remote
 		switch isLeader, leaderHTTP := s.node.Leader(); {
-		case s.node.Removal() != nil:
+		case s.node.Removal() != nil, s.node.LeftConfiguration():
 			// A removed node waits to be added back by an operator: it
-			// does not ask to be, even with --join.
+			// does not ask to be, even with --join; nor does one whose
+			// removal it has not taken for settled yet.
 		case target != "" && !s.inConfiguration():
 			url = target
 		case isLeader || leaderHTTP != "":
