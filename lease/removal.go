@@ -58,10 +58,6 @@ type membershipWatch struct {
 	// node's last index was last seen to grow (zero: no removal in view).
 	outSince time.Time
 	outLast  uint64 // the last index then
-	// left: the latest configuration leaves out this node, which had been
-	// in one (a removal, settling or not): the node must not ask to be
-	// added again (LeftConfiguration).
-	left bool
 }
 
 // Removed returns a channel that is closed when this node learns, while it
@@ -91,14 +87,29 @@ func (n *Node) Removal() error {
 
 // LeftConfiguration reports whether the latest configuration leaves this
 // node out after it had been in one: it is being removed, or was. Such a
-// node does not register itself again (only an operator adds it back).
+// node does not register itself again (only an operator adds it back). It
+// reads Raft's latest configuration now, not the membership watch's last
+// look, so that a removal is seen the moment it reaches the log.
 func (n *Node) LeftConfiguration() bool {
 	if n.raft == nil {
 		return false
 	}
 	n.raft.rm.mu.Lock()
-	defer n.raft.rm.mu.Unlock()
-	return n.raft.rm.left
+	seen := n.raft.rm.seenSelf
+	n.raft.rm.mu.Unlock()
+	if !seen {
+		return false
+	}
+	f := n.raft.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == n.cfg.ID {
+			return false
+		}
+	}
+	return true
 }
 
 func (e *raftEngine) removedAt() uint64 {
@@ -161,7 +172,6 @@ func (e *raftEngine) checkMembership() {
 	if in {
 		e.rm.seenSelf = true
 	}
-	e.rm.left = !in && e.rm.seenSelf
 	if readded {
 		e.rm.at = 0
 	}
