@@ -9,8 +9,10 @@
 // in one table (codeStatus), and a follower transparently proxies requests
 // that only the leader may answer, so clients never have to find the leader.
 //
-// It does not own a listener, TLS or server timeouts (cmd/lockd does); the
-// one bound it keeps is on forwarding (how long a follower waits for the
-// leader's answer, and for a leader at all). It holds no state of its own: locks, sessions and leadership live behind Service.
-// The /v1/debug/faults routes exist only when a FaultInjector is configured.
+// It does not own a listener, TLS, server timeouts or connection limits
+// (internal/server does); what it bounds itself is a request body's
+// arrival (Config.BodyTimeout) and forwarding (how long a follower waits
+// for the leader's answer, and for a leader at all). It holds no state of
+// its own: locks, sessions and leadership live behind Service. The
+// /v1/debug/faults routes exist only when a FaultInjector is configured.
 package httpapi

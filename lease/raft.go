@@ -16,7 +16,8 @@ import (
 )
 
 // raftEngine replicates the FSM with hashicorp/raft, its log and stable
-// store in bbolt and its snapshots in files under DataDir.
+// store in raft-wal (or, in older data dirs, bbolt through raft-boltdb)
+// and its snapshots in files under DataDir.
 type raftEngine struct {
 	n      *Node
 	raft   *raft.Raft
