@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -41,7 +42,7 @@ func readBody(r *http.Request) ([]byte, error) {
 // bodyError is the answer to a failed read of a request's body: a body
 // that did not arrive within the body timeout is request_timeout.
 func bodyError(err error) *wire.Error {
-	if errors.Is(err, errDeadline) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return wire.Errorf(wire.CodeRequestTimeout, "the request body did not arrive within %v", bodyTimeoutOf(err))
 	}
 	return badRequest("cannot read the request body: %v", err)

@@ -77,23 +77,16 @@ type deadlineBody struct {
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.once.Do(func() {
-			if errors.Is(err, errDeadline) {
-				b.timedOut()
-				return // the connection is done for
-			}
-			_ = b.rc.SetReadDeadline(time.Time{})
-		})
-		if errors.Is(err, errDeadline) {
-			err = &bodyTimeout{err: err, after: b.timeout}
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.once.Do(b.timedOut) // the connection is done for
+		err = &bodyTimeout{err: err, after: b.timeout}
+	default: // the body's end (or another error): no deadline from here on
+		b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
 	}
 	return n, err
 }
-
-// errDeadline is what a read past a connection's deadline fails with.
-var errDeadline = os.ErrDeadlineExceeded
 
 // bodyTimeout is the error of a body read past the body timeout.
 type bodyTimeout struct {

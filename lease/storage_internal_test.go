@@ -71,7 +71,7 @@ func TestStoreOpenError_SaysWhatIsWrong(t *testing.T) {
 		{other, "bad magic", "another lockd"},
 	} {
 		msg := c.err.Error()
-		if !contains(msg, c.says) || contains(msg, c.not) {
+		if !strings.Contains(msg, c.says) || strings.Contains(msg, c.not) {
 			t.Errorf("%q: want it to say %q and not %q", msg, c.says, c.not)
 		}
 	}
@@ -79,5 +79,3 @@ func TestStoreOpenError_SaysWhatIsWrong(t *testing.T) {
 		t.Error("the full-disk error does not wrap ENOSPC")
 	}
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
