@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // Consistency of a read: the zero value is a default read, answered by the
@@ -20,8 +20,8 @@ const (
 )
 
 // Cluster describes the cluster as the answering node sees it.
-func (c *Client) Cluster(ctx context.Context) (wire.Cluster, error) {
-	var out wire.Cluster
+func (c *Client) Cluster(ctx context.Context) (api.Cluster, error) {
+	var out api.Cluster
 	err := c.call(ctx, "GET", "/v1/cluster", nil, &out, idempotent, 0)
 	return out, err
 }
@@ -29,37 +29,37 @@ func (c *Client) Cluster(ctx context.Context) (wire.Cluster, error) {
 // Sessions lists every session, sorted by ID. It reads the list page by
 // page, each page on its own: a session created or ended meanwhile may be
 // missing, or shown as it was.
-func (c *Client) Sessions(ctx context.Context) ([]wire.Session, error) {
+func (c *Client) Sessions(ctx context.Context) ([]api.Session, error) {
 	return c.SessionsWith(ctx, Default)
 }
 
 // SessionsWith is Sessions with a read consistency: with Stale, the node
 // asked answers from its own state, and a follower's answer has no
 // TTLRemaining or RenewedAt (only the leader sees keepalives).
-func (c *Client) SessionsWith(ctx context.Context, cons Consistency) ([]wire.Session, error) {
-	return listAllWith(ctx, c, "/v1/sessions", cons, func(l *wire.SessionList) ([]wire.Session, string) { return l.Sessions, l.Next })
+func (c *Client) SessionsWith(ctx context.Context, cons Consistency) ([]api.Session, error) {
+	return listAllWith(ctx, c, "/v1/sessions", cons, func(l *api.SessionList) ([]api.Session, string) { return l.Sessions, l.Next })
 }
 
 // SessionInfo reads one session: what it holds, and, from the leader,
 // the time it has left (TTLRemaining) and its last renewal (RenewedAt),
 // like etcdctl lease timetolive. A session that does not exist is
 // ErrSessionExpired.
-func (c *Client) SessionInfo(ctx context.Context, id string, cons Consistency) (wire.Session, error) {
-	var out wire.Session
+func (c *Client) SessionInfo(ctx context.Context, id string, cons Consistency) (api.Session, error) {
+	var out api.Session
 	err := c.call(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+query(0, 0, string(cons)), nil, &out, idempotent, 0)
 	return out, err
 }
 
 // Locks lists every lock that exists (held, queued for or in lock-delay),
 // sorted by name, page by page as Sessions does.
-func (c *Client) Locks(ctx context.Context) ([]wire.Lock, error) {
-	return listAll(ctx, c, "/v1/locks", func(l *wire.LockList) ([]wire.Lock, string) { return l.Locks, l.Next })
+func (c *Client) Locks(ctx context.Context) ([]api.Lock, error) {
+	return listAll(ctx, c, "/v1/locks", func(l *api.LockList) ([]api.Lock, string) { return l.Locks, l.Next })
 }
 
 // Elections lists every election that exists (led, campaigned for or in
 // lock-delay), sorted by name, page by page as Sessions does.
-func (c *Client) Elections(ctx context.Context) ([]wire.Election, error) {
-	return listAll(ctx, c, "/v1/elections", func(l *wire.ElectionList) ([]wire.Election, string) { return l.Elections, l.Next })
+func (c *Client) Elections(ctx context.Context) ([]api.Election, error) {
+	return listAll(ctx, c, "/v1/elections", func(l *api.ElectionList) ([]api.Election, string) { return l.Elections, l.Next })
 }
 
 // listAll reads a list through to its last page.
@@ -73,9 +73,9 @@ func listAllWith[L, T any](ctx context.Context, c *Client, path string, cons Con
 	if cons != Default {
 		flag = "&" + string(cons)
 	}
-	return wire.AllPages(func(after string) ([]T, string, error) {
+	return api.AllPages(func(after string) ([]T, string, error) {
 		var page L
-		if err := c.call(ctx, "GET", path+wire.PageQuery(after, wire.MaxListLimit)+flag, nil, &page, idempotent, 0); err != nil {
+		if err := c.call(ctx, "GET", path+api.PageQuery(after, api.MaxListLimit)+flag, nil, &page, idempotent, 0); err != nil {
 			return nil, "", err
 		}
 		got, next := items(&page)
@@ -84,17 +84,17 @@ func listAllWith[L, T any](ctx context.Context, c *Client, path string, cons Con
 }
 
 // Lock reads one lock; a lock that does not exist reads as free.
-func (c *Client) Lock(ctx context.Context, name string, cons Consistency) (wire.Lock, error) {
-	var out wire.Lock
+func (c *Client) Lock(ctx context.Context, name string, cons Consistency) (api.Lock, error) {
+	var out api.Lock
 	err := c.call(ctx, "GET", lockPath(name, "")+query(0, 0, string(cons)), nil, &out, idempotent, 0)
 	return out, err
 }
 
 // WaitLock is a blocking query on a lock: it answers once the lock's
-// ModifyIndex is above index, or when wait (at most wire.MaxWait) runs
+// ModifyIndex is above index, or when wait (at most api.MaxWait) runs
 // out, with the lock as it then is. With wait 0 it reads at once.
-func (c *Client) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (wire.Lock, error) {
-	var out wire.Lock
+func (c *Client) WaitLock(ctx context.Context, name string, index uint64, wait time.Duration) (api.Lock, error) {
+	var out api.Lock
 	err := c.call(ctx, "GET", lockPath(name, "")+query(index, wait, ""), nil, &out, idempotent, wait)
 	return out, err
 }
@@ -102,8 +102,8 @@ func (c *Client) WaitLock(ctx context.Context, name string, index uint64, wait t
 // WaitElection is WaitLock for an election: it answers once the
 // election's ModifyIndex is above index, or when wait runs out. Session is
 // empty when nobody leads (no ErrNoElectionLeader here).
-func (c *Client) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (wire.Election, error) {
-	var out wire.Election
+func (c *Client) WaitElection(ctx context.Context, name string, index uint64, wait time.Duration) (api.Election, error) {
+	var out api.Election
 	err := c.call(ctx, "GET", electionPath(name, "")+query(index, wait, ""), nil, &out, idempotent, wait)
 	return out, err
 }
@@ -111,8 +111,8 @@ func (c *Client) WaitElection(ctx context.Context, name string, index uint64, wa
 // WaitSession is WaitLock for a session: it answers once the applied
 // index (the session's Index) is above index, or when wait runs out; a
 // session that does not exist, or no longer does, is ErrSessionExpired.
-func (c *Client) WaitSession(ctx context.Context, id string, index uint64, wait time.Duration) (wire.Session, error) {
-	var out wire.Session
+func (c *Client) WaitSession(ctx context.Context, id string, index uint64, wait time.Duration) (api.Session, error) {
+	var out api.Session
 	err := c.call(ctx, "GET", "/v1/sessions/"+url.PathEscape(id)+query(index, wait, ""), nil, &out, idempotent, wait)
 	return out, err
 }
@@ -121,8 +121,8 @@ func (c *Client) WaitSession(ctx context.Context, id string, index uint64, wait 
 // the lock (Chubby's CheckSequencer). A resource can call it before acting
 // on a request that carries a token; Fence is the cheaper local check.
 func (c *Client) CheckToken(ctx context.Context, name string, token uint64) (bool, error) {
-	var out wire.CheckResponse
-	err := c.call(ctx, "POST", lockPath(name, "check"), wire.CheckRequest{Token: token}, &out, idempotent, 0)
+	var out api.CheckResponse
+	err := c.call(ctx, "POST", lockPath(name, "check"), api.CheckRequest{Token: token}, &out, idempotent, 0)
 	return out.Valid, err
 }
 
@@ -136,13 +136,13 @@ func (c *Client) Election(ctx context.Context, name string) (Leader, error) {
 }
 
 func (c *Client) election(ctx context.Context, name string, index uint64, wait time.Duration) (Leader, error) {
-	var out wire.Election
+	var out api.Election
 	err := c.call(ctx, "GET", electionPath(name, "")+query(index, wait, ""), nil, &out, idempotent, wait)
 	return Leader{Session: out.Session, Value: out.Value, Token: out.Token, ModifyIndex: out.ModifyIndex}, err
 }
 
-func (c *Client) createSession(ctx context.Context, req wire.CreateSessionRequest) (wire.Session, error) {
-	var out wire.Session
+func (c *Client) createSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error) {
+	var out api.Session
 	err := c.call(ctx, "POST", "/v1/sessions", req, &out, unsent, 0)
 	return out, err
 }
@@ -157,26 +157,26 @@ func (c *Client) destroySession(ctx context.Context, id string) error {
 
 // acquire is idempotent per session: a repeat returns the same token, or
 // finds the session still queued.
-func (c *Client) acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
-	var out wire.AcquireResponse
+func (c *Client) acquire(ctx context.Context, name string, req api.AcquireRequest) (api.AcquireResponse, error) {
+	var out api.AcquireResponse
 	err := c.call(ctx, "POST", lockPath(name, "acquire"), req, &out, idempotent, req.Wait.D())
 	return out, err
 }
 
 func (c *Client) release(ctx context.Context, name, session string, seq uint64) error {
-	return c.call(ctx, "POST", lockPath(name, "release"), wire.SessionRequest{Session: session, Seq: seq}, nil, idempotent, 0)
+	return c.call(ctx, "POST", lockPath(name, "release"), api.SessionRequest{Session: session, Seq: seq}, nil, idempotent, 0)
 }
 
-func (c *Client) campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error) {
-	var out wire.Election
+func (c *Client) campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Election, error) {
+	var out api.Election
 	err := c.call(ctx, "POST", electionPath(name, "campaign"), req, &out, idempotent, req.Wait.D())
 	return out, err
 }
 
-func (c *Client) proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error {
+func (c *Client) proclaim(ctx context.Context, name string, req api.ProclaimRequest) error {
 	return c.call(ctx, "POST", electionPath(name, "proclaim"), req, nil, idempotent, 0)
 }
 
 func (c *Client) resign(ctx context.Context, name, session string, seq uint64) error {
-	return c.call(ctx, "POST", electionPath(name, "resign"), wire.SessionRequest{Session: session, Seq: seq}, nil, idempotent, 0)
+	return c.call(ctx, "POST", electionPath(name, "resign"), api.SessionRequest{Session: session, Seq: seq}, nil, idempotent, 0)
 }

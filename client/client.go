@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // Defaults of Config.
@@ -171,7 +171,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 		c.preferred.CompareAndSwap(int32(i), int32((i+1)%len(c.endpoints))) //nolint:gosec // G115: i < len(c.endpoints), a handful of addresses
 		pause := time.Duration(rand.Int64N(int64(backoff) + 1))
 		backoff = min(2*backoff, c.cfg.MaxBackoff)
-		if c := wire.CodeOf(err); c == wire.CodeTooMany || c == wire.CodeOverloaded {
+		if c := api.CodeOf(err); c == api.CodeTooMany || c == api.CodeOverloaded {
 			pause = max(pause, retryAfter(err)) // the node is full: not sooner than it asks
 		}
 		select {
@@ -183,16 +183,16 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 }
 
 func isAPIError(err error) bool {
-	var e *wire.Error
+	var e *api.Error
 	return errors.As(err, &e)
 }
 
 func retryable(err error, sent bool, policy retry) bool {
-	switch wire.CodeOf(err) {
-	case wire.CodeNoLeader, wire.CodeTooMany, wire.CodeRemoved, wire.CodeOverloaded, wire.CodeRequestTimeout:
+	switch api.CodeOf(err) {
+	case api.CodeNoLeader, api.CodeTooMany, api.CodeRemoved, api.CodeOverloaded, api.CodeRequestTimeout:
 		// The node applied nothing; another one may serve.
 		return true
-	case wire.CodeTimeout:
+	case api.CodeTimeout:
 		return policy == idempotent
 	case "":
 		return !sent || policy == idempotent
@@ -232,9 +232,9 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	if err != nil {
 		return true, fmt.Errorf("client: read response: %w", err)
 	}
-	c.follow(base, resp.Header.Get(wire.HeaderLeader))
+	c.follow(base, resp.Header.Get(api.HeaderLeader))
 	if resp.StatusCode >= 300 {
-		e := &wire.Error{}
+		e := &api.Error{}
 		if json.Unmarshal(raw, e) != nil || e.Code == "" {
 			return true, fmt.Errorf("client: %s %s%s: %s", method, base, path, resp.Status)
 		}
@@ -283,12 +283,12 @@ func isDialError(err error) bool {
 }
 
 // lockPath escapes nothing but, in a read (no verb), the last '/' of a
-// name that ends in a verb (wire.ReadPathName), which only an older server
+// name that ends in a verb (api.ReadPathName), which only an older server
 // let a client create: names are checked by the server and contain only
 // [A-Za-z0-9._/-], which are safe in a path.
 func lockPath(name, verb string) string {
 	if verb == "" {
-		return "/v1/locks/" + wire.ReadPathName(name, wire.LockVerbs)
+		return "/v1/locks/" + api.ReadPathName(name, api.LockVerbs)
 	}
 	return "/v1/locks/" + name + "/" + verb
 }
@@ -296,7 +296,7 @@ func lockPath(name, verb string) string {
 // electionPath is lockPath for elections.
 func electionPath(name, verb string) string {
 	if verb == "" {
-		return "/v1/elections/" + wire.ReadPathName(name, wire.ElectionVerbs)
+		return "/v1/elections/" + api.ReadPathName(name, api.ElectionVerbs)
 	}
 	return "/v1/elections/" + name + "/" + verb
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // slowSessionServer is a lockd stand-in on 127.0.0.1 that answers session
@@ -40,7 +40,7 @@ func newSlowSessionServer(t *testing.T, ttl, delay time.Duration) (*slowSessionS
 			s.mu.Unlock()
 			time.Sleep(s.delay)
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(wire.Session{ID: "s1", TTL: wire.Duration(s.ttl)})
+			_ = json.NewEncoder(w).Encode(api.Session{ID: "s1", TTL: api.Duration(s.ttl)})
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions/s1/keepalive":
 			s.mu.Lock()
 			s.keepalives++
@@ -62,7 +62,7 @@ func newSlowSessionServer(t *testing.T, ttl, delay time.Duration) (*slowSessionS
 			s.kaAnswered = true
 			s.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(wire.KeepAliveResponse{ID: "s1", TTL: wire.Duration(s.ttl)})
+			_ = json.NewEncoder(w).Encode(api.KeepAliveResponse{ID: "s1", TTL: api.Duration(s.ttl)})
 		case r.Method == http.MethodDelete && r.URL.Path == "/v1/sessions/s1":
 			w.WriteHeader(http.StatusOK)
 		default:

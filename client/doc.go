@@ -22,5 +22,5 @@
 // protected resource, and have the resource reject a token lower than the
 // highest it has seen (see Fence), or ask the cluster (Client.CheckToken).
 //
-// The package imports only the standard library and lockd's wire types.
+// The package imports only the standard library and lockd's api package (the wire types).
 package client

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // Leader is the leader of an election as the cluster sees it. Session is
@@ -56,7 +56,7 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		if dl, ok := ctx.Deadline(); ok {
 			wait = max(min(wait, time.Until(dl)), time.Millisecond)
 		}
-		r, err := e.s.c.campaign(ctx, e.name, wire.CampaignRequest{Session: e.s.id, Value: value, Wait: wire.Duration(wait), Seq: e.s.nextSeq()})
+		r, err := e.s.c.campaign(ctx, e.name, api.CampaignRequest{Session: e.s.id, Value: value, Wait: api.Duration(wait), Seq: e.s.nextSeq()})
 		switch {
 		case err == nil:
 			if !e.s.Alive() {
@@ -90,7 +90,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if !e.m.Held() {
 		return ErrNotLeader
 	}
-	err := e.s.c.proclaim(ctx, e.name, wire.ProclaimRequest{Session: e.s.id, Value: value, Seq: e.s.nextSeq()})
+	err := e.s.c.proclaim(ctx, e.name, api.ProclaimRequest{Session: e.s.id, Value: value, Seq: e.s.nextSeq()})
 	if errors.Is(err, ErrNotHolder) {
 		return ErrNotLeader
 	}

@@ -3,31 +3,31 @@ package client
 import (
 	"errors"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // Errors. The API errors compare by code with errors.Is, so
 // errors.Is(err, client.ErrLockHeld) holds for any lock_held answer; the
-// *wire.Error itself carries the server's message.
+// *api.Error itself carries the server's message.
 var (
 	// ErrLockHeld: the lock is held by another session (or others queue ahead).
-	ErrLockHeld error = &wire.Error{Code: wire.CodeLockHeld, Message: "lock held"}
+	ErrLockHeld error = &api.Error{Code: api.CodeLockHeld, Message: "lock held"}
 	// ErrRepeated: the acquire repeated one of this session already applied
 	// (a retry whose first answer was lost) and the lock is free now; the
 	// repeat is not applied again. A new Lock or TryLock sends a new request.
-	ErrRepeated error = &wire.Error{Code: wire.CodeRepeated, Message: "request repeats one already applied"}
+	ErrRepeated error = &api.Error{Code: api.CodeRepeated, Message: "request repeats one already applied"}
 	// ErrNotHolder: the session does not hold the lock or lead the election.
-	ErrNotHolder error = &wire.Error{Code: wire.CodeNotHolder, Message: "not the holder"}
+	ErrNotHolder error = &api.Error{Code: api.CodeNotHolder, Message: "not the holder"}
 	// ErrLockDelay: the lock is inside the lock-delay of an expired holder.
-	ErrLockDelay error = &wire.Error{Code: wire.CodeLockDelay, Message: "lock-delay in force"}
+	ErrLockDelay error = &api.Error{Code: api.CodeLockDelay, Message: "lock-delay in force"}
 	// ErrSessionExpired: the server no longer knows the session.
-	ErrSessionExpired error = &wire.Error{Code: wire.CodeSessionExpired, Message: "session expired"}
+	ErrSessionExpired error = &api.Error{Code: api.CodeSessionExpired, Message: "session expired"}
 	// ErrNoLeader: no node could serve the request (election in progress).
-	ErrNoLeader error = &wire.Error{Code: wire.CodeNoLeader, Message: "no leader"}
+	ErrNoLeader error = &api.Error{Code: api.CodeNoLeader, Message: "no leader"}
 	// ErrTimeout: the cluster did not commit in time; the outcome is unknown.
-	ErrTimeout error = &wire.Error{Code: wire.CodeTimeout, Message: "timeout"}
+	ErrTimeout error = &api.Error{Code: api.CodeTimeout, Message: "timeout"}
 	// ErrBadRequest: the server refused the request as malformed.
-	ErrBadRequest error = &wire.Error{Code: wire.CodeBadRequest, Message: "bad request"}
+	ErrBadRequest error = &api.Error{Code: api.CodeBadRequest, Message: "bad request"}
 
 	// ErrSessionLost: the session's local deadline passed or the server
 	// said it is gone; everything built on it is lost.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/servertest"
 )
 
@@ -34,10 +34,10 @@ func pagingServer(t *testing.T, ids []string, pageSize int, next func(string) st
 		mu.Lock()
 		afters = append(afters, after)
 		mu.Unlock()
-		var l wire.SessionList
+		var l api.SessionList
 		for _, id := range ids {
 			if id > after && len(l.Sessions) < pageSize {
-				l.Sessions = append(l.Sessions, wire.Session{ID: id})
+				l.Sessions = append(l.Sessions, api.Session{ID: id})
 			}
 		}
 		if n := len(l.Sessions); n > 0 && l.Sessions[n-1].ID != ids[len(ids)-1] {

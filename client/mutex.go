@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/ctxsleep"
 )
 
@@ -14,14 +14,14 @@ import (
 // the API's limit. A longer Lock is several of them, and each new one
 // queues afresh at the back, so a Lock that waits longer than this is not
 // served strictly in arrival order.
-const maxWaitChunk = wire.MaxWait
+const maxWaitChunk = api.MaxWait
 
 // MutexOption configures NewMutex.
 type MutexOption func(*Mutex)
 
 // Shared makes the Mutex take the lock in shared mode: shared holders
 // coexist, and exclude exclusive ones.
-func Shared() MutexOption { return func(m *Mutex) { m.mode = wire.ModeShared } }
+func Shared() MutexOption { return func(m *Mutex) { m.mode = api.ModeShared } }
 
 // Mutex is a lock held by a Session. Its holding ends with Unlock or when
 // the session is lost; Lost tells which holding ended.
@@ -43,7 +43,7 @@ type Mutex struct {
 
 // NewMutex returns a Mutex for the lock name on session s. It does no I/O.
 func NewMutex(s *Session, name string, opts ...MutexOption) *Mutex {
-	m := &Mutex{s: s, name: name, mode: wire.ModeExclusive}
+	m := &Mutex{s: s, name: name, mode: api.ModeExclusive}
 	for _, o := range opts {
 		o(m)
 	}
@@ -104,7 +104,7 @@ func (m *Mutex) acquire(ctx context.Context, wait time.Duration) error {
 		return ErrSessionLost
 	}
 	held := m.holding()
-	r, err := m.s.c.acquire(ctx, m.name, wire.AcquireRequest{Session: m.s.id, Mode: m.mode, Wait: wire.Duration(wait), Seq: m.s.nextSeq()})
+	r, err := m.s.c.acquire(ctx, m.name, api.AcquireRequest{Session: m.s.id, Mode: m.mode, Wait: api.Duration(wait), Seq: m.s.nextSeq()})
 	if err != nil {
 		if errors.Is(err, ErrSessionExpired) {
 			m.s.lose(ErrSessionExpired)
@@ -168,9 +168,9 @@ const giveBackTimeout = 5 * time.Second
 // err may nevertheless have been granted: anything but a refusal the
 // server answered with.
 func outcomeUnknown(err error) bool {
-	switch wire.CodeOf(err) {
-	case wire.CodeLockHeld, wire.CodeLockDelay, wire.CodeRepeated, wire.CodeSessionExpired, wire.CodeNotHolder,
-		wire.CodeBadRequest, wire.CodeNotFound, wire.CodeTooLarge, wire.CodeUnauthorized, wire.CodeForbidden:
+	switch api.CodeOf(err) {
+	case api.CodeLockHeld, api.CodeLockDelay, api.CodeRepeated, api.CodeSessionExpired, api.CodeNotHolder,
+		api.CodeBadRequest, api.CodeNotFound, api.CodeTooLarge, api.CodeUnauthorized, api.CodeForbidden:
 		return false
 	}
 	return true
@@ -254,7 +254,7 @@ func (m *Mutex) Lost() <-chan struct{} {
 }
 
 func retryAfter(err error) time.Duration {
-	var e *wire.Error
+	var e *api.Error
 	if errors.As(err, &e) && e.RetryAfter > 0 {
 		return e.RetryAfter
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // Defaults of a Session.
@@ -82,9 +82,9 @@ func NewSession(ctx context.Context, c *Client, opts ...SessionOption) (*Session
 	for _, f := range opts {
 		f(&o)
 	}
-	req := wire.CreateSessionRequest{TTL: wire.Duration(o.ttl), Name: o.name}
+	req := api.CreateSessionRequest{TTL: api.Duration(o.ttl), Name: o.name}
 	if o.delaySet {
-		d := wire.Duration(o.lockDelay)
+		d := api.Duration(o.lockDelay)
 		req.LockDelay = &d
 	}
 	sent := time.Now()
@@ -108,7 +108,7 @@ func NewSession(ctx context.Context, c *Client, opts ...SessionOption) (*Session
 
 // nextSeq returns the number for a new lock or election operation. Retries
 // of one operation reuse its number, so that the server can tell a late,
-// abandoned request from a new one (see wire.AcquireRequest).
+// abandoned request from a new one (see api.AcquireRequest).
 func (s *Session) nextSeq() uint64 { return s.seq.Add(1) }
 
 // ID returns the session id.

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/backup"
 )
 
@@ -58,7 +58,7 @@ func (c *Client) Snapshot(ctx context.Context, w io.Writer) (SnapshotInfo, error
 	if err != nil {
 		return SnapshotInfo{}, fmt.Errorf("client: snapshot: %w", err)
 	}
-	if sent := rb.header.Get(wire.HeaderSnapshotSHA256); sent != f.SumHex() {
+	if sent := rb.header.Get(api.HeaderSnapshotSHA256); sent != f.SumHex() {
 		return SnapshotInfo{}, fmt.Errorf("client: snapshot: the leader sent checksum %q, the file received has %s", sent, f.SumHex())
 	}
 	if _, err := w.Write(rb.body); err != nil {

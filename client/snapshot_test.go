@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/backup"
 )
 
@@ -20,7 +20,7 @@ func snapshotServer(t *testing.T, file []byte, sum string) string {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set(wire.HeaderSnapshotSHA256, sum)
+		w.Header().Set(api.HeaderSnapshotSHA256, sum)
 		_, _ = w.Write(file)
 	}))
 	t.Cleanup(ts.Close)

@@ -9,7 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // ACLService is what the HTTP layer needs to enforce ACLs. lease.Node
@@ -21,9 +21,9 @@ type ACLService interface {
 	// SessionOwner returns the owner of session id (the accessor id of the
 	// token that created it), and whether the session exists.
 	SessionOwner(id string) (owner string, exists bool)
-	CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wire.Token, error)
+	CreateToken(ctx context.Context, req api.CreateTokenRequest) (api.Token, error)
 	RevokeToken(ctx context.Context, accessor string) error
-	Tokens(ctx context.Context) (wire.TokenList, error)
+	Tokens(ctx context.Context) (api.TokenList, error)
 }
 
 // need is what a route asks of the caller's token, given the request. A
@@ -70,11 +70,11 @@ func (s *Server) authorize(r *http.Request, rt route) (*http.Request, error) {
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return nil, wire.Errorf(wire.CodeUnauthorized, "ACLs are on: send a token as \"Authorization: Bearer SECRET\"")
+		return nil, api.Errorf(api.CodeUnauthorized, "ACLs are on: send a token as \"Authorization: Bearer SECRET\"")
 	}
 	secret, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || secret == "" || strings.ContainsAny(secret, " \t") {
-		return nil, wire.Errorf(wire.CodeUnauthorized, "malformed Authorization header: want \"Bearer SECRET\"")
+		return nil, api.Errorf(api.CodeUnauthorized, "malformed Authorization header: want \"Bearer SECRET\"")
 	}
 	tok, ok := s.acl.ResolveToken(secret)
 	if !ok {
@@ -89,13 +89,13 @@ func (s *Server) authorize(r *http.Request, rt route) (*http.Request, error) {
 		return nil, forbidden(tok, a)
 	}
 	if isSessionCreate(rt) && !acl.CanWriteSomething(tok) {
-		return nil, wire.Errorf(wire.CodeForbidden, "token %s has no write rule: it may not create sessions", tok.AccessorID)
+		return nil, api.Errorf(api.CodeForbidden, "token %s has no write rule: it may not create sessions", tok.AccessorID)
 	}
 	return r.WithContext(context.WithValue(r.Context(), principalKey{}, tok)), nil
 }
 
 // errUnknownToken refuses a token this node does not know.
-var errUnknownToken = wire.Errorf(wire.CodeUnauthorized, "unknown, revoked or expired token")
+var errUnknownToken = api.Errorf(api.CodeUnauthorized, "unknown, revoked or expired token")
 
 // isUnknownToken reports whether authorize refused err's request only
 // because this node does not know its token.
@@ -107,9 +107,9 @@ func isSessionCreate(rt route) bool {
 
 func forbidden(tok acl.Token, a acl.Action) error {
 	if a.Admin {
-		return wire.Errorf(wire.CodeForbidden, "token %s is not an admin token", tok.AccessorID)
+		return api.Errorf(api.CodeForbidden, "token %s is not an admin token", tok.AccessorID)
 	}
-	return wire.Errorf(wire.CodeForbidden, "token %s has no %s access to %s %q", tok.AccessorID, a.Access, a.Kind, a.Name)
+	return api.Errorf(api.CodeForbidden, "token %s has no %s access to %s %q", tok.AccessorID, a.Access, a.Kind, a.Name)
 }
 
 // ownSession checks that the request's token may act on session id. A
@@ -121,7 +121,7 @@ func (s *Server) ownSession(r *http.Request, id string) error {
 	}
 	owner, exists := s.acl.SessionOwner(id)
 	if exists && !acl.Owns(tok, owner) {
-		return wire.Errorf(wire.CodeForbidden, "session %s belongs to another token", redactID(id))
+		return api.Errorf(api.CodeForbidden, "session %s belongs to another token", redactID(id))
 	}
 	return nil
 }
@@ -145,26 +145,26 @@ func (s *Server) filter(r *http.Request, body any) any {
 	}
 	v := viewer{s: s, tok: tok, owners: map[string]string{}}
 	switch b := body.(type) {
-	case wire.Session:
+	case api.Session:
 		return v.session(b)
-	case wire.SessionList:
+	case api.SessionList:
 		out := b
-		out.Sessions = make([]wire.Session, len(b.Sessions))
+		out.Sessions = make([]api.Session, len(b.Sessions))
 		for i, x := range b.Sessions {
 			out.Sessions[i] = v.session(x)
 		}
 		return out
-	case wire.Lock:
+	case api.Lock:
 		return v.lock(b)
-	case wire.LockList:
+	case api.LockList:
 		out := b
-		out.Locks = readable(v, acl.Lock, b.Locks, func(l wire.Lock) string { return l.Name }, v.lock)
+		out.Locks = readable(v, acl.Lock, b.Locks, func(l api.Lock) string { return l.Name }, v.lock)
 		return out
-	case wire.Election:
+	case api.Election:
 		return v.election(b)
-	case wire.ElectionList:
+	case api.ElectionList:
 		out := b
-		out.Elections = readable(v, acl.Election, b.Elections, func(e wire.Election) string { return e.Name }, v.election)
+		out.Elections = readable(v, acl.Election, b.Elections, func(e api.Election) string { return e.Name }, v.election)
 		return out
 	}
 	return body
@@ -209,14 +209,14 @@ func (v viewer) id(id string) string {
 	return redactID(id)
 }
 
-func (v viewer) session(x wire.Session) wire.Session {
+func (v viewer) session(x api.Session) api.Session {
 	x.ID = v.id(x.ID)
 	x.Locks = slices.DeleteFunc(slices.Clone(x.Locks), func(n string) bool { return !v.reads(acl.Lock, n) })
 	x.Elections = slices.DeleteFunc(slices.Clone(x.Elections), func(n string) bool { return !v.reads(acl.Election, n) })
 	return x
 }
 
-func (v viewer) lock(l wire.Lock) wire.Lock {
+func (v viewer) lock(l api.Lock) api.Lock {
 	l.Holders = slices.Clone(l.Holders)
 	for i := range l.Holders {
 		l.Holders[i].Session = v.id(l.Holders[i].Session)
@@ -228,7 +228,7 @@ func (v viewer) lock(l wire.Lock) wire.Lock {
 	return l
 }
 
-func (v viewer) election(e wire.Election) wire.Election {
+func (v viewer) election(e api.Election) api.Election {
 	e.Session = v.id(e.Session)
 	e.Waiters = slices.Clone(e.Waiters)
 	for i := range e.Waiters {
@@ -239,7 +239,7 @@ func (v viewer) election(e wire.Election) wire.Election {
 
 // createToken serves POST /v1/acl/tokens.
 func (s *Server) createToken(r *http.Request) (any, error) {
-	var req wire.CreateTokenRequest
+	var req api.CreateTokenRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
@@ -252,8 +252,8 @@ func (s *Server) createToken(r *http.Request) (any, error) {
 	if err := acl.Validate(acl.Token{Description: req.Description, Rules: req.Rules}); err != nil {
 		return nil, badRequest("%v", err)
 	}
-	if ttl := req.ExpirationTTL.D(); ttl != 0 && (ttl < wire.MinTokenTTL || ttl > wire.MaxTokenTTL) {
-		return nil, badRequest("expiration_ttl %v: want %v to %v, or none for a token that does not expire", ttl, wire.MinTokenTTL, wire.MaxTokenTTL)
+	if ttl := req.ExpirationTTL.D(); ttl != 0 && (ttl < api.MinTokenTTL || ttl > api.MaxTokenTTL) {
+		return nil, badRequest("expiration_ttl %v: want %v to %v, or none for a token that does not expire", ttl, api.MinTokenTTL, api.MaxTokenTTL)
 	}
 	return s.acl.CreateToken(r.Context(), req)
 }
@@ -266,7 +266,7 @@ func (s *Server) listTokens(r *http.Request) (any, error) {
 // selfToken serves GET /v1/acl/tokens/self: the caller's own token.
 func (s *Server) selfToken(r *http.Request) (any, error) {
 	tok, _ := principal(r)
-	return wire.TokenOf(tok), nil
+	return api.TokenOf(tok), nil
 }
 
 // revokeToken serves DELETE /v1/acl/tokens/{accessor}.

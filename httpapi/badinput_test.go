@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestBadInput_Answers pins the answer to each bad input of issue 25's
@@ -95,7 +95,7 @@ func TestBadInput_Answers(t *testing.T) {
 				t.Errorf("status = %d, want %d; body %s", rec.Code, tt.wantStatus, rec.Body)
 			}
 			e := mustErrorBody(t, rec)
-			if e.Code != wire.CodeBadRequest || !strings.Contains(e.Message, tt.wantMsg) {
+			if e.Code != api.CodeBadRequest || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("body = %+v, want code bad_request and a message containing %q", e, tt.wantMsg)
 			}
 			if got := rec.Header().Get("Allow"); got != tt.wantAllow {
@@ -122,28 +122,28 @@ func TestBadInput_StillServed(t *testing.T) {
 	}{
 		{"lock named only a verb", "GET", "/v1/locks/acquire", "", 200, call{"Lock", []any{"acquire", ReadOptions{}}}},
 		{"acquire of a lock named only a verb", "POST", "/v1/locks/check/acquire", `{"session":"s1"}`, 200,
-			call{"Acquire", []any{"check", wire.AcquireRequest{Session: "s1", Mode: wire.ModeExclusive}}}},
+			call{"Acquire", []any{"check", api.AcquireRequest{Session: "s1", Mode: api.ModeExclusive}}}},
 		{"lock named with an election verb", "POST", "/v1/locks/x/campaign/acquire", `{"session":"s1"}`, 200,
-			call{"Acquire", []any{"x/campaign", wire.AcquireRequest{Session: "s1", Mode: wire.ModeExclusive}}}},
+			call{"Acquire", []any{"x/campaign", api.AcquireRequest{Session: "s1", Mode: api.ModeExclusive}}}},
 		{"read of an election named with a lock verb", "GET", "/v1/elections/e/acquire", "", 200, call{"Election", []any{"e/acquire", ReadOptions{}}}},
 		{"verb inside a name", "GET", "/v1/locks/acquire/x?stale", "", 200, call{"Lock", []any{"acquire/x", ReadOptions{Stale: true}}}},
 		{"old lock read with %2F", "GET", "/v1/locks/x%2Facquire?index=3&wait=1s", "", 200,
 			call{"Lock", []any{"x/acquire", ReadOptions{Index: 3, Wait: time.Second}}}},
 		{"old lock read with %2f", "GET", "/v1/locks/a/b%2fcheck", "", 200, call{"Lock", []any{"a/b/check", ReadOptions{}}}},
 		{"old lock released", "POST", "/v1/locks/x/acquire/release", `{"session":"s1"}`, 200,
-			call{"Release", []any{"x/acquire", wire.SessionRequest{Session: "s1"}}}},
+			call{"Release", []any{"x/acquire", api.SessionRequest{Session: "s1"}}}},
 		{"old lock checked", "POST", "/v1/locks/x/acquire/check", `{"token":7}`, 200, call{"Check", []any{"x/acquire", uint64(7)}}},
 		{"old election read with %2F", "GET", "/v1/elections/e1%2Fcampaign", "", 200, call{"Election", []any{"e1/campaign", ReadOptions{}}}},
 		{"old election proclaimed", "POST", "/v1/elections/e1/campaign/proclaim", `{"session":"s1","value":"v"}`, 200,
-			call{"Proclaim", []any{"e1/campaign", wire.ProclaimRequest{Session: "s1", Value: "v"}}}},
+			call{"Proclaim", []any{"e1/campaign", api.ProclaimRequest{Session: "s1", Value: "v"}}}},
 		{"old election resigned", "POST", "/v1/elections/e1/campaign/resign", `{"session":"s1"}`, 200,
-			call{"Resign", []any{"e1/campaign", wire.SessionRequest{Session: "s1"}}}},
+			call{"Resign", []any{"e1/campaign", api.SessionRequest{Session: "s1"}}}},
 		{"ttl null is the default", "POST", "/v1/sessions", `{"ttl":null,"lock_delay":null}`, 201,
-			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
+			call{"CreateSession", []any{api.CreateSessionRequest{TTL: dur(api.DefaultTTL), LockDelay: durPtr(api.DefaultLockDelay)}}}},
 		{"ttl 1s", "POST", "/v1/sessions", `{"ttl":"1s"}`, 201,
-			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(time.Second), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
+			call{"CreateSession", []any{api.CreateSessionRequest{TTL: dur(time.Second), LockDelay: durPtr(api.DefaultLockDelay)}}}},
 		{"surrogate pair", "POST", "/v1/sessions", `{"name":"\ud83d\udd12 ö \\udc00"}`, 201,
-			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay), Name: "🔒 ö \\udc00"}}}},
+			call{"CreateSession", []any{api.CreateSessionRequest{TTL: dur(api.DefaultTTL), LockDelay: durPtr(api.DefaultLockDelay), Name: "🔒 ö \\udc00"}}}},
 		{"every list parameter", "GET", "/v1/elections?index=1&wait=1s&stale=false&consistent&limit=5&after=a", "", 200,
 			call{"Elections", []any{list(ReadOptions{Index: 1, Wait: time.Second, Consistent: true}, 5, "a")}}},
 		{"every read parameter", "GET", "/v1/sessions/s1?index=1&wait=1s&stale", "", 200,
@@ -172,8 +172,8 @@ func TestBadInput_StillServed(t *testing.T) {
 	}
 }
 
-// TestBadInput_VerbsAreTheRoutes checks that wire.LockVerbs and
-// wire.ElectionVerbs are exactly the final segments of the POST routes on
+// TestBadInput_VerbsAreTheRoutes checks that api.LockVerbs and
+// api.ElectionVerbs are exactly the final segments of the POST routes on
 // one lock or election, so that a verb added to the routing table is
 // reserved in names too.
 func TestBadInput_VerbsAreTheRoutes(t *testing.T) {
@@ -186,7 +186,7 @@ func TestBadInput_VerbsAreTheRoutes(t *testing.T) {
 			}
 		}
 	}
-	want := map[string][]string{"/v1/locks/{name:.*}": wire.LockVerbs, "/v1/elections/{name:.*}": wire.ElectionVerbs}
+	want := map[string][]string{"/v1/locks/{name:.*}": api.LockVerbs, "/v1/elections/{name:.*}": api.ElectionVerbs}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("verbs of the routing table = %v, want %v", got, want)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // status is the body of /healthz and /readyz.
@@ -27,7 +27,7 @@ func (s *Server) cluster(r *http.Request) (any, error) {
 // present and false, adds a non-voter; the service reads the role from
 // the member's Voter.
 func (s *Server) addMember(r *http.Request) (any, error) {
-	var req wire.AddMember
+	var req api.AddMember
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Server) removeMember(r *http.Request) (any, error) {
 // transferLeader serves POST /v1/cluster/leader-transfer. The body is
 // optional: none, or {}, lets the leader pick the voter.
 func (s *Server) transferLeader(r *http.Request) (any, error) {
-	var req wire.TransferRequest
+	var req api.TransferRequest
 	if err := decodeBody(r, &req, true); err != nil {
 		return nil, err
 	}
@@ -103,8 +103,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // faultList is the answer of every fault route.
-func (s *Server) faultList() wire.FaultList {
-	return wire.FaultList{Faults: s.faults.Faults(), Refused: s.faults.Refused()}
+func (s *Server) faultList() api.FaultList {
+	return api.FaultList{Faults: s.faults.Faults(), Refused: s.faults.Refused()}
 }
 
 // listFaults serves GET /v1/debug/faults.
@@ -116,7 +116,7 @@ func (s *Server) listFaults(*http.Request) (any, error) {
 // bounds; the injector validates direction and rule, and whatever it
 // rejects is the client's mistake.
 func (s *Server) setFault(r *http.Request) (any, error) {
-	var req wire.FaultRequest
+	var req api.FaultRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func checkFaultDelay(rule string, d time.Duration) error {
 	case d == 0:
 		return badRequest("delay is required with rule \"delay\"")
 	}
-	return checkRange("delay", d, wire.MinFaultDelay, wire.MaxFaultDelay)
+	return checkRange("delay", d, api.MinFaultDelay, api.MaxFaultDelay)
 }
 
 // healAll serves DELETE /v1/debug/faults.
@@ -168,14 +168,14 @@ func (s *Server) healPeer(r *http.Request) (any, error) {
 // getClock serves GET /v1/debug/clock.
 func (s *Server) getClock(*http.Request) (any, error) {
 	off, rate := s.clock.Skew()
-	o, step := wire.Duration(off), wire.Duration(s.clock.WallStep())
-	return wire.ClockSkew{Offset: &o, Rate: &rate, WallStep: &step}, nil
+	o, step := api.Duration(off), api.Duration(s.clock.WallStep())
+	return api.ClockSkew{Offset: &o, Rate: &rate, WallStep: &step}, nil
 }
 
 // setClock serves POST /v1/debug/clock. Everything is checked before
 // anything changes.
 func (s *Server) setClock(r *http.Request) (any, error) {
-	var req wire.ClockSkew
+	var req api.ClockSkew
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
@@ -192,8 +192,8 @@ func (s *Server) setClock(r *http.Request) (any, error) {
 		return nil, badRequest("rate %v out of range: want 0 < rate <= 100 (1 is real time; 0 or absent means 1)", rate)
 	}
 	if req.WallStep != nil {
-		if step := req.WallStep.D(); step < -wire.MaxWallStep || step > wire.MaxWallStep {
-			return nil, badRequest("wall_step %v out of range: want between -%v and %v", step, wire.MaxWallStep, wire.MaxWallStep)
+		if step := req.WallStep.D(); step < -api.MaxWallStep || step > api.MaxWallStep {
+			return nil, badRequest("wall_step %v out of range: want between -%v and %v", step, api.MaxWallStep, api.MaxWallStep)
 		}
 	}
 	if skew {

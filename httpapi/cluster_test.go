@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestServer_RemovedNodeServesNothing: once the node knows it was removed,
@@ -16,7 +16,7 @@ import (
 // calling the service.
 func TestServer_RemovedNodeServesNothing(t *testing.T) {
 	f := &fakeService{leaderHTTP: "http://127.0.0.1:1"}
-	f.removal = wire.Errorf(wire.CodeRemoved, "node n4 was removed")
+	f.removal = api.Errorf(api.CodeRemoved, "node n4 was removed")
 	s := mustNewServer(t, f, nil)
 	for _, r := range []struct{ method, path, body string }{
 		{"GET", "/v1/locks", ""},
@@ -25,9 +25,9 @@ func TestServer_RemovedNodeServesNothing(t *testing.T) {
 		{"POST", "/v1/cluster/leader-transfer", ""},
 	} {
 		rec := serve(s, r.method, r.path, r.body)
-		var e wire.Error
+		var e api.Error
 		_ = json.Unmarshal(rec.Body.Bytes(), &e) // a body that does not decode leaves Code empty: reported below
-		if rec.Code != http.StatusGone || e.Code != wire.CodeRemoved {
+		if rec.Code != http.StatusGone || e.Code != api.CodeRemoved {
 			t.Errorf("%s %s = %d %s, want 410 removed", r.method, r.path, rec.Code, rec.Body)
 		}
 	}
@@ -59,7 +59,7 @@ func TestServer_LeaderTransfer(t *testing.T) {
 			t.Errorf("body %q: %d %s, want %d", tt.body, rec.Code, rec.Body, tt.status)
 			continue
 		}
-		var res wire.TransferResponse
+		var res api.TransferResponse
 		if tt.status == 200 && (json.Unmarshal(rec.Body.Bytes(), &res) != nil || res.Leader.ID != tt.to || res.From != "n1") {
 			t.Errorf("body %q: answered %s, want from n1 to %s", tt.body, rec.Body, tt.to)
 		}

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // maxDrain is how much of an oversized body the server reads before it
@@ -23,27 +23,27 @@ import (
 // response would otherwise see a connection reset instead of the answer.
 const maxDrain = 4 << 20
 
-// readBody reads r's body, at most wire.MaxBody bytes. A longer body is read
+// readBody reads r's body, at most api.MaxBody bytes. A longer body is read
 // on up to maxDrain bytes, discarded, and answered too_large.
 func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBody+1))
+	b, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBody+1))
 	if err != nil {
 		return nil, bodyError(err)
 	}
-	if len(b) <= wire.MaxBody {
+	if len(b) <= api.MaxBody {
 		return b, nil
 	}
 	// Beyond maxDrain, net/http itself closes the connection after the
 	// answer (with "Connection: close").
 	_, _ = io.CopyN(io.Discard, r.Body, maxDrain-int64(len(b)))
-	return nil, wire.Errorf(wire.CodeTooLarge, "request body is larger than the limit of %d bytes", wire.MaxBody)
+	return nil, api.Errorf(api.CodeTooLarge, "request body is larger than the limit of %d bytes", api.MaxBody)
 }
 
 // bodyError is the answer to a failed read of a request's body: a body
 // that did not arrive within the body timeout is request_timeout.
-func bodyError(err error) *wire.Error {
+func bodyError(err error) *api.Error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return wire.Errorf(wire.CodeRequestTimeout, "the request body did not arrive within %v", bodyTimeoutOf(err))
+		return api.Errorf(api.CodeRequestTimeout, "the request body did not arrive within %v", bodyTimeoutOf(err))
 	}
 	return badRequest("cannot read the request body: %v", err)
 }
@@ -138,7 +138,7 @@ func loneSurrogate(b []byte) int {
 }
 
 // durationField returns the name of the first top-level field of the JSON
-// object body that is a wire.Duration field of v (a pointer to the struct
+// object body that is a api.Duration field of v (a pointer to the struct
 // being decoded) and whose value is exactly raw, or "" (request bodies are
 // flat).
 func durationField(body []byte, raw string, v any) string {
@@ -148,7 +148,7 @@ func durationField(body []byte, raw string, v any) string {
 	}
 	durations := map[string]bool{}
 	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-		dt := reflect.TypeFor[wire.Duration]()
+		dt := reflect.TypeFor[api.Duration]()
 		for f := range t.Elem().Fields() {
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if name == "" {
@@ -179,7 +179,7 @@ func durationField(body []byte, raw string, v any) string {
 func describeJSONError(err error, body []byte, v any) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	var dur *wire.DurationError
+	var dur *api.DurationError
 	switch {
 	case errors.As(err, &dur):
 		if f := durationField(body, dur.Value, v); f != "" {
@@ -246,7 +246,7 @@ func readOptions(q url.Values) (ReadOptions, error) {
 		if opt.Wait, err = time.ParseDuration(v); err != nil {
 			return opt, badRequest("bad wait %q: use a duration such as \"30s\"", v)
 		}
-		if err := checkRange("wait", opt.Wait, 0, wire.MaxQueryWait); err != nil {
+		if err := checkRange("wait", opt.Wait, 0, api.MaxQueryWait); err != nil {
 			return opt, err
 		}
 	}
@@ -254,23 +254,23 @@ func readOptions(q url.Values) (ReadOptions, error) {
 }
 
 // listOptions parses the query parameters of a list: those of a read,
-// limit (1..wire.MaxListLimit, wire.DefaultListLimit when absent) and
-// after (a cursor of at most wire.MaxNameLen bytes).
+// limit (1..api.MaxListLimit, api.DefaultListLimit when absent) and
+// after (a cursor of at most api.MaxNameLen bytes).
 func listOptions(q url.Values) (ListOptions, error) {
-	opt := ListOptions{Limit: wire.DefaultListLimit, After: q.Get("after")}
+	opt := ListOptions{Limit: api.DefaultListLimit, After: q.Get("after")}
 	var err error
 	if opt.ReadOptions, err = readOptions(q); err != nil {
 		return opt, err
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > wire.MaxListLimit {
-			return opt, badRequest("bad limit %q: must be an integer from 1 to %d", v, wire.MaxListLimit)
+		if err != nil || n < 1 || n > api.MaxListLimit {
+			return opt, badRequest("bad limit %q: must be an integer from 1 to %d", v, api.MaxListLimit)
 		}
 		opt.Limit = n
 	}
-	if len(opt.After) > wire.MaxNameLen {
-		return opt, badRequest("after is %d bytes long; the limit is %d", len(opt.After), wire.MaxNameLen)
+	if len(opt.After) > api.MaxNameLen {
+		return opt, badRequest("after is %d bytes long; the limit is %d", len(opt.After), api.MaxNameLen)
 	}
 	return opt, nil
 }

@@ -3,9 +3,9 @@
 // owns the state.
 //
 // It parses and checks every request before the Service sees it: bodies are
-// limited to wire.MaxBody, unknown JSON fields and out-of-range values are
+// limited to api.MaxBody, unknown JSON fields and out-of-range values are
 // rejected with a message that names the problem, and omitted fields are
-// filled with the defaults in package wire. It maps errors to HTTP statuses
+// filled with the defaults in package api. It maps errors to HTTP statuses
 // in one table (codeStatus), and a follower transparently proxies requests
 // that only the leader may answer, so clients never have to find the leader.
 //

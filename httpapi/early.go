@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // net/http answers a request it cannot parse itself, before any handler
@@ -100,7 +100,7 @@ func earlyJSON(p []byte, first bool, maxHeaderBytes int) ([]byte, bool) {
 		return nil, false
 	}
 	if first && string(p) == plainToTLS {
-		return jsonAnswer("HTTP/1.0", http.StatusBadRequest, &wire.Error{Code: wire.CodeBadRequest,
+		return jsonAnswer("HTTP/1.0", http.StatusBadRequest, &api.Error{Code: api.CodeBadRequest,
 			Message: "this port serves HTTPS, and the request came in plain HTTP: use an https:// URL"}), true
 	}
 	head, text, ok := strings.Cut(string(p), earlyHeaders)
@@ -113,24 +113,24 @@ func earlyJSON(p []byte, first bool, maxHeaderBytes int) ([]byte, bool) {
 	}
 	// "400 Bad Request: missing required Host header": the detail, if any.
 	_, detail, _ := strings.Cut(head[12:], ": ")
-	var e *wire.Error
+	var e *api.Error
 	switch {
 	case status == http.StatusRequestHeaderFieldsTooLarge:
-		e = wire.Errorf(wire.CodeTooLarge, "the request line and headers are larger than the limit of %d bytes", maxHeaderBytes)
+		e = api.Errorf(api.CodeTooLarge, "the request line and headers are larger than the limit of %d bytes", maxHeaderBytes)
 	case status == http.StatusNotImplemented:
-		e = wire.Errorf(wire.CodeBadRequest, "unsupported Transfer-Encoding: send a body with Content-Length or chunked")
+		e = api.Errorf(api.CodeBadRequest, "unsupported Transfer-Encoding: send a body with Content-Length or chunked")
 	case detail != "":
-		e = wire.Errorf(wire.CodeBadRequest, "malformed HTTP request: %s", detail)
+		e = api.Errorf(api.CodeBadRequest, "malformed HTTP request: %s", detail)
 	default:
-		e = wire.Errorf(wire.CodeBadRequest, "malformed HTTP request")
+		e = api.Errorf(api.CodeBadRequest, "malformed HTTP request")
 	}
 	return jsonAnswer("HTTP/1.1", status, e), true
 }
 
 // jsonAnswer returns a whole HTTP answer with e as its JSON body, closing
 // the connection.
-func jsonAnswer(proto string, status int, e *wire.Error) []byte {
-	body, _ := json.Marshal(e) // a *wire.Error always encodes
+func jsonAnswer(proto string, status int, e *api.Error) []byte {
+	body, _ := json.Marshal(e) // a *api.Error always encodes
 	body = append(body, '\n')
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %d %s\r\nConnection: close\r\nContent-Length: %d\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\n\r\n",

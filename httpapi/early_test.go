@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // earlyMaxHeaderBytes is the MaxHeaderBytes of the servers of the
@@ -79,19 +79,19 @@ func TestEarlyAnswers_JSON(t *testing.T) {
 		wantMsg             string
 	}{
 		{"headers too large", plain.Listener.Addr().String(), bigHeader,
-			431, "HTTP/1.1", wire.CodeTooLarge, "the request line and headers are larger than the limit of 4096 bytes"},
+			431, "HTTP/1.1", api.CodeTooLarge, "the request line and headers are larger than the limit of 4096 bytes"},
 		{"no Host header", plain.Listener.Addr().String(), "GET /v1/cluster HTTP/1.1\r\n\r\n",
-			400, "HTTP/1.1", wire.CodeBadRequest, "malformed HTTP request: missing required Host header"},
+			400, "HTTP/1.1", api.CodeBadRequest, "malformed HTTP request: missing required Host header"},
 		{"malformed header line", plain.Listener.Addr().String(), "GET /v1/cluster HTTP/1.1\r\nHost: lockd\r\nno colon here\r\n\r\n",
-			400, "HTTP/1.1", wire.CodeBadRequest, "malformed HTTP request"},
+			400, "HTTP/1.1", api.CodeBadRequest, "malformed HTTP request"},
 		{"malformed request line", plain.Listener.Addr().String(), "GARBAGE\r\n\r\n",
-			400, "HTTP/1.1", wire.CodeBadRequest, "malformed HTTP request"},
+			400, "HTTP/1.1", api.CodeBadRequest, "malformed HTTP request"},
 		{"unknown HTTP version", plain.Listener.Addr().String(), "GET /v1/cluster HTTP/3.0\r\nHost: lockd\r\n\r\n",
-			505, "HTTP/1.1", wire.CodeBadRequest, "malformed HTTP request: unsupported protocol version"},
+			505, "HTTP/1.1", api.CodeBadRequest, "malformed HTTP request: unsupported protocol version"},
 		{"unknown transfer encoding", plain.Listener.Addr().String(), "POST /v1/sessions HTTP/1.1\r\nHost: lockd\r\nTransfer-Encoding: gzip\r\n\r\n",
-			501, "HTTP/1.1", wire.CodeBadRequest, "unsupported Transfer-Encoding: send a body with Content-Length or chunked"},
+			501, "HTTP/1.1", api.CodeBadRequest, "unsupported Transfer-Encoding: send a body with Content-Length or chunked"},
 		{"plain HTTP on the HTTPS port", secure.Listener.Addr().String(), "GET /v1/cluster HTTP/1.1\r\nHost: lockd\r\n\r\n",
-			400, "HTTP/1.0", wire.CodeBadRequest, "this port serves HTTPS, and the request came in plain HTTP: use an https:// URL"},
+			400, "HTTP/1.0", api.CodeBadRequest, "this port serves HTTPS, and the request came in plain HTTP: use an https:// URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
-// codeStatus is the one table from wire error code to HTTP status. retry
+// codeStatus is the one table from API error code to HTTP status. retry
 // marks the codes that always carry a Retry-After header, one second unless
 // the error says otherwise. A code missing from the table is answered as
 // internal.
@@ -19,34 +19,34 @@ var codeStatus = map[string]struct {
 	status int
 	retry  bool
 }{
-	wire.CodeBadRequest:     {http.StatusBadRequest, false},
-	wire.CodeUnauthorized:   {http.StatusUnauthorized, false},
-	wire.CodeForbidden:      {http.StatusForbidden, false},
-	wire.CodeNotFound:       {http.StatusNotFound, false},
-	wire.CodeLockHeld:       {http.StatusConflict, false},
-	wire.CodeNotHolder:      {http.StatusConflict, false},
-	wire.CodeLockDelay:      {http.StatusConflict, true},
-	wire.CodeRepeated:       {http.StatusConflict, false},
-	wire.CodeSessionExpired: {http.StatusGone, false},
-	wire.CodeTooLarge:       {http.StatusRequestEntityTooLarge, false},
-	wire.CodeTooMany:        {http.StatusTooManyRequests, true},
-	wire.CodeNoLeader:       {http.StatusServiceUnavailable, true},
-	wire.CodeTimeout:        {http.StatusGatewayTimeout, false},
-	wire.CodeInternal:       {http.StatusInternalServerError, false},
-	wire.CodeRemoved:        {http.StatusGone, false},
-	wire.CodeRequestTimeout: {http.StatusRequestTimeout, false},
-	wire.CodeOverloaded:     {http.StatusServiceUnavailable, true},
-	wire.CodeStorageFull:    {http.StatusServiceUnavailable, true},
-	wire.CodeStorageError:   {http.StatusServiceUnavailable, true},
+	api.CodeBadRequest:     {http.StatusBadRequest, false},
+	api.CodeUnauthorized:   {http.StatusUnauthorized, false},
+	api.CodeForbidden:      {http.StatusForbidden, false},
+	api.CodeNotFound:       {http.StatusNotFound, false},
+	api.CodeLockHeld:       {http.StatusConflict, false},
+	api.CodeNotHolder:      {http.StatusConflict, false},
+	api.CodeLockDelay:      {http.StatusConflict, true},
+	api.CodeRepeated:       {http.StatusConflict, false},
+	api.CodeSessionExpired: {http.StatusGone, false},
+	api.CodeTooLarge:       {http.StatusRequestEntityTooLarge, false},
+	api.CodeTooMany:        {http.StatusTooManyRequests, true},
+	api.CodeNoLeader:       {http.StatusServiceUnavailable, true},
+	api.CodeTimeout:        {http.StatusGatewayTimeout, false},
+	api.CodeInternal:       {http.StatusInternalServerError, false},
+	api.CodeRemoved:        {http.StatusGone, false},
+	api.CodeRequestTimeout: {http.StatusRequestTimeout, false},
+	api.CodeOverloaded:     {http.StatusServiceUnavailable, true},
+	api.CodeStorageFull:    {http.StatusServiceUnavailable, true},
+	api.CodeStorageError:   {http.StatusServiceUnavailable, true},
 }
 
 // internalMessage is all a client learns of an error that is not a
-// *wire.Error; the error itself goes to the log.
+// *api.Error; the error itself goes to the log.
 const internalMessage = "internal server error; the details are in the server log"
 
 // badRequest returns a bad_request error with the given message.
-func badRequest(format string, args ...any) *wire.Error {
-	return wire.Errorf(wire.CodeBadRequest, format, args...)
+func badRequest(format string, args ...any) *api.Error {
+	return api.Errorf(api.CodeBadRequest, format, args...)
 }
 
 // writeError answers r with err, its status taken from codeStatus.
@@ -55,22 +55,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 }
 
-// publicError returns what the client may see of err: the *wire.Error it is
+// publicError returns what the client may see of err: the *api.Error it is
 // or wraps, or a generic internal error.
-func publicError(err error) *wire.Error {
-	var e *wire.Error
+func publicError(err error) *api.Error {
+	var e *api.Error
 	if errors.As(err, &e) {
 		if _, ok := codeStatus[e.Code]; ok {
 			return e
 		}
 	}
-	return &wire.Error{Code: wire.CodeInternal, Message: internalMessage}
+	return &api.Error{Code: api.CodeInternal, Message: internalMessage}
 }
 
 // writeErrorStatus writes e with the given status and, when the code calls
 // for one, a Retry-After header. cause is the error as the Service returned
 // it (nil if it came from this package); 5xx answers are logged with it.
-func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, e *wire.Error, cause error) {
+func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, e *api.Error, cause error) {
 	if secs := retryAfter(e); secs > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 	}
@@ -84,12 +84,12 @@ func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status
 // cause, timeouts at warn. no_leader is expected during every election and
 // the lease module logs the leadership changes themselves, so it is only
 // worth a debug line, as is a request whose client went away.
-func (s *Server) logFailure(r *http.Request, status int, e *wire.Error, cause error) {
+func (s *Server) logFailure(r *http.Request, status int, e *api.Error, cause error) {
 	level := slog.LevelWarn
 	switch e.Code {
-	case wire.CodeInternal:
+	case api.CodeInternal:
 		level = slog.LevelError
-	case wire.CodeNoLeader:
+	case api.CodeNoLeader:
 		level = slog.LevelDebug
 	}
 	if r.Context().Err() != nil {
@@ -105,7 +105,7 @@ func (s *Server) logFailure(r *http.Request, status int, e *wire.Error, cause er
 // retryAfter returns the Retry-After seconds for e: its RetryAfter rounded
 // up to whole seconds, at least 1; 1 for codes that always carry the header;
 // 0 for none.
-func retryAfter(e *wire.Error) int {
+func retryAfter(e *api.Error) int {
 	if e.RetryAfter <= 0 {
 		if codeStatus[e.Code].retry {
 			return 1
@@ -121,7 +121,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		s.log.Error("cannot encode response", "err", err)
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(&wire.Error{Code: wire.CodeInternal, Message: internalMessage})
+		b, _ = json.Marshal(&api.Error{Code: api.CodeInternal, Message: internalMessage})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

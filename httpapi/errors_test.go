@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 var errPlain = errors.New("lease: bbolt: disk on fire at /var/lib/lockd")
@@ -21,30 +21,30 @@ func TestErrors_CodeToStatus(t *testing.T) {
 		wantStatus int
 		wantRetry  string
 	}{
-		{wire.CodeBadRequest, 0, 400, ""},
-		{wire.CodeUnauthorized, 0, 401, ""},
-		{wire.CodeForbidden, 0, 403, ""},
-		{wire.CodeNotFound, 0, 404, ""},
-		{wire.CodeLockHeld, 0, 409, ""},
-		{wire.CodeNotHolder, 0, 409, ""},
-		{wire.CodeLockDelay, 0, 409, "1"},
-		{wire.CodeLockDelay, 3 * time.Second, 409, "3"},
-		{wire.CodeLockDelay, 2500 * time.Millisecond, 409, "3"},
-		{wire.CodeLockDelay, time.Millisecond, 409, "1"},
-		{wire.CodeSessionExpired, 0, 410, ""},
-		{wire.CodeTooLarge, 0, 413, ""},
-		{wire.CodeTooMany, 0, 429, "1"},
-		{wire.CodeTooMany, 2 * time.Second, 429, "2"},
-		{wire.CodeNoLeader, 0, 503, "1"},
-		{wire.CodeNoLeader, 4 * time.Second, 503, "4"},
-		{wire.CodeTimeout, 0, 504, ""},
-		{wire.CodeInternal, 0, 500, ""},
+		{api.CodeBadRequest, 0, 400, ""},
+		{api.CodeUnauthorized, 0, 401, ""},
+		{api.CodeForbidden, 0, 403, ""},
+		{api.CodeNotFound, 0, 404, ""},
+		{api.CodeLockHeld, 0, 409, ""},
+		{api.CodeNotHolder, 0, 409, ""},
+		{api.CodeLockDelay, 0, 409, "1"},
+		{api.CodeLockDelay, 3 * time.Second, 409, "3"},
+		{api.CodeLockDelay, 2500 * time.Millisecond, 409, "3"},
+		{api.CodeLockDelay, time.Millisecond, 409, "1"},
+		{api.CodeSessionExpired, 0, 410, ""},
+		{api.CodeTooLarge, 0, 413, ""},
+		{api.CodeTooMany, 0, 429, "1"},
+		{api.CodeTooMany, 2 * time.Second, 429, "2"},
+		{api.CodeNoLeader, 0, 503, "1"},
+		{api.CodeNoLeader, 4 * time.Second, 503, "4"},
+		{api.CodeTimeout, 0, 504, ""},
+		{api.CodeInternal, 0, 500, ""},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%s", tt.code, tt.retryAfter), func(t *testing.T) {
 			msg := "the sentence for " + tt.code
 			svc := newLeaderFake()
-			svc.err = &wire.Error{Code: tt.code, Message: msg, RetryAfter: tt.retryAfter}
+			svc.err = &api.Error{Code: tt.code, Message: msg, RetryAfter: tt.retryAfter}
 			rec := serve(mustNewServer(t, svc, nil), "POST", "/v1/locks/a/acquire", `{"session":"s1"}`)
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status = %d, want %d", rec.Code, tt.wantStatus)
@@ -71,10 +71,10 @@ func TestErrors_NotWireError(t *testing.T) {
 		wantCode   string
 		wantMsg    string
 	}{
-		{"plain error", errPlain, 500, wire.CodeInternal, internalMessage},
-		{"context error", context.DeadlineExceeded, 500, wire.CodeInternal, internalMessage},
-		{"unknown code", &wire.Error{Code: "weird", Message: "secret"}, 500, wire.CodeInternal, internalMessage},
-		{"wrapped wire error", fmt.Errorf("lease: acquire: %w", wire.Errorf(wire.CodeLockHeld, "lock a is held")), 409, wire.CodeLockHeld, "lock a is held"},
+		{"plain error", errPlain, 500, api.CodeInternal, internalMessage},
+		{"context error", context.DeadlineExceeded, 500, api.CodeInternal, internalMessage},
+		{"unknown code", &api.Error{Code: "weird", Message: "secret"}, 500, api.CodeInternal, internalMessage},
+		{"wrapped wire error", fmt.Errorf("lease: acquire: %w", api.Errorf(api.CodeLockHeld, "lock a is held")), 409, api.CodeLockHeld, "lock a is held"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,20 +100,20 @@ func TestRouter_UnknownPathAndMethod(t *testing.T) {
 		wantCode     string
 		wantAllow    string
 	}{
-		{"GET", "/", 404, wire.CodeNotFound, ""},
-		{"GET", "/v2/locks", 404, wire.CodeNotFound, ""},
-		{"GET", "/metrics", 404, wire.CodeNotFound, ""},
-		{"GET", "/v1/sessions/", 404, wire.CodeNotFound, ""},
-		{"POST", "/v1/locks/a/b/steal", 405, wire.CodeBadRequest, "GET"},
-		{"PUT", "/v1/sessions", 405, wire.CodeBadRequest, "GET, POST"},
-		{"GET", "/v1/sessions/s1/keepalive", 405, wire.CodeBadRequest, "POST"},
-		{"DELETE", "/v1/locks/a/acquire", 405, wire.CodeBadRequest, "POST"},
-		{"DELETE", "/v1/locks/a%2Facquire", 405, wire.CodeBadRequest, "GET"},
-		{"GET", "/v1/locks/a/acquire", 405, wire.CodeBadRequest, "POST"},
-		{"GET", "/v1/elections/e/resign", 405, wire.CodeBadRequest, "POST"},
-		{"POST", "/v1/cluster", 405, wire.CodeBadRequest, "GET"},
-		{"POST", "/healthz", 405, wire.CodeBadRequest, "GET"},
-		{"DELETE", "/readyz", 405, wire.CodeBadRequest, "GET"},
+		{"GET", "/", 404, api.CodeNotFound, ""},
+		{"GET", "/v2/locks", 404, api.CodeNotFound, ""},
+		{"GET", "/metrics", 404, api.CodeNotFound, ""},
+		{"GET", "/v1/sessions/", 404, api.CodeNotFound, ""},
+		{"POST", "/v1/locks/a/b/steal", 405, api.CodeBadRequest, "GET"},
+		{"PUT", "/v1/sessions", 405, api.CodeBadRequest, "GET, POST"},
+		{"GET", "/v1/sessions/s1/keepalive", 405, api.CodeBadRequest, "POST"},
+		{"DELETE", "/v1/locks/a/acquire", 405, api.CodeBadRequest, "POST"},
+		{"DELETE", "/v1/locks/a%2Facquire", 405, api.CodeBadRequest, "GET"},
+		{"GET", "/v1/locks/a/acquire", 405, api.CodeBadRequest, "POST"},
+		{"GET", "/v1/elections/e/resign", 405, api.CodeBadRequest, "POST"},
+		{"POST", "/v1/cluster", 405, api.CodeBadRequest, "GET"},
+		{"POST", "/healthz", 405, api.CodeBadRequest, "GET"},
+		{"DELETE", "/readyz", 405, api.CodeBadRequest, "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -142,16 +142,16 @@ func TestRetryAfter_Rounding(t *testing.T) {
 		d    time.Duration
 		want int
 	}{
-		{wire.CodeNoLeader, 0, 1},
-		{wire.CodeNoLeader, -time.Second, 1},
-		{wire.CodeLockDelay, 999 * time.Millisecond, 1},
-		{wire.CodeLockDelay, time.Second, 1},
-		{wire.CodeLockDelay, time.Second + time.Nanosecond, 2},
-		{wire.CodeTimeout, 0, 0},
-		{wire.CodeTimeout, 1500 * time.Millisecond, 2},
+		{api.CodeNoLeader, 0, 1},
+		{api.CodeNoLeader, -time.Second, 1},
+		{api.CodeLockDelay, 999 * time.Millisecond, 1},
+		{api.CodeLockDelay, time.Second, 1},
+		{api.CodeLockDelay, time.Second + time.Nanosecond, 2},
+		{api.CodeTimeout, 0, 0},
+		{api.CodeTimeout, 1500 * time.Millisecond, 2},
 	}
 	for _, tt := range tests {
-		if got := retryAfter(&wire.Error{Code: tt.code, RetryAfter: tt.d}); got != tt.want {
+		if got := retryAfter(&api.Error{Code: tt.code, RetryAfter: tt.d}); got != tt.want {
 			t.Errorf("retryAfter(%s, %v) = %d, want %d", tt.code, tt.d, got, tt.want)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // call is one Service method call the fake saw, with its arguments (the
@@ -69,71 +69,71 @@ func (f *fakeService) Leader() (bool, string) {
 	return f.isLeader, f.leaderHTTP
 }
 
-func (f *fakeService) CreateSession(ctx context.Context, req wire.CreateSessionRequest) (wire.Session, error) {
-	s := wire.Session{ID: "s1", Name: req.Name, TTL: req.TTL}
+func (f *fakeService) CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error) {
+	s := api.Session{ID: "s1", Name: req.Name, TTL: req.TTL}
 	if req.LockDelay != nil {
 		s.LockDelay = *req.LockDelay
 	}
 	return s, f.record(ctx, "CreateSession", req)
 }
 
-func (f *fakeService) KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse, error) {
-	return wire.KeepAliveResponse{ID: id, TTL: wire.Duration(15 * time.Second)}, f.record(ctx, "KeepAlive", id)
+func (f *fakeService) KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse, error) {
+	return api.KeepAliveResponse{ID: id, TTL: api.Duration(15 * time.Second)}, f.record(ctx, "KeepAlive", id)
 }
 
 func (f *fakeService) DestroySession(ctx context.Context, id string) error {
 	return f.record(ctx, "DestroySession", id)
 }
 
-func fakeSession(id string) wire.Session {
-	return wire.Session{ID: id, TTL: wire.Duration(15 * time.Second), LockDelay: wire.Duration(5 * time.Second), Locks: []string{"a"}}
+func fakeSession(id string) api.Session {
+	return api.Session{ID: id, TTL: api.Duration(15 * time.Second), LockDelay: api.Duration(5 * time.Second), Locks: []string{"a"}}
 }
 
-func (f *fakeService) Session(ctx context.Context, id string, opt ReadOptions) (wire.Session, error) {
+func (f *fakeService) Session(ctx context.Context, id string, opt ReadOptions) (api.Session, error) {
 	return fakeSession(id), f.record(ctx, "Session", id, opt)
 }
 
 // The lists answer one item and name a next page when the request asks
 // for one item only, so that tests can see the cursor pass through.
-func (f *fakeService) Sessions(ctx context.Context, opt ListOptions) (wire.SessionList, error) {
-	l := wire.SessionList{Sessions: []wire.Session{fakeSession("s1")}, Index: 7}
+func (f *fakeService) Sessions(ctx context.Context, opt ListOptions) (api.SessionList, error) {
+	l := api.SessionList{Sessions: []api.Session{fakeSession("s1")}, Index: 7}
 	if opt.Limit == 1 {
 		l.Next = "s1"
 	}
 	return l, f.record(ctx, "Sessions", opt)
 }
 
-func (f *fakeService) Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
-	return wire.AcquireResponse{Name: name, Mode: req.Mode, Token: 42, Session: req.Session}, f.record(ctx, "Acquire", name, req)
+func (f *fakeService) Acquire(ctx context.Context, name string, req api.AcquireRequest) (api.AcquireResponse, error) {
+	return api.AcquireResponse{Name: name, Mode: req.Mode, Token: 42, Session: req.Session}, f.record(ctx, "Acquire", name, req)
 }
 
-func (f *fakeService) Release(ctx context.Context, name string, req wire.SessionRequest) error {
+func (f *fakeService) Release(ctx context.Context, name string, req api.SessionRequest) error {
 	return f.record(ctx, "Release", name, req)
 }
 
-func fakeLock(name string) wire.Lock {
-	return wire.Lock{
-		Name: name, Mode: wire.ModeExclusive,
-		Holders:     []wire.Holder{{Session: "s1", Token: 42, AcquiredAt: fakeTime}},
-		Waiters:     []wire.Waiter{},
+func fakeLock(name string) api.Lock {
+	return api.Lock{
+		Name: name, Mode: api.ModeExclusive,
+		Holders:     []api.Holder{{Session: "s1", Token: 42, AcquiredAt: fakeTime}},
+		Waiters:     []api.Waiter{},
 		ModifyIndex: 42,
 	}
 }
 
-func (f *fakeService) Lock(ctx context.Context, name string, opt ReadOptions) (wire.Lock, error) {
+func (f *fakeService) Lock(ctx context.Context, name string, opt ReadOptions) (api.Lock, error) {
 	return fakeLock(name), f.record(ctx, "Lock", name, opt)
 }
 
-func (f *fakeService) Locks(ctx context.Context, opt ListOptions) (wire.LockList, error) {
-	l := wire.LockList{Locks: []wire.Lock{fakeLock("a")}, Index: 42}
+func (f *fakeService) Locks(ctx context.Context, opt ListOptions) (api.LockList, error) {
+	l := api.LockList{Locks: []api.Lock{fakeLock("a")}, Index: 42}
 	if opt.Limit == 1 {
 		l.Next = "a"
 	}
 	return l, f.record(ctx, "Locks", opt)
 }
 
-func (f *fakeService) Elections(ctx context.Context, opt ListOptions) (wire.ElectionList, error) {
-	l := wire.ElectionList{Elections: []wire.Election{{Name: "e", Session: "s1", Value: "v", Token: 43, ModifyIndex: 43}}, Index: 43}
+func (f *fakeService) Elections(ctx context.Context, opt ListOptions) (api.ElectionList, error) {
+	l := api.ElectionList{Elections: []api.Election{{Name: "e", Session: "s1", Value: "v", Token: 43, ModifyIndex: 43}}, Index: 43}
 	if opt.Limit == 1 {
 		l.Next = "e"
 	}
@@ -144,33 +144,33 @@ func (f *fakeService) Check(ctx context.Context, name string, token uint64) (boo
 	return token == 42, f.record(ctx, "Check", name, token)
 }
 
-func (f *fakeService) Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error) {
-	return wire.Election{Name: name, Session: req.Session, Value: req.Value, Token: 43, ModifyIndex: 43}, f.record(ctx, "Campaign", name, req)
+func (f *fakeService) Campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Election, error) {
+	return api.Election{Name: name, Session: req.Session, Value: req.Value, Token: 43, ModifyIndex: 43}, f.record(ctx, "Campaign", name, req)
 }
 
-func (f *fakeService) Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error {
+func (f *fakeService) Proclaim(ctx context.Context, name string, req api.ProclaimRequest) error {
 	return f.record(ctx, "Proclaim", name, req)
 }
 
-func (f *fakeService) Resign(ctx context.Context, name string, req wire.SessionRequest) error {
+func (f *fakeService) Resign(ctx context.Context, name string, req api.SessionRequest) error {
 	return f.record(ctx, "Resign", name, req)
 }
 
-func (f *fakeService) Election(ctx context.Context, name string, opt ReadOptions) (wire.Election, error) {
-	return wire.Election{Name: name, Session: "s1", Value: "v", Token: 43, ModifyIndex: 43}, f.record(ctx, "Election", name, opt)
+func (f *fakeService) Election(ctx context.Context, name string, opt ReadOptions) (api.Election, error) {
+	return api.Election{Name: name, Session: "s1", Value: "v", Token: 43, ModifyIndex: 43}, f.record(ctx, "Election", name, opt)
 }
 
-func (f *fakeService) Cluster(ctx context.Context) (wire.Cluster, error) {
-	c := wire.Cluster{
+func (f *fakeService) Cluster(ctx context.Context) (api.Cluster, error) {
+	c := api.Cluster{
 		Mode: "raft", NodeID: "n1", State: "leader",
-		Leader: &wire.LeaderInfo{ID: "n1", HTTP: "http://127.0.0.1:7400"},
+		Leader: &api.LeaderInfo{ID: "n1", HTTP: "http://127.0.0.1:7400"},
 		Term:   2, CommitIndex: 10, AppliedIndex: 10,
-		Members: []wire.Member{{ID: "n1", Peer: "127.0.0.1:7401", HTTP: "http://127.0.0.1:7400", Voter: true, Leader: true}},
+		Members: []api.Member{{ID: "n1", Peer: "127.0.0.1:7401", HTTP: "http://127.0.0.1:7400", Voter: true, Leader: true}},
 	}
 	return c, f.record(ctx, "Cluster")
 }
 
-func (f *fakeService) AddMember(ctx context.Context, m wire.Member) error {
+func (f *fakeService) AddMember(ctx context.Context, m api.Member) error {
 	return f.record(ctx, "AddMember", m)
 }
 
@@ -178,11 +178,11 @@ func (f *fakeService) RemoveMember(ctx context.Context, id string) error {
 	return f.record(ctx, "RemoveMember", id)
 }
 
-func (f *fakeService) TransferLeadership(ctx context.Context, to string) (wire.TransferResponse, error) {
+func (f *fakeService) TransferLeadership(ctx context.Context, to string) (api.TransferResponse, error) {
 	if to == "" {
 		to = "n2"
 	}
-	return wire.TransferResponse{From: "n1", Leader: wire.LeaderInfo{ID: to, HTTP: "http://127.0.0.1:7410"}},
+	return api.TransferResponse{From: "n1", Leader: api.LeaderInfo{ID: to, HTTP: "http://127.0.0.1:7410"}},
 		f.record(ctx, "TransferLeadership", to)
 }
 
@@ -208,7 +208,7 @@ func (f *fakeFaults) SetFault(peer, direction, rule string, delay time.Duration)
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, call{"SetFault", []any{peer, direction, rule, delay}})
 	if rule != "drop" && rule != "blackhole" && rule != "delay" {
-		return wire.Errorf(wire.CodeBadRequest, "unknown rule %q", rule)
+		return api.Errorf(api.CodeBadRequest, "unknown rule %q", rule)
 	}
 	if f.rules == nil {
 		f.rules = map[string]string{}
@@ -268,7 +268,7 @@ func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder
 
 // mustErrorBody decodes an error response and checks its shape: exactly
 // the "error" and "code" fields, JSON content type.
-func mustErrorBody(t *testing.T, rec *httptest.ResponseRecorder) wire.Error {
+func mustErrorBody(t *testing.T, rec *httptest.ResponseRecorder) api.Error {
 	t.Helper()
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type = %q, want application/json", ct)
@@ -280,7 +280,7 @@ func mustErrorBody(t *testing.T, rec *httptest.ResponseRecorder) wire.Error {
 	if len(fields) != 2 || fields["error"] == nil || fields["code"] == nil {
 		t.Fatalf("error body %s: want exactly {\"error\",\"code\"}", rec.Body.String())
 	}
-	var e wire.Error
+	var e api.Error
 	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
 		t.Fatalf("error body: %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestFaults_OnlyWhenEnabled checks that the debug routes are unknown paths
@@ -24,7 +24,7 @@ func TestFaults_OnlyWhenEnabled(t *testing.T) {
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("%s %s: status = %d, want 404", rq.method, rq.path, rec.Code)
 		}
-		if e := mustErrorBody(t, rec); e.Code != wire.CodeNotFound {
+		if e := mustErrorBody(t, rec); e.Code != api.CodeNotFound {
 			t.Errorf("%s %s: code = %q, want not_found", rq.method, rq.path, e.Code)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // Bounds of a forwarded request. A follower never holds a request longer
@@ -217,7 +217,7 @@ func (s *Server) proxy(target *url.URL, f *forwarding) *httputil.ReverseProxy {
 // failure explains a forward that got no answer from the leader. cause is
 // why the request's context ended, nil if it did not (the connection
 // failed).
-func (f *forwarding) failure(cause error) *wire.Error {
+func (f *forwarding) failure(cause error) *api.Error {
 	if !f.sent.Load() {
 		// No connection was ever made: the leader has not seen the request.
 		switch cause {
@@ -244,7 +244,7 @@ func (f *forwarding) failure(cause error) *wire.Error {
 // requestWait returns how long the leader may hold r before it answers by
 // design: the wait of a blocking query (?wait=) or of a blocking acquire or
 // campaign (the body's "wait"), capped at the API's limit; 0 for any other
-// request. The body is read into memory (it is at most wire.MaxBody bytes;
+// request. The body is read into memory (it is at most api.MaxBody bytes;
 // a longer one is refused by the leader) and put back for the proxy; a
 // body that cannot be read is an error (request_timeout past the body
 // timeout).
@@ -256,19 +256,19 @@ func requestWait(r *http.Request) (time.Duration, error) {
 		}
 	}
 	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		b, err := io.ReadAll(io.LimitReader(r.Body, wire.MaxBody+1))
+		b, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBody+1))
 		if err != nil {
 			return 0, bodyError(err)
 		}
 		r.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(b), r.Body), Closer: r.Body}
 		var body struct {
-			Wait wire.Duration `json:"wait"`
+			Wait api.Duration `json:"wait"`
 		}
 		if json.Unmarshal(b, &body) == nil {
 			wait = max(wait, body.Wait.D())
 		}
 	}
-	return min(max(wait, 0), max(wire.MaxWait, wire.MaxQueryWait)), nil
+	return min(max(wait, 0), max(api.MaxWait, api.MaxQueryWait)), nil
 }
 
 // replayBody is a request body whose first bytes were read ahead.
@@ -287,8 +287,8 @@ func (s *Server) name(r *http.Request) string {
 
 // noLeader returns a no_leader error that asks the client to retry in a
 // second. It means that the request did not and will not take effect.
-func noLeader(format string, args ...any) *wire.Error {
-	e := wire.Errorf(wire.CodeNoLeader, format, args...)
+func noLeader(format string, args ...any) *api.Error {
+	e := api.Errorf(api.CodeNoLeader, format, args...)
 	e.RetryAfter = time.Second
 	return e
 }
@@ -296,8 +296,8 @@ func noLeader(format string, args ...any) *wire.Error {
 // unknownOutcome returns a timeout error: the request may or may not take
 // effect, and the client must find out (or repeat it with the same request
 // number, which the leader applies at most once).
-func unknownOutcome(format string, args ...any) *wire.Error {
-	return wire.Errorf(wire.CodeTimeout, format, args...)
+func unknownOutcome(format string, args ...any) *api.Error {
+	return api.Errorf(api.CodeTimeout, format, args...)
 }
 
 // leaderURL parses the leader's HTTP address, a URL or a bare host:port,

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // pair is a leader and a follower, each an httptest server over a fake.
@@ -89,17 +89,17 @@ func TestForward_ToLeader(t *testing.T) {
 		wantLeaderCall           *call // nil: served by the follower
 	}{
 		{"acquire", "POST", "/v1/locks/a/b/acquire", `{"session":"s1","mode":"shared"}`, 200,
-			&call{"Acquire", []any{"a/b", wire.AcquireRequest{Session: "s1", Mode: wire.ModeShared}}}},
+			&call{"Acquire", []any{"a/b", api.AcquireRequest{Session: "s1", Mode: api.ModeShared}}}},
 		{"create session", "POST", "/v1/sessions", `{"name":"w"}`, 201,
-			&call{"CreateSession", []any{wire.CreateSessionRequest{Name: "w", TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
+			&call{"CreateSession", []any{api.CreateSessionRequest{Name: "w", TTL: dur(api.DefaultTTL), LockDelay: durPtr(api.DefaultLockDelay)}}}},
 		{"destroy session", "DELETE", "/v1/sessions/s1", "", 200, &call{"DestroySession", []any{"s1"}}},
 		{"default read", "GET", "/v1/locks/a?index=5&wait=1s", "", 200,
 			&call{"Lock", []any{"a", ReadOptions{Index: 5, Wait: time.Second}}}},
 		{"consistent read", "GET", "/v1/elections/e?consistent", "", 200,
 			&call{"Election", []any{"e", ReadOptions{Consistent: true}}}},
-		{"list sessions", "GET", "/v1/sessions", "", 200, &call{"Sessions", []any{list(ReadOptions{}, wire.DefaultListLimit, "")}}},
+		{"list sessions", "GET", "/v1/sessions", "", 200, &call{"Sessions", []any{list(ReadOptions{}, api.DefaultListLimit, "")}}},
 		{"add member", "POST", "/v1/cluster/members", `{"id":"n3","peer":"h:1","http":"h:2"}`, 200,
-			&call{"AddMember", []any{wire.Member{ID: "n3", Peer: "h:1", HTTP: "http://h:2", Voter: true}}}},
+			&call{"AddMember", []any{api.Member{ID: "n3", Peer: "h:1", HTTP: "http://h:2", Voter: true}}}},
 		{"stale read", "GET", "/v1/locks/a?stale", "", 200, nil},
 		{"stale list", "GET", "/v1/sessions?stale=true", "", 200, nil},
 		{"cluster", "GET", "/v1/cluster", "", 200, nil},
@@ -141,7 +141,7 @@ func TestForward_ToLeader(t *testing.T) {
 // and body reach the client unchanged, errors included.
 func TestForward_RelaysLeaderAnswer(t *testing.T) {
 	p := mustNewPair(t)
-	p.leader.err = &wire.Error{Code: wire.CodeLockDelay, Message: "lock a is in its lock-delay", RetryAfter: 3 * time.Second}
+	p.leader.err = &api.Error{Code: api.CodeLockDelay, Message: "lock a is in its lock-delay", RetryAfter: 3 * time.Second}
 	status, hdr, body := do(t, "POST", p.followerURL+"/v1/locks/a/acquire", `{"session":"s1"}`, nil)
 	if status != http.StatusConflict {
 		t.Errorf("status = %d, want 409", status)
@@ -183,8 +183,8 @@ func TestForward_NoLeader(t *testing.T) {
 			if got := hdr.Get("Retry-After"); got != "1" {
 				t.Errorf("Retry-After = %q, want 1", got)
 			}
-			var e wire.Error
-			if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != wire.CodeNoLeader || !strings.Contains(e.Message, tt.wantMsg) {
+			var e api.Error
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.Code != api.CodeNoLeader || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("body = %s, want code no_leader and a message containing %q", body, tt.wantMsg)
 			}
 			if calls := p.leader.Calls(); len(calls) != 0 {
@@ -340,8 +340,8 @@ func TestForward_OutcomeUnknown(t *testing.T) {
 			if a.status != http.StatusGatewayTimeout {
 				t.Fatalf("status = %d, want 504; body %s", a.status, a.body)
 			}
-			var e wire.Error
-			if err := json.Unmarshal([]byte(a.body), &e); err != nil || e.Code != wire.CodeTimeout ||
+			var e api.Error
+			if err := json.Unmarshal([]byte(a.body), &e); err != nil || e.Code != api.CodeTimeout ||
 				!strings.Contains(e.Message, "outcome is unknown") || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("body = %s, want code timeout, \"outcome is unknown\" and %q", a.body, tt.wantMsg)
 			}
@@ -392,7 +392,7 @@ func TestRequestWait(t *testing.T) {
 		{"/v1/elections/e/campaign", `{"session":"s","value":"v","wait":"250ms"}`, 250 * time.Millisecond},
 		{"/v1/locks/a?index=7&wait=30s", "", 30 * time.Second},
 		{"/v1/locks/a/release", `{"session":"s"}`, 0},
-		{"/v1/locks/a/acquire", `{"session":"s","wait":"1h"}`, wire.MaxWait},
+		{"/v1/locks/a/acquire", `{"session":"s","wait":"1h"}`, api.MaxWait},
 		{"/v1/locks/a/acquire", `{"session":"s","wait":"-5s"}`, 0},
 		{"/v1/locks/a/acquire", `{"session":"s","wait":17}`, 0},
 		{"/v1/locks/a/acquire", `not json`, 0},
@@ -415,7 +415,7 @@ func TestRequestWait(t *testing.T) {
 		}
 	}
 	// A body longer than the API allows is passed on whole.
-	long := strings.Repeat("x", wire.MaxBody+100)
+	long := strings.Repeat("x", api.MaxBody+100)
 	r := httptest.NewRequest("POST", "/v1/locks/a/acquire", strings.NewReader(long))
 	if got, _ := requestWait(r); got != 0 {
 		t.Errorf("requestWait(long body) = %v", got)

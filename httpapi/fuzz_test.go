@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // The fuzz targets of request decoding. `go test` runs each on its seeds
@@ -23,7 +23,7 @@ import (
 // to fuzz one.
 
 // Bounds of a FuzzRequestDecoding input: larger parts are skipped, so that
-// an execution stays short. A body over wire.MaxBody is still reached, by
+// an execution stays short. A body over api.MaxBody is still reached, by
 // the padding mode bit.
 const (
 	fuzzMaxMethod = 16
@@ -41,27 +41,27 @@ const (
 	fuzzBadLeaderAddr = 3 // a follower whose leader's address is unusable
 
 	fuzzDebugRoutes = 0x40 // the fault and clock routes are on
-	fuzzPadBody     = 0x80 // the body is padded past wire.MaxBody
+	fuzzPadBody     = 0x80 // the body is padded past api.MaxBody
 )
 
 // fuzzErrors are the errors the Service answers with in fuzzServiceFails
 // mode: one of each documented code, some with a Retry-After, and two that
-// are no *wire.Error the client may see.
+// are no *api.Error the client may see.
 var fuzzErrors = []error{
-	wire.Errorf(wire.CodeBadRequest, "bad"),
-	wire.Errorf(wire.CodeNotFound, "no member"),
-	wire.Errorf(wire.CodeLockHeld, "held"),
-	wire.Errorf(wire.CodeNotHolder, "not holder"),
-	&wire.Error{Code: wire.CodeLockDelay, Message: "delay", RetryAfter: 2500 * time.Millisecond},
-	wire.Errorf(wire.CodeRepeated, "repeated"),
-	wire.Errorf(wire.CodeSessionExpired, "expired"),
-	wire.Errorf(wire.CodeTooLarge, "large"),
-	&wire.Error{Code: wire.CodeTooMany, Message: "busy", RetryAfter: time.Second},
-	wire.Errorf(wire.CodeNoLeader, "no leader"),
-	wire.Errorf(wire.CodeTimeout, "unknown outcome"),
-	fmt.Errorf("lease: %w", wire.Errorf(wire.CodeLockHeld, "wrapped")),
+	api.Errorf(api.CodeBadRequest, "bad"),
+	api.Errorf(api.CodeNotFound, "no member"),
+	api.Errorf(api.CodeLockHeld, "held"),
+	api.Errorf(api.CodeNotHolder, "not holder"),
+	&api.Error{Code: api.CodeLockDelay, Message: "delay", RetryAfter: 2500 * time.Millisecond},
+	api.Errorf(api.CodeRepeated, "repeated"),
+	api.Errorf(api.CodeSessionExpired, "expired"),
+	api.Errorf(api.CodeTooLarge, "large"),
+	&api.Error{Code: api.CodeTooMany, Message: "busy", RetryAfter: time.Second},
+	api.Errorf(api.CodeNoLeader, "no leader"),
+	api.Errorf(api.CodeTimeout, "unknown outcome"),
+	fmt.Errorf("lease: %w", api.Errorf(api.CodeLockHeld, "wrapped")),
 	errPlain,
-	&wire.Error{Code: "weird", Message: "secret"},
+	&api.Error{Code: "weird", Message: "secret"},
 }
 
 // FuzzRequestDecoding sends the real handler one request made of the
@@ -123,7 +123,7 @@ func FuzzRequestDecoding(f *testing.F) {
 			return
 		}
 		if mode&fuzzPadBody != 0 {
-			body = append(bytes.Repeat([]byte{' '}, wire.MaxBody), body...)
+			body = append(bytes.Repeat([]byte{' '}, api.MaxBody), body...)
 		}
 		var raw bytes.Buffer
 		fmt.Fprintf(&raw, "%s %s HTTP/1.1\r\nHost: lockd\r\nContent-Length: %d\r\n\r\n", method, target, len(body))
@@ -196,7 +196,7 @@ func checkAnswer(t *testing.T, req *http.Request, rec *httptest.ResponseRecorder
 	case !ok:
 		t.Fatalf("%s: unknown code %q", what, *e.Code)
 	case rec.Code == http.StatusMethodNotAllowed:
-		if *e.Code != wire.CodeBadRequest || rec.Header().Get("Allow") == "" {
+		if *e.Code != api.CodeBadRequest || rec.Header().Get("Allow") == "" {
 			t.Fatalf("%s: 405 without bad_request and an Allow header", what)
 		}
 	case rec.Code == http.StatusServiceUnavailable && req.URL.Path == "/readyz":
@@ -223,26 +223,26 @@ func checkCall(c call) error {
 	}
 	name := func(i int) {
 		n, _ := c.Args[i].(string)
-		check(wire.ValidateName(n) == nil, "name %q", n)
+		check(api.ValidateName(n) == nil, "name %q", n)
 	}
 	read := func(o ReadOptions) {
 		check(!o.Stale || !o.Consistent, "stale and consistent")
-		inRange("query wait", o.Wait, 0, wire.MaxQueryWait)
+		inRange("query wait", o.Wait, 0, api.MaxQueryWait)
 	}
 	list := func(o ListOptions) {
 		read(o.ReadOptions)
-		check(o.Limit >= 1 && o.Limit <= wire.MaxListLimit, "limit %d", o.Limit)
-		check(len(o.After) <= wire.MaxNameLen, "cursor of %d bytes", len(o.After))
+		check(o.Limit >= 1 && o.Limit <= api.MaxListLimit, "limit %d", o.Limit)
+		check(len(o.After) <= api.MaxNameLen, "cursor of %d bytes", len(o.After))
 	}
 	switch c.Method {
 	case "CreateSession":
-		r := c.Args[0].(wire.CreateSessionRequest)
-		inRange("ttl", r.TTL.D(), wire.MinTTL, wire.MaxTTL)
+		r := c.Args[0].(api.CreateSessionRequest)
+		inRange("ttl", r.TTL.D(), api.MinTTL, api.MaxTTL)
 		check(r.LockDelay != nil, "no lock_delay")
 		if r.LockDelay != nil {
-			inRange("lock_delay", r.LockDelay.D(), 0, wire.MaxLockDelay)
+			inRange("lock_delay", r.LockDelay.D(), 0, api.MaxLockDelay)
 		}
-		check(len(r.Name) <= wire.MaxSessionNameLen, "name of %d bytes", len(r.Name))
+		check(len(r.Name) <= api.MaxSessionNameLen, "name of %d bytes", len(r.Name))
 	case "KeepAlive", "DestroySession", "RemoveMember":
 		check(c.Args[0] != "", "empty id")
 	case "Session":
@@ -252,34 +252,34 @@ func checkCall(c call) error {
 		list(c.Args[0].(ListOptions))
 	case "Acquire":
 		name(0)
-		check(wire.VerbSuffix(c.Args[0].(string), wire.LockVerbs) == "", "new lock name %q ends in a verb", c.Args[0])
-		r := c.Args[1].(wire.AcquireRequest)
+		check(api.VerbSuffix(c.Args[0].(string), api.LockVerbs) == "", "new lock name %q ends in a verb", c.Args[0])
+		r := c.Args[1].(api.AcquireRequest)
 		check(r.Session != "", "no session")
-		check(r.Mode == wire.ModeExclusive || r.Mode == wire.ModeShared, "mode %q", r.Mode)
-		inRange("wait", r.Wait.D(), 0, wire.MaxWait)
+		check(r.Mode == api.ModeExclusive || r.Mode == api.ModeShared, "mode %q", r.Mode)
+		inRange("wait", r.Wait.D(), 0, api.MaxWait)
 	case "Release", "Resign":
 		name(0)
-		check(c.Args[1].(wire.SessionRequest).Session != "", "no session")
+		check(c.Args[1].(api.SessionRequest).Session != "", "no session")
 	case "Check":
 		name(0)
 		check(c.Args[1] != uint64(0), "token 0")
 	case "Campaign":
 		name(0)
-		check(wire.VerbSuffix(c.Args[0].(string), wire.ElectionVerbs) == "", "new election name %q ends in a verb", c.Args[0])
-		r := c.Args[1].(wire.CampaignRequest)
+		check(api.VerbSuffix(c.Args[0].(string), api.ElectionVerbs) == "", "new election name %q ends in a verb", c.Args[0])
+		r := c.Args[1].(api.CampaignRequest)
 		check(r.Session != "", "no session")
-		check(len(r.Value) <= wire.MaxValueLen, "value of %d bytes", len(r.Value))
-		inRange("wait", r.Wait.D(), 0, wire.MaxWait)
+		check(len(r.Value) <= api.MaxValueLen, "value of %d bytes", len(r.Value))
+		inRange("wait", r.Wait.D(), 0, api.MaxWait)
 	case "Proclaim":
 		name(0)
-		r := c.Args[1].(wire.ProclaimRequest)
+		r := c.Args[1].(api.ProclaimRequest)
 		check(r.Session != "", "no session")
-		check(len(r.Value) <= wire.MaxValueLen, "value of %d bytes", len(r.Value))
+		check(len(r.Value) <= api.MaxValueLen, "value of %d bytes", len(r.Value))
 	case "Lock", "Election":
 		name(0)
 		read(c.Args[1].(ReadOptions))
 	case "AddMember":
-		m := c.Args[0].(wire.Member)
+		m := c.Args[0].(api.Member)
 		check(m.ID != "" && checkHostPort("peer", m.Peer) == nil, "member %+v", m)
 		u, err := url.Parse(m.HTTP)
 		check(err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.Path == "", "http %q", m.HTTP)
@@ -308,7 +308,7 @@ func FuzzQueryOptions(f *testing.F) {
 		ro, rerr := readOptions(q)
 		lo, lerr := listOptions(q)
 		for _, err := range []error{rerr, lerr} {
-			if err != nil && wire.CodeOf(err) != wire.CodeBadRequest {
+			if err != nil && api.CodeOf(err) != api.CodeBadRequest {
 				t.Fatalf("%q: error %v is not bad_request", raw, err)
 			}
 		}
@@ -324,7 +324,7 @@ func FuzzQueryOptions(f *testing.F) {
 		if ro.Stale && ro.Consistent {
 			t.Fatalf("%q: stale and consistent", raw)
 		}
-		if ro.Wait < 0 || ro.Wait > wire.MaxQueryWait {
+		if ro.Wait < 0 || ro.Wait > api.MaxQueryWait {
 			t.Fatalf("%q: wait %v", raw, ro.Wait)
 		}
 		if n, _ := strconv.ParseUint(q.Get("index"), 10, 64); n != ro.Index {
@@ -336,10 +336,10 @@ func FuzzQueryOptions(f *testing.F) {
 		if lerr != nil {
 			return
 		}
-		if lo.Limit < 1 || lo.Limit > wire.MaxListLimit || len(lo.After) > wire.MaxNameLen || lo.After != q.Get("after") {
+		if lo.Limit < 1 || lo.Limit > api.MaxListLimit || len(lo.After) > api.MaxNameLen || lo.After != q.Get("after") {
 			t.Fatalf("%q: list options %+v", raw, lo)
 		}
-		if q.Get("limit") == "" && lo.Limit != wire.DefaultListLimit {
+		if q.Get("limit") == "" && lo.Limit != api.DefaultListLimit {
 			t.Fatalf("%q: limit %d without a limit", raw, lo.Limit)
 		}
 	})

@@ -5,7 +5,7 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // done turns the error of a call that returns nothing into a handler
@@ -23,14 +23,14 @@ func (s *Server) createSession(r *http.Request) (any, error) {
 	// Pointers tell an absent duration (the default) from "0s" (refused
 	// when out of range).
 	var body struct {
-		TTL       *wire.Duration `json:"ttl"`
-		LockDelay *wire.Duration `json:"lock_delay"`
-		Name      string         `json:"name"`
+		TTL       *api.Duration `json:"ttl"`
+		LockDelay *api.Duration `json:"lock_delay"`
+		Name      string        `json:"name"`
 	}
 	if err := decodeBody(r, &body, true); err != nil {
 		return nil, err
 	}
-	req := wire.CreateSessionRequest{LockDelay: body.LockDelay, Name: body.Name}
+	req := api.CreateSessionRequest{LockDelay: body.LockDelay, Name: body.Name}
 	if err := fillSession(&req, body.TTL); err != nil {
 		return nil, err
 	}
@@ -82,11 +82,11 @@ func (s *Server) listSessions(r *http.Request) (any, error) {
 
 // acquire serves POST /v1/locks/{name}/acquire.
 func (s *Server) acquire(r *http.Request) (any, error) {
-	name, err := newName(r, "lock", wire.LockVerbs)
+	name, err := newName(r, "lock", api.LockVerbs)
 	if err != nil {
 		return nil, err
 	}
-	var req wire.AcquireRequest
+	var req api.AcquireRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (s *Server) check(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.CheckResponse{Valid: valid}, nil
+	return api.CheckResponse{Valid: valid}, nil
 }
 
 // getLock serves GET /v1/locks/{name}.
@@ -153,11 +153,11 @@ func (s *Server) listLocks(r *http.Request) (any, error) {
 
 // campaign serves POST /v1/elections/{name}/campaign.
 func (s *Server) campaign(r *http.Request) (any, error) {
-	name, err := newName(r, "election", wire.ElectionVerbs)
+	name, err := newName(r, "election", api.ElectionVerbs)
 	if err != nil {
 		return nil, err
 	}
-	var req wire.CampaignRequest
+	var req api.CampaignRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Server) proclaim(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var req wire.ProclaimRequest
+	var req api.ProclaimRequest
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
@@ -218,8 +218,8 @@ func (s *Server) listElections(r *http.Request) (any, error) {
 
 // sessionCall parses the name and the {"session"} body of release and
 // resign, and checks that the caller's token owns the session.
-func (s *Server) sessionCall(r *http.Request) (string, wire.SessionRequest, error) {
-	var req wire.SessionRequest
+func (s *Server) sessionCall(r *http.Request) (string, api.SessionRequest, error) {
+	var req api.SessionRequest
 	name, err := pathName(r)
 	if err != nil {
 		return "", req, err

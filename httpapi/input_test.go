@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestInput_Rejected checks that bad input is answered with a message that
 // names the problem, and never reaches the Service.
 func TestInput_Rejected(t *testing.T) {
-	long := strings.Repeat("a", wire.MaxNameLen+1)
-	bigValue := strings.Repeat("v", wire.MaxValueLen+1)
+	long := strings.Repeat("a", api.MaxNameLen+1)
+	bigValue := strings.Repeat("v", api.MaxValueLen+1)
 	huge := `{"session":"` + strings.Repeat("x", 1<<20) + `"}`
 	tests := []struct {
 		name, method, path, body string
@@ -122,7 +122,7 @@ func TestInput_Rejected(t *testing.T) {
 				t.Errorf("status = %d, want %d; body %s", rec.Code, want, rec.Body)
 			}
 			e := mustErrorBody(t, rec)
-			wantCode := map[int]string{400: wire.CodeBadRequest, 413: wire.CodeTooLarge}[want]
+			wantCode := map[int]string{400: api.CodeBadRequest, 413: api.CodeTooLarge}[want]
 			if e.Code != wantCode || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("body = %+v, want code %q and a message containing %q", e, wantCode, tt.wantMsg)
 			}

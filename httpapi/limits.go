@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/connlimit"
 )
 
@@ -22,14 +22,14 @@ const DefaultBodyTimeout = 10 * time.Second
 // past the per-client limit, 503 overloaded past the total, and closes the
 // connection after the answer. It reports whether it answered.
 func (s *Server) overLimit(w http.ResponseWriter, r *http.Request) bool {
-	var e *wire.Error
+	var e *api.Error
 	switch connlimit.OverOf(r.Context()) {
 	case "":
 		return false
 	case connlimit.OverPerClient:
-		e = wire.Errorf(wire.CodeTooMany, "this client has as many connections open to this node as it may; reuse them (keep-alive) or close some")
+		e = api.Errorf(api.CodeTooMany, "this client has as many connections open to this node as it may; reuse them (keep-alive) or close some")
 	default:
-		e = wire.Errorf(wire.CodeOverloaded, "this node holds as many connections as it allows; retry later or ask another member")
+		e = api.Errorf(api.CodeOverloaded, "this node holds as many connections as it allows; retry later or ask another member")
 	}
 	w.Header().Set("Connection", "close")
 	if secs := retryAfter(e); secs > 0 {

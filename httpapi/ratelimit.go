@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/peerhttp"
 )
 
@@ -97,7 +97,7 @@ func (s *Server) limited(w http.ResponseWriter, r *http.Request) bool {
 	if ok {
 		return false
 	}
-	e := wire.Errorf(wire.CodeTooMany, "client %s sends more than %g requests per second; slow down", host, s.rate.cfg.Rate)
+	e := api.Errorf(api.CodeTooMany, "client %s sends more than %g requests per second; slow down", host, s.rate.cfg.Rate)
 	e.RetryAfter = wait
 	s.writeError(w, r, e)
 	return true

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // A client past its rate gets 429 too_many_requests with a Retry-After,
@@ -30,7 +30,7 @@ func TestRateLimit_PerClient(t *testing.T) {
 	}
 	calls := len(fake.Calls())
 	w := send("10.0.0.1:1001", "/v1/locks") // same address, another port
-	if w.Code != http.StatusTooManyRequests || codeOf(t, w) != wire.CodeTooMany {
+	if w.Code != http.StatusTooManyRequests || codeOf(t, w) != api.CodeTooMany {
 		t.Fatalf("past the burst: %d %s, want 429 too_many_requests", w.Code, w.Body)
 	}
 	if ra, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || ra < 1 || ra > 2 {
@@ -64,7 +64,7 @@ func TestRateLimit_ForgetsIdleClients(t *testing.T) {
 
 func codeOf(t *testing.T, w *httptest.ResponseRecorder) string {
 	t.Helper()
-	var e wire.Error
+	var e api.Error
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
 		t.Fatalf("error body %q: %v", w.Body, err)
 	}

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
-func dur(d time.Duration) wire.Duration { return wire.Duration(d) }
+func dur(d time.Duration) api.Duration { return api.Duration(d) }
 
-func durPtr(d time.Duration) *wire.Duration { v := wire.Duration(d); return &v }
+func durPtr(d time.Duration) *api.Duration { v := api.Duration(d); return &v }
 
 func list(r ReadOptions, limit int, after string) ListOptions {
 	return ListOptions{ReadOptions: r, Limit: limit, After: after}
@@ -30,30 +30,30 @@ func TestRoutes_Success(t *testing.T) {
 	}{
 		{"create session, empty body", "POST", "/v1/sessions", "", 201,
 			`{"id":"s1","ttl":"15s","lock_delay":"5s"}`,
-			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
+			call{"CreateSession", []any{api.CreateSessionRequest{TTL: dur(api.DefaultTTL), LockDelay: durPtr(api.DefaultLockDelay)}}}},
 		{"create session, empty object", "POST", "/v1/sessions", `{}`, 201,
 			`{"id":"s1","ttl":"15s","lock_delay":"5s"}`,
-			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(wire.DefaultTTL), LockDelay: durPtr(wire.DefaultLockDelay)}}}},
+			call{"CreateSession", []any{api.CreateSessionRequest{TTL: dur(api.DefaultTTL), LockDelay: durPtr(api.DefaultLockDelay)}}}},
 		{"create session, all fields", "POST", "/v1/sessions", `{"ttl":"30s","lock_delay":"0s","name":"worker"}`, 201,
 			`{"id":"s1","name":"worker","ttl":"30s","lock_delay":"0s"}`,
-			call{"CreateSession", []any{wire.CreateSessionRequest{TTL: dur(30 * time.Second), LockDelay: durPtr(0), Name: "worker"}}}},
+			call{"CreateSession", []any{api.CreateSessionRequest{TTL: dur(30 * time.Second), LockDelay: durPtr(0), Name: "worker"}}}},
 		{"keepalive", "POST", "/v1/sessions/s1/keepalive", "", 200,
 			`{"id":"s1","ttl":"15s"}`, call{"KeepAlive", []any{"s1"}}},
 		{"destroy session", "DELETE", "/v1/sessions/s1", "", 200, `{}`, call{"DestroySession", []any{"s1"}}},
 		{"get session", "GET", "/v1/sessions/s1", "", 200, sessionJSON, call{"Session", []any{"s1", ReadOptions{}}}},
 		{"list sessions", "GET", "/v1/sessions?consistent", "", 200,
-			`{"sessions":[` + sessionJSON + `],"index":7}`, call{"Sessions", []any{list(ReadOptions{Consistent: true}, wire.DefaultListLimit, "")}}},
+			`{"sessions":[` + sessionJSON + `],"index":7}`, call{"Sessions", []any{list(ReadOptions{Consistent: true}, api.DefaultListLimit, "")}}},
 		{"list sessions, one page", "GET", "/v1/sessions?limit=1&after=s0", "", 200,
 			`{"sessions":[` + sessionJSON + `],"index":7,"next":"s1"}`, call{"Sessions", []any{list(ReadOptions{}, 1, "s0")}}},
 		{"list sessions, largest page, blocking", "GET", "/v1/sessions?limit=10000&index=6&wait=1s", "", 200,
-			`{"sessions":[` + sessionJSON + `],"index":7}`, call{"Sessions", []any{list(ReadOptions{Index: 6, Wait: time.Second}, wire.MaxListLimit, "")}}},
+			`{"sessions":[` + sessionJSON + `],"index":7}`, call{"Sessions", []any{list(ReadOptions{Index: 6, Wait: time.Second}, api.MaxListLimit, "")}}},
 		{"acquire, default mode", "POST", "/v1/locks/a/b/acquire", `{"session":"s1"}`, 200,
 			`{"name":"a/b","mode":"exclusive","token":42,"session":"s1"}`,
-			call{"Acquire", []any{"a/b", wire.AcquireRequest{Session: "s1", Mode: wire.ModeExclusive}}}},
+			call{"Acquire", []any{"a/b", api.AcquireRequest{Session: "s1", Mode: api.ModeExclusive}}}},
 		{"acquire, shared, blocking", "POST", "/v1/locks/a/b/acquire", `{"session":"s1","mode":"shared","wait":"5m"}`, 200,
 			`{"name":"a/b","mode":"shared","token":42,"session":"s1"}`,
-			call{"Acquire", []any{"a/b", wire.AcquireRequest{Session: "s1", Mode: wire.ModeShared, Wait: dur(5 * time.Minute)}}}},
-		{"release", "POST", "/v1/locks/a/b/release", `{"session":"s1","seq":7}`, 200, `{}`, call{"Release", []any{"a/b", wire.SessionRequest{Session: "s1", Seq: 7}}}},
+			call{"Acquire", []any{"a/b", api.AcquireRequest{Session: "s1", Mode: api.ModeShared, Wait: dur(5 * time.Minute)}}}},
+		{"release", "POST", "/v1/locks/a/b/release", `{"session":"s1","seq":7}`, 200, `{}`, call{"Release", []any{"a/b", api.SessionRequest{Session: "s1", Seq: 7}}}},
 		{"get lock", "GET", "/v1/locks/a/b", "", 200, lockJSON, call{"Lock", []any{"a/b", ReadOptions{}}}},
 		{"get lock, blocking", "GET", "/v1/locks/a/b?index=41&wait=30s", "", 200, lockJSON,
 			call{"Lock", []any{"a/b", ReadOptions{Index: 41, Wait: 30 * time.Second}}}},
@@ -64,7 +64,7 @@ func TestRoutes_Success(t *testing.T) {
 			call{"Lock", []any{"a/acquire", ReadOptions{}}}},
 		{"list locks", "GET", "/v1/locks?stale=false", "", 200,
 			`{"locks":[{"name":"a","mode":"exclusive","holders":[{"session":"s1","token":42,"acquired_at":"2025-01-02T03:04:05Z"}],"waiters":[],"modify_index":42}],"index":42}`,
-			call{"Locks", []any{list(ReadOptions{}, wire.DefaultListLimit, "")}}},
+			call{"Locks", []any{list(ReadOptions{}, api.DefaultListLimit, "")}}},
 		{"list locks, one page", "GET", "/v1/locks?after=a/b&limit=1", "", 200,
 			`{"locks":[{"name":"a","mode":"exclusive","holders":[{"session":"s1","token":42,"acquired_at":"2025-01-02T03:04:05Z"}],"waiters":[],"modify_index":42}],"index":42,"next":"a"}`,
 			call{"Locks", []any{list(ReadOptions{}, 1, "a/b")}}},
@@ -72,16 +72,16 @@ func TestRoutes_Success(t *testing.T) {
 		{"check, invalid", "POST", "/v1/locks/a/b/check", `{"token":7}`, 200, `{"valid":false}`, call{"Check", []any{"a/b", uint64(7)}}},
 		{"campaign", "POST", "/v1/elections/svc/db/campaign", `{"session":"s1","value":"10.0.0.1:5432","wait":"1m"}`, 200,
 			`{"name":"svc/db","session":"s1","value":"10.0.0.1:5432","token":43,"modify_index":43}`,
-			call{"Campaign", []any{"svc/db", wire.CampaignRequest{Session: "s1", Value: "10.0.0.1:5432", Wait: dur(time.Minute)}}}},
+			call{"Campaign", []any{"svc/db", api.CampaignRequest{Session: "s1", Value: "10.0.0.1:5432", Wait: dur(time.Minute)}}}},
 		{"proclaim", "POST", "/v1/elections/svc/db/proclaim", `{"session":"s1","value":"x"}`, 200, `{}`,
-			call{"Proclaim", []any{"svc/db", wire.ProclaimRequest{Session: "s1", Value: "x"}}}},
-		{"resign", "POST", "/v1/elections/svc/db/resign", `{"session":"s1"}`, 200, `{}`, call{"Resign", []any{"svc/db", wire.SessionRequest{Session: "s1"}}}},
+			call{"Proclaim", []any{"svc/db", api.ProclaimRequest{Session: "s1", Value: "x"}}}},
+		{"resign", "POST", "/v1/elections/svc/db/resign", `{"session":"s1"}`, 200, `{}`, call{"Resign", []any{"svc/db", api.SessionRequest{Session: "s1"}}}},
 		{"get election", "GET", "/v1/elections/svc/db?index=3", "", 200,
 			`{"name":"svc/db","session":"s1","value":"v","token":43,"modify_index":43}`,
 			call{"Election", []any{"svc/db", ReadOptions{Index: 3}}}},
 		{"list elections", "GET", "/v1/elections?stale", "", 200,
 			`{"elections":[{"name":"e","session":"s1","value":"v","token":43,"modify_index":43}],"index":43}`,
-			call{"Elections", []any{list(ReadOptions{Stale: true}, wire.DefaultListLimit, "")}}},
+			call{"Elections", []any{list(ReadOptions{Stale: true}, api.DefaultListLimit, "")}}},
 		{"list elections, one page", "GET", "/v1/elections?limit=1", "", 200,
 			`{"elections":[{"name":"e","session":"s1","value":"v","token":43,"modify_index":43}],"index":43,"next":"e"}`,
 			call{"Elections", []any{list(ReadOptions{}, 1, "")}}},
@@ -89,11 +89,11 @@ func TestRoutes_Success(t *testing.T) {
 			`{"mode":"raft","node_id":"n1","state":"leader","leader":{"id":"n1","http":"http://127.0.0.1:7400"},"term":2,"commit_index":10,"applied_index":10,"master_lease_failures":0,"members":[{"id":"n1","peer":"127.0.0.1:7401","http":"http://127.0.0.1:7400","voter":true,"leader":true}]}`,
 			call{"Cluster", nil}},
 		{"add member, host:port", "POST", "/v1/cluster/members", `{"id":"n2","peer":"127.0.0.2:7401","http":"127.0.0.2:7400"}`, 200, `{}`,
-			call{"AddMember", []any{wire.Member{ID: "n2", Peer: "127.0.0.2:7401", HTTP: "http://127.0.0.2:7400", Voter: true}}}},
+			call{"AddMember", []any{api.Member{ID: "n2", Peer: "127.0.0.2:7401", HTTP: "http://127.0.0.2:7400", Voter: true}}}},
 		{"add member, URL", "POST", "/v1/cluster/members", `{"id":"n2","peer":"[::1]:7401","http":"https://node2:7400/","voter":true}`, 200, `{}`,
-			call{"AddMember", []any{wire.Member{ID: "n2", Peer: "[::1]:7401", HTTP: "https://node2:7400", Voter: true}}}},
+			call{"AddMember", []any{api.Member{ID: "n2", Peer: "[::1]:7401", HTTP: "https://node2:7400", Voter: true}}}},
 		{"add non-voter", "POST", "/v1/cluster/members", `{"id":"n4","peer":"127.0.0.4:7401","http":"127.0.0.4:7400","voter":false}`, 200, `{}`,
-			call{"AddMember", []any{wire.Member{ID: "n4", Peer: "127.0.0.4:7401", HTTP: "http://127.0.0.4:7400"}}}},
+			call{"AddMember", []any{api.Member{ID: "n4", Peer: "127.0.0.4:7401", HTTP: "http://127.0.0.4:7400"}}}},
 		{"remove member", "DELETE", "/v1/cluster/members/n2", "", 200, `{}`, call{"RemoveMember", []any{"n2"}}},
 		{"readyz", "GET", "/readyz", "", 200, `{"status":"ready"}`, call{"Ready", nil}},
 	}
@@ -119,7 +119,7 @@ func TestRoutes_Success(t *testing.T) {
 // TestHealthz_AlwaysOK checks that /healthz answers without asking the
 // Service, even on a node that is not ready.
 func TestHealthz_AlwaysOK(t *testing.T) {
-	svc := &fakeService{err: wire.Errorf(wire.CodeNoLeader, "no leader")}
+	svc := &fakeService{err: api.Errorf(api.CodeNoLeader, "no leader")}
 	rec := serve(mustNewServer(t, svc, nil), "GET", "/healthz", "")
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status = %d, want 200", rec.Code)
@@ -139,9 +139,9 @@ func TestReadyz_NotReady(t *testing.T) {
 		wantCode  string
 		wantRetry string
 	}{
-		{"no leader", wire.Errorf(wire.CodeNoLeader, "no leader yet"), wire.CodeNoLeader, "1"},
-		{"catching up", wire.Errorf(wire.CodeTimeout, "applied index behind"), wire.CodeTimeout, ""},
-		{"plain error", errPlain, wire.CodeInternal, ""},
+		{"no leader", api.Errorf(api.CodeNoLeader, "no leader yet"), api.CodeNoLeader, "1"},
+		{"catching up", api.Errorf(api.CodeTimeout, "applied index behind"), api.CodeTimeout, ""},
+		{"plain error", errPlain, api.CodeInternal, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

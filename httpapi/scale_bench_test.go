@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/httpapi"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/lease"
 )
 
@@ -41,11 +41,11 @@ func benchServer(b *testing.B, n int) (*lease.Node, *httpapi.Server) {
 		// A busy node may let its master lease lapse for a moment: wait
 		// for it and try again.
 		for try := 0; ; try++ {
-			_, err := node.CreateSession(ctx, wire.CreateSessionRequest{TTL: wire.Duration(wire.MaxTTL)})
+			_, err := node.CreateSession(ctx, api.CreateSessionRequest{TTL: api.Duration(api.MaxTTL)})
 			if err == nil {
 				break
 			}
-			if wire.CodeOf(err) != wire.CodeNoLeader || try == 100 {
+			if api.CodeOf(err) != api.CodeNoLeader || try == 100 {
 				b.Fatal(err)
 			}
 			waitReady(b, ctx, node)

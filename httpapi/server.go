@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // HeaderForwarded marks a request that a follower proxied to the leader. Its
@@ -38,7 +38,7 @@ type FaultInjector interface {
 	// SetFault installs a rule for traffic with peer. Direction is "in",
 	// "out" or "both"; rule is "none", "drop", "blackhole" or "delay", and
 	// delay is how long rule "delay" holds bytes (zero for the others; the
-	// server has checked it against wire.MinFaultDelay and MaxFaultDelay).
+	// server has checked it against api.MinFaultDelay and MaxFaultDelay).
 	// Every error is answered 400 bad_request with its message.
 	SetFault(peer, direction, rule string, delay time.Duration) error
 	// Heal removes the rules for peer, or every rule when peer is "".
@@ -111,7 +111,7 @@ type Config struct {
 
 // Server is the HTTP API of one node. It is an http.Handler; the caller owns
 // the http.Server and its listener. The http.Server's WriteTimeout, if any,
-// must exceed wire.MaxWait, or blocking requests are cut off.
+// must exceed api.MaxWait, or blocking requests are cut off.
 type Server struct {
 	svc       Service
 	faults    FaultInjector
@@ -246,12 +246,12 @@ var (
 // verbs of its POST routes: a GET of a name that ends in one of them is
 // the wrong method on that POST route, not a read (see verbMatcher).
 var verbRoutes = map[string][]string{
-	"/v1/locks/{name:.*}":     wire.LockVerbs,
-	"/v1/elections/{name:.*}": wire.ElectionVerbs,
+	"/v1/locks/{name:.*}":     api.LockVerbs,
+	"/v1/elections/{name:.*}": api.ElectionVerbs,
 }
 
 // routes is the routing table. Names may contain '/', so they are matched
-// with ".*" and checked by wire.ValidateName, which also rejects the empty
+// with ".*" and checked by api.ValidateName, which also rejects the empty
 // name a "//" would otherwise smuggle in.
 func (s *Server) routes() []route {
 	const get, post, del, ok = http.MethodGet, http.MethodPost, http.MethodDelete, http.StatusOK
@@ -315,7 +315,7 @@ func (s *Server) routes() []route {
 func (s *Server) newRouter() *mux.Router {
 	r := mux.NewRouter()
 	// Cleaning would turn "a/../b" into "b" with a redirect; names must
-	// reach wire.ValidateName as the client wrote them.
+	// reach api.ValidateName as the client wrote them.
 	r.SkipClean(true)
 	for _, rt := range s.routes() {
 		nr := r.NewRoute()
@@ -369,7 +369,7 @@ func (s *Server) handler(rt route) http.Handler {
 		r = r2
 		if rt.policy != local && s.httpAddr != "" {
 			if leader, _ := s.svc.Leader(); leader {
-				w.Header().Set(wire.HeaderLeader, s.httpAddr)
+				w.Header().Set(api.HeaderLeader, s.httpAddr)
 			}
 		}
 		body, err := rt.handle(r)
@@ -387,7 +387,7 @@ func (s *Server) handler(rt route) http.Handler {
 
 // notFound answers a path no route matches.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, r, wire.Errorf(wire.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+	s.writeError(w, r, api.Errorf(api.CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 }
 
 // methodNotAllowed answers a known path with the wrong method, listing the
@@ -401,13 +401,13 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		for path, verbs := range verbRoutes {
 			prefix := strings.TrimSuffix(path, "{name:.*}")
 			name, ok := strings.CutPrefix(r.URL.Path, prefix)
-			if verb := wire.VerbSuffix(name, verbs); ok && verb != "" {
+			if verb := api.VerbSuffix(name, verbs); ok && verb != "" {
 				msg += fmt.Sprintf(". No %s name may end in \"/%s\"; to read one named so by an older version, write its last slash as %%2F: GET %s%s",
-					strings.TrimSuffix(strings.TrimPrefix(prefix, "/v1/"), "s/"), verb, prefix, wire.ReadPathName(name, verbs))
+					strings.TrimSuffix(strings.TrimPrefix(prefix, "/v1/"), "s/"), verb, prefix, api.ReadPathName(name, verbs))
 			}
 		}
 	}
-	s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, wire.Errorf(wire.CodeBadRequest, "%s", msg), nil)
+	s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, api.Errorf(api.CodeBadRequest, "%s", msg), nil)
 }
 
 // verbMatcher returns the matcher that keeps the GET of one lock or
@@ -415,7 +415,7 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 // routes. The GET does not match a name that ends in a verb of its kind,
 // which makes the path that of a POST route: such a GET is answered 405.
 // A name that an older version let end in a verb is read by writing the
-// '/' before the verb as %2F (wire.ReadPathName): then the path's last
+// '/' before the verb as %2F (api.ReadPathName): then the path's last
 // segment, as the client wrote it, holds the slash, and the GET matches.
 // The POST route of a verb matches only when that last segment is the
 // verb: a %2F is part of the name, never the slash before a verb. Each
@@ -426,7 +426,7 @@ func verbMatcher(rt route) mux.MatcherFunc {
 		if rt.path == get && rt.method == http.MethodGet {
 			return func(r *http.Request, _ *mux.RouteMatch) bool {
 				name, ok := strings.CutPrefix(r.URL.Path, prefix)
-				return ok && (wire.VerbSuffix(name, verbs) == "" || strings.Contains(lastSegment(r), "/"))
+				return ok && (api.VerbSuffix(name, verbs) == "" || strings.Contains(lastSegment(r), "/"))
 			}
 		}
 		if verb, ok := strings.CutPrefix(rt.path, get+"/"); ok {

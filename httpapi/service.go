@@ -3,21 +3,21 @@ package httpapi
 import (
 	"context"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // ReadOptions are the query parameters every GET of state understands. It
-// is declared in wire so that a Service implementation need not import
+// is declared in package api so that a Service implementation need not import
 // httpapi.
-type ReadOptions = wire.ReadOptions
+type ReadOptions = api.ReadOptions
 
 // ListOptions are the query parameters of a list: the read options, limit
 // and after.
-type ListOptions = wire.ListOptions
+type ListOptions = api.ListOptions
 
 // Service is what the HTTP layer needs from a node. lease.Node implements it
 // for Raft mode. Errors that should reach the client with a specific status
-// are *wire.Error values (see wire.Code*); anything else is answered 500.
+// are *api.Error values (see api.Code*); anything else is answered 500.
 //
 // Methods may block: Acquire and Campaign for up to the request's Wait, reads
 // for up to ReadOptions.Wait. They honour ctx: when it is cancelled they
@@ -29,37 +29,37 @@ type Service interface {
 	// leader to forward them to ("" when no leader is known).
 	Leader() (isLeader bool, leaderHTTP string)
 
-	CreateSession(ctx context.Context, req wire.CreateSessionRequest) (wire.Session, error)
-	KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse, error)
+	CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error)
+	KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse, error)
 	DestroySession(ctx context.Context, id string) error
-	Session(ctx context.Context, id string, opt ReadOptions) (wire.Session, error)
+	Session(ctx context.Context, id string, opt ReadOptions) (api.Session, error)
 	// Sessions, Locks and Elections read one page of a list; opt.Limit is
-	// within 1..wire.MaxListLimit.
-	Sessions(ctx context.Context, opt ListOptions) (wire.SessionList, error)
+	// within 1..api.MaxListLimit.
+	Sessions(ctx context.Context, opt ListOptions) (api.SessionList, error)
 
-	Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error)
-	Release(ctx context.Context, name string, req wire.SessionRequest) error
-	Lock(ctx context.Context, name string, opt ReadOptions) (wire.Lock, error)
-	Locks(ctx context.Context, opt ListOptions) (wire.LockList, error)
+	Acquire(ctx context.Context, name string, req api.AcquireRequest) (api.AcquireResponse, error)
+	Release(ctx context.Context, name string, req api.SessionRequest) error
+	Lock(ctx context.Context, name string, opt ReadOptions) (api.Lock, error)
+	Locks(ctx context.Context, opt ListOptions) (api.LockList, error)
 	Check(ctx context.Context, name string, token uint64) (bool, error)
 
-	Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error)
-	Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error
-	Resign(ctx context.Context, name string, req wire.SessionRequest) error
-	Election(ctx context.Context, name string, opt ReadOptions) (wire.Election, error)
-	Elections(ctx context.Context, opt ListOptions) (wire.ElectionList, error)
+	Campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Election, error)
+	Proclaim(ctx context.Context, name string, req api.ProclaimRequest) error
+	Resign(ctx context.Context, name string, req api.SessionRequest) error
+	Election(ctx context.Context, name string, opt ReadOptions) (api.Election, error)
+	Elections(ctx context.Context, opt ListOptions) (api.ElectionList, error)
 
-	Cluster(ctx context.Context) (wire.Cluster, error)
+	Cluster(ctx context.Context) (api.Cluster, error)
 	// AddMember adds m as a voter, or as a non-voter if m.Voter is false.
-	AddMember(ctx context.Context, m wire.Member) error
+	AddMember(ctx context.Context, m api.Member) error
 	RemoveMember(ctx context.Context, id string) error
 	// TransferLeadership hands leadership to the voter to ("" lets the
 	// node pick one) and returns once this node has stepped down, or fails
 	// (not_found: no such member; bad_request: not a voter, or nobody to
 	// hand over to; timeout: the transfer did not complete).
-	TransferLeadership(ctx context.Context, to string) (wire.TransferResponse, error)
+	TransferLeadership(ctx context.Context, to string) (api.TransferResponse, error)
 	// Removal returns nil while the node is a member of the cluster, and a
-	// *wire.Error with code wire.CodeRemoved once it knows it was removed:
+	// *api.Error with code api.CodeRemoved once it knows it was removed:
 	// every route but the health checks is then answered with it.
 	Removal() error
 

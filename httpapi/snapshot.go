@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/backup"
 )
 
@@ -54,7 +54,7 @@ func (s *Server) snapshot(r *http.Request) (any, error) {
 	hdr := http.Header{}
 	hdr.Set("Content-Type", "application/octet-stream")
 	hdr.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="lockd-%d.snap"`, index))
-	hdr.Set(wire.HeaderSnapshotSHA256, f.SumHex())
-	hdr.Set(wire.HeaderSnapshotIndex, strconv.FormatUint(index, 10))
+	hdr.Set(api.HeaderSnapshotSHA256, f.SumHex())
+	hdr.Set(api.HeaderSnapshotIndex, strconv.FormatUint(index, 10))
 	return &rawAnswer{header: hdr, body: body}, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/backup"
 )
 
@@ -41,18 +41,18 @@ func TestSnapshot_ServesACheckedBackupFile(t *testing.T) {
 	if h.Index != 77 || h.Term != 3 || h.Version != "v9.9.9" || h.Node != "test" || h.Time.IsZero() || string(f.State) != `{"version":4}` {
 		t.Fatalf("file %+v with state %q", h, f.State)
 	}
-	if got := rec.Header().Get(wire.HeaderSnapshotSHA256); got != f.SumHex() {
+	if got := rec.Header().Get(api.HeaderSnapshotSHA256); got != f.SumHex() {
 		t.Fatalf("checksum header %q, file's %q", got, f.SumHex())
 	}
-	if got := rec.Header().Get(wire.HeaderSnapshotIndex); got != "77" {
+	if got := rec.Header().Get(api.HeaderSnapshotIndex); got != "77" {
 		t.Fatalf("index header %q", got)
 	}
 }
 
 func TestSnapshot_ErrorsAreJSON(t *testing.T) {
-	svc := &snapFake{fakeService: newLeaderFake(), err: wire.Errorf(wire.CodeNoLeader, "the leader's master lease has run out")}
+	svc := &snapFake{fakeService: newLeaderFake(), err: api.Errorf(api.CodeNoLeader, "the leader's master lease has run out")}
 	rec := serve(New(testConfig(t, svc)), "GET", "/v1/snapshot", "")
-	if e := mustErrorBody(t, rec); rec.Code != http.StatusServiceUnavailable || e.Code != wire.CodeNoLeader {
+	if e := mustErrorBody(t, rec); rec.Code != http.StatusServiceUnavailable || e.Code != api.CodeNoLeader {
 		t.Fatalf("status %d, %+v", rec.Code, e)
 	}
 	rec = serve(New(testConfig(t, svc)), "POST", "/v1/snapshot", "")
@@ -63,7 +63,7 @@ func TestSnapshot_ErrorsAreJSON(t *testing.T) {
 
 func TestSnapshot_NoRouteWithoutSnapshotter(t *testing.T) {
 	rec := serve(New(testConfig(t, newLeaderFake())), "GET", "/v1/snapshot", "")
-	if e := mustErrorBody(t, rec); rec.Code != http.StatusNotFound || e.Code != wire.CodeNotFound {
+	if e := mustErrorBody(t, rec); rec.Code != http.StatusNotFound || e.Code != api.CodeNotFound {
 		t.Fatalf("status %d, %+v", rec.Code, e)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/httpapi/ui"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // TestStatusPage_Files checks the routes of the status page: the redirect,
@@ -47,11 +47,11 @@ func TestStatusPage_Files(t *testing.T) {
 	}
 
 	rec = serve(s, http.MethodGet, "/ui/nope.js", "")
-	if rec.Code != http.StatusNotFound || mustErrorBody(t, rec).Code != wire.CodeNotFound {
+	if rec.Code != http.StatusNotFound || mustErrorBody(t, rec).Code != api.CodeNotFound {
 		t.Errorf("GET /ui/nope.js: %d %s, want 404 not_found", rec.Code, rec.Body)
 	}
 	rec = serve(s, http.MethodPost, "/ui/", "")
-	if rec.Code != http.StatusMethodNotAllowed || mustErrorBody(t, rec).Code != wire.CodeBadRequest || rec.Header().Get("Allow") != "GET" {
+	if rec.Code != http.StatusMethodNotAllowed || mustErrorBody(t, rec).Code != api.CodeBadRequest || rec.Header().Get("Allow") != "GET" {
 		t.Errorf("POST /ui/: %d Allow %q %s, want 405 bad_request, Allow GET", rec.Code, rec.Header().Get("Allow"), rec.Body)
 	}
 }
@@ -91,10 +91,10 @@ func TestStatusPage_PublicWithACLs(t *testing.T) {
 // noTokens is an ACLService that knows no token.
 type noTokens struct{}
 
-func (noTokens) ResolveToken(string) (acl.Token, bool)          { return acl.Token{}, false }
-func (noTokens) SessionOwner(string) (string, bool)             { return "", false }
-func (noTokens) RevokeToken(context.Context, string) error      { return nil }
-func (noTokens) Tokens(context.Context) (wire.TokenList, error) { return wire.TokenList{}, nil }
-func (noTokens) CreateToken(context.Context, wire.CreateTokenRequest) (wire.Token, error) {
-	return wire.Token{}, nil
+func (noTokens) ResolveToken(string) (acl.Token, bool)         { return acl.Token{}, false }
+func (noTokens) SessionOwner(string) (string, bool)            { return "", false }
+func (noTokens) RevokeToken(context.Context, string) error     { return nil }
+func (noTokens) Tokens(context.Context) (api.TokenList, error) { return api.TokenList{}, nil }
+func (noTokens) CreateToken(context.Context, api.CreateTokenRequest) (api.Token, error) {
+	return api.Token{}, nil
 }

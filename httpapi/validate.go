@@ -10,14 +10,14 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // pathName returns the lock or election name in r's path, checked with
-// wire.ValidateName.
+// api.ValidateName.
 func pathName(r *http.Request) (string, error) {
 	name := mux.Vars(r)["name"]
-	if err := wire.ValidateName(name); err != nil {
+	if err := api.ValidateName(name); err != nil {
 		return "", badRequest("%s", err.Error())
 	}
 	return name, nil
@@ -34,7 +34,7 @@ func newName(r *http.Request, kind string, verbs []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if v := wire.VerbSuffix(name, verbs); v != "" {
+	if v := api.VerbSuffix(name, verbs); v != "" {
 		article := "a"
 		if strings.ContainsRune("aeiou", rune(kind[0])) {
 			article = "an"
@@ -81,63 +81,63 @@ func checkMaxLen(field, value string, n int) error {
 // fillSession checks a session request and fills in the defaults of its
 // omitted fields, so that the Service sees concrete values.
 // ttl is the requested TTL, nil when the request names none.
-func fillSession(req *wire.CreateSessionRequest, ttl *wire.Duration) error {
-	req.TTL = wire.Duration(wire.DefaultTTL)
+func fillSession(req *api.CreateSessionRequest, ttl *api.Duration) error {
+	req.TTL = api.Duration(api.DefaultTTL)
 	if ttl != nil {
 		req.TTL = *ttl
 	}
-	if err := checkRange("ttl", req.TTL.D(), wire.MinTTL, wire.MaxTTL); err != nil {
+	if err := checkRange("ttl", req.TTL.D(), api.MinTTL, api.MaxTTL); err != nil {
 		return err
 	}
 	if req.LockDelay == nil {
-		d := wire.Duration(wire.DefaultLockDelay)
+		d := api.Duration(api.DefaultLockDelay)
 		req.LockDelay = &d
 	}
-	if err := checkRange("lock_delay", req.LockDelay.D(), 0, wire.MaxLockDelay); err != nil {
+	if err := checkRange("lock_delay", req.LockDelay.D(), 0, api.MaxLockDelay); err != nil {
 		return err
 	}
-	return checkMaxLen("name", req.Name, wire.MaxSessionNameLen)
+	return checkMaxLen("name", req.Name, api.MaxSessionNameLen)
 }
 
 // fillAcquire checks an acquire request and fills in the default mode.
-func fillAcquire(req *wire.AcquireRequest) error {
+func fillAcquire(req *api.AcquireRequest) error {
 	if err := required("session", req.Session); err != nil {
 		return err
 	}
 	switch req.Mode {
 	case "":
-		req.Mode = wire.ModeExclusive
-	case wire.ModeExclusive, wire.ModeShared:
+		req.Mode = api.ModeExclusive
+	case api.ModeExclusive, api.ModeShared:
 	default:
-		return badRequest("mode %q is not valid: use %q or %q", req.Mode, wire.ModeExclusive, wire.ModeShared)
+		return badRequest("mode %q is not valid: use %q or %q", req.Mode, api.ModeExclusive, api.ModeShared)
 	}
-	return checkRange("wait", req.Wait.D(), 0, wire.MaxWait)
+	return checkRange("wait", req.Wait.D(), 0, api.MaxWait)
 }
 
 // checkCampaign checks a campaign request.
-func checkCampaign(req *wire.CampaignRequest) error {
+func checkCampaign(req *api.CampaignRequest) error {
 	if err := required("session", req.Session); err != nil {
 		return err
 	}
-	if err := checkMaxLen("value", req.Value, wire.MaxValueLen); err != nil {
+	if err := checkMaxLen("value", req.Value, api.MaxValueLen); err != nil {
 		return err
 	}
-	return checkRange("wait", req.Wait.D(), 0, wire.MaxWait)
+	return checkRange("wait", req.Wait.D(), 0, api.MaxWait)
 }
 
 // checkProclaim checks a proclaim request.
-func checkProclaim(req *wire.ProclaimRequest) error {
+func checkProclaim(req *api.ProclaimRequest) error {
 	if err := required("session", req.Session); err != nil {
 		return err
 	}
-	return checkMaxLen("value", req.Value, wire.MaxValueLen)
+	return checkMaxLen("value", req.Value, api.MaxValueLen)
 }
 
 // fillMember checks a member request and normalises its HTTP address to an
 // http:// or https:// URL. Leader and LastContact are reported by the
 // cluster, never set by a request, so they are cleared; Voter is the role
-// the request asks for (see wire.AddMember) and is kept.
-func fillMember(m *wire.Member) error {
+// the request asks for (see api.AddMember) and is kept.
+func fillMember(m *api.Member) error {
 	for _, f := range []struct{ name, value string }{{"id", m.ID}, {"peer", m.Peer}, {"http", m.HTTP}} {
 		if err := required(f.name, f.value); err != nil {
 			return err

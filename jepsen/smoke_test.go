@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
@@ -195,7 +195,7 @@ func TestSmokeSecure(t *testing.T) {
 	}
 	served := map[string]bool{}
 	for _, op := range r.History {
-		if op.Code == wire.CodeUnauthorized || op.Code == wire.CodeForbidden {
+		if op.Code == api.CodeUnauthorized || op.Code == api.CodeForbidden {
 			t.Errorf("refused by the ACLs: %+v", op)
 		}
 		if op.Status != history.OK && !(op.Kind == history.End && op.Err == "abandoned") {
@@ -211,7 +211,7 @@ func TestSmokeSecure(t *testing.T) {
 		}
 	}
 	for _, rt := range ev.Retries {
-		if rt.Code == wire.CodeUnauthorized || rt.Code == wire.CodeForbidden {
+		if rt.Code == api.CodeUnauthorized || rt.Code == api.CodeForbidden {
 			t.Errorf("refused by the ACLs: %+v", rt)
 		}
 		served["request-number worker (raw HTTP)"] = served["request-number worker (raw HTTP)"] || rt.Status == history.OK

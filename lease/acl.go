@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // ResolveToken returns the ACL token whose secret is secret, from this
@@ -37,9 +37,9 @@ func (n *Node) SessionOwner(id string) (string, bool) {
 // CreateToken stores a new ACL token and returns it with its secret, the
 // only time the secret leaves the node: the log and the state hold its
 // hash.
-func (n *Node) CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wire.Token, error) {
+func (n *Node) CreateToken(ctx context.Context, req api.CreateTokenRequest) (api.Token, error) {
 	if _, err := n.leading(); err != nil {
-		return wire.Token{}, err
+		return api.Token{}, err
 	}
 	secret := newSecret()
 	tok := acl.Token{AccessorID: newAccessorID(), Hash: acl.Hash(secret), Description: req.Description, Admin: req.Admin, Rules: req.Rules}
@@ -51,12 +51,12 @@ func (n *Node) CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wi
 	}
 	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateToken, ACLToken: &tok})
 	if err != nil {
-		return wire.Token{}, err
+		return api.Token{}, err
 	}
 	if res.Err != nil {
-		return wire.Token{}, aclErr(res.Err)
+		return api.Token{}, aclErr(res.Err)
 	}
-	out := wire.TokenOf(*res.ACLToken)
+	out := api.TokenOf(*res.ACLToken)
 	out.Secret = secret
 	return out, nil
 }
@@ -76,13 +76,13 @@ func (n *Node) RevokeToken(ctx context.Context, accessor string) error {
 
 // Tokens lists every token (never a secret or a hash), as the leader
 // knows them.
-func (n *Node) Tokens(ctx context.Context) (wire.TokenList, error) {
+func (n *Node) Tokens(ctx context.Context) (api.TokenList, error) {
 	if _, err := n.leading(); err != nil {
-		return wire.TokenList{}, err
+		return api.TokenList{}, err
 	}
-	list := wire.TokenList{Tokens: []wire.Token{}}
+	list := api.TokenList{Tokens: []api.Token{}}
 	for _, t := range n.fsm.Tokens() {
-		list.Tokens = append(list.Tokens, wire.TokenOf(t))
+		list.Tokens = append(list.Tokens, api.TokenOf(t))
 	}
 	return list, nil
 }
@@ -92,9 +92,9 @@ func aclErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fsm.ErrTokenNotFound):
-		return wire.Errorf(wire.CodeNotFound, "no such token")
+		return api.Errorf(api.CodeNotFound, "no such token")
 	case errors.Is(err, fsm.ErrTokenExists), errors.Is(err, fsm.ErrBadCommand):
-		return wire.Errorf(wire.CodeBadRequest, "%v", err)
+		return api.Errorf(api.CodeBadRequest, "%v", err)
 	}
 	return err
 }

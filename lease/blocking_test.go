@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // A node serves at most Config.MaxBlockingQueries blocking queries at once:
@@ -24,7 +24,7 @@ func TestBlockingQueries_BoundedWith429(t *testing.T) {
 	idx := tn.n.fsm.Lock("x").ModifyIndex
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	block := wire.ReadOptions{Index: idx, Wait: time.Hour}
+	block := api.ReadOptions{Index: idx, Wait: time.Hour}
 	done := make(chan error, 2)
 	for range 2 {
 		go func() {
@@ -35,18 +35,18 @@ func TestBlockingQueries_BoundedWith429(t *testing.T) {
 	waitFor(t, 5*time.Second, "two blocking queries to wait", func() bool { return tn.n.blocking.Load() == 2 })
 
 	_, err := tn.n.Lock(ctx, "x", block)
-	var e *wire.Error
-	if !errors.As(err, &e) || e.Code != wire.CodeTooMany || e.RetryAfter <= 0 {
+	var e *api.Error
+	if !errors.As(err, &e) || e.Code != api.CodeTooMany || e.RetryAfter <= 0 {
 		t.Fatalf("third blocking query = %v, want too_many_requests with a Retry-After", err)
 	}
-	if _, err := tn.n.Election(ctx, "e", block); wire.CodeOf(err) != wire.CodeTooMany {
+	if _, err := tn.n.Election(ctx, "e", block); api.CodeOf(err) != api.CodeTooMany {
 		t.Fatalf("blocking query of an election = %v, want too_many_requests", err)
 	}
-	if l, err := tn.n.Lock(ctx, "x", wire.ReadOptions{}); err != nil || l.ModifyIndex != idx {
+	if l, err := tn.n.Lock(ctx, "x", api.ReadOptions{}); err != nil || l.ModifyIndex != idx {
 		t.Fatalf("a read without a wait = %+v, %v", l, err)
 	}
 
-	if err := tn.n.Release(ctx, "x", wire.SessionRequest{Session: s}); err != nil {
+	if err := tn.n.Release(ctx, "x", api.SessionRequest{Session: s}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -55,7 +55,7 @@ func TestBlockingQueries_BoundedWith429(t *testing.T) {
 		}
 	}
 	waitFor(t, 5*time.Second, "the places to be given back", func() bool { return tn.n.blocking.Load() == 0 })
-	if _, err := tn.n.Lock(ctx, "x", wire.ReadOptions{Index: idx, Wait: time.Hour}); err != nil {
+	if _, err := tn.n.Lock(ctx, "x", api.ReadOptions{Index: idx, Wait: time.Hour}); err != nil {
 		t.Fatalf("a blocking query once the others returned = %v", err)
 	}
 }

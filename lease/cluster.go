@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // Leader reports whether this node serves leader requests itself, and
@@ -32,7 +32,7 @@ func (n *Node) Ready(ctx context.Context) error {
 		return err
 	}
 	if p := n.storage.problem(); p != nil {
-		return wire.Errorf(p.Reason, "writes to this node's data dir fail: %s", p.Error)
+		return api.Errorf(p.Reason, "writes to this node's data dir fail: %s", p.Error)
 	}
 	if t := n.currentTerm(); t != nil {
 		if t.leaseValid() {
@@ -47,13 +47,13 @@ func (n *Node) Ready(ctx context.Context) error {
 }
 
 // Cluster describes the cluster as this node sees it.
-func (n *Node) Cluster(ctx context.Context) (wire.Cluster, error) {
-	c := wire.Cluster{NodeID: n.cfg.ID, Members: []wire.Member{}}
+func (n *Node) Cluster(ctx context.Context) (api.Cluster, error) {
+	c := api.Cluster{NodeID: n.cfg.ID, Members: []api.Member{}}
 	if id := n.eng.leaderID(); id != "" {
-		c.Leader = &wire.LeaderInfo{ID: id, HTTP: n.eng.memberHTTP(id)}
+		c.Leader = &api.LeaderInfo{ID: id, HTTP: n.eng.memberHTTP(id)}
 	}
 	if t := n.currentTerm(); t != nil {
-		d := wire.Duration(t.leaseRemaining())
+		d := api.Duration(t.leaseRemaining())
 		c.MasterLeaseRemaining = &d
 	}
 	c.MasterLeaseFailures = n.leaseFailures.Load()
@@ -65,7 +65,7 @@ func (n *Node) Cluster(ctx context.Context) (wire.Cluster, error) {
 // AddMember adds a voter, or a non-voter if m.Voter is false (or updates a
 // member's addresses), and records its HTTP address in the member table.
 // A member already in the configuration keeps its role.
-func (n *Node) AddMember(ctx context.Context, m wire.Member) error {
+func (n *Node) AddMember(ctx context.Context, m api.Member) error {
 	if _, err := n.leading(); err != nil {
 		return err
 	}

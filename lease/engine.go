@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // engine decides who leads and carries commands into the FSM. raftEngine
@@ -43,7 +43,7 @@ type engine interface {
 	// memberHTTP returns a member's HTTP address, "" if unknown.
 	memberHTTP(id string) string
 	// describe fills in the engine's part of GET /v1/cluster.
-	describe(c *wire.Cluster) error
-	addMember(ctx context.Context, m wire.Member) error
+	describe(c *api.Cluster) error
+	addMember(ctx context.Context, m api.Member) error
 	removeMember(ctx context.Context, id string) error
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // checkHeap fails the test unless every tracked session not handed to
@@ -310,8 +310,8 @@ func newExpiringNode(t *testing.T, gated bool) *expiringNode {
 
 func (en *expiringNode) mustSession(t *testing.T, ttl time.Duration) string {
 	t.Helper()
-	zero := wire.Duration(0)
-	s, err := en.n.CreateSession(context.Background(), wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &zero})
+	zero := api.Duration(0)
+	s, err := en.n.CreateSession(context.Background(), api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &zero})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestExpiry_DueTogetherCommittedTogether(t *testing.T) {
 		ids[i] = en.mustSession(t, 10*time.Second)
 	}
 	ctx := context.Background()
-	if _, err := en.n.Acquire(ctx, "x", wire.AcquireRequest{Session: ids[0]}); err != nil {
+	if _, err := en.n.Acquire(ctx, "x", api.AcquireRequest{Session: ids[0]}); err != nil {
 		t.Fatal(err)
 	}
 	heir := en.mustSession(t, time.Hour)
@@ -372,7 +372,7 @@ func TestExpiry_KeepalivesWhileAnExpiryCommits(t *testing.T) {
 	}
 	en.clock.advance(time.Second)
 	waitFor(t, 10*time.Second, "the expiry on its way", func() bool { return len(handed(en.term)) == 1 })
-	if _, err := en.n.KeepAlive(ctx, gone); wire.CodeOf(err) != wire.CodeSessionExpired {
+	if _, err := en.n.KeepAlive(ctx, gone); api.CodeOf(err) != api.CodeSessionExpired {
 		t.Fatalf("keepalive of the session being expired = %v, want session_expired", err)
 	}
 	for range 3 {
@@ -382,7 +382,7 @@ func TestExpiry_KeepalivesWhileAnExpiryCommits(t *testing.T) {
 	}
 	close(en.eng.gate)
 	waitFor(t, 10*time.Second, "the expiry committed", func() bool { _, ok := en.n.fsm.Session(gone); return !ok })
-	if _, err := en.n.KeepAlive(ctx, gone); wire.CodeOf(err) != wire.CodeSessionExpired {
+	if _, err := en.n.KeepAlive(ctx, gone); api.CodeOf(err) != api.CodeSessionExpired {
 		t.Fatalf("keepalive after the expiry = %v, want session_expired", err)
 	}
 	if _, ok := en.n.fsm.Session(live); !ok {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TransferLeadership hands leadership to the voter to, or with to == "" to
@@ -27,13 +27,13 @@ import (
 // Before giving up the lease, it checks that the target (any other voter
 // with to == "") answered the lease exchange lately, so that a transfer to
 // a node that is down or cut off is refused without interrupting service.
-func (n *Node) TransferLeadership(ctx context.Context, to string) (wire.TransferResponse, error) {
+func (n *Node) TransferLeadership(ctx context.Context, to string) (api.TransferResponse, error) {
 	if n.raft == nil {
-		return wire.TransferResponse{}, wire.Errorf(wire.CodeBadRequest, "the classic modes have no leadership transfer: their algorithm picks the coordinator")
+		return api.TransferResponse{}, api.Errorf(api.CodeBadRequest, "the classic modes have no leadership transfer: their algorithm picks the coordinator")
 	}
 	t, err := n.leading()
 	if err != nil {
-		return wire.TransferResponse{}, err
+		return api.TransferResponse{}, err
 	}
 	return n.raft.transferTo(ctx, t, to)
 }
@@ -54,26 +54,26 @@ func (e *raftEngine) transferTarget(to string) (string, []string, error) {
 			found = true
 			addr = string(s.Address)
 			if s.Suffrage != raft.Voter {
-				return "", nil, wire.Errorf(wire.CodeBadRequest, "member %s is not a voter: only a voter can lead", to)
+				return "", nil, api.Errorf(api.CodeBadRequest, "member %s is not a voter: only a voter can lead", to)
 			}
 		}
 	}
 	switch {
 	case to == self:
-		return "", nil, wire.Errorf(wire.CodeBadRequest, "%s already leads", to)
+		return "", nil, api.Errorf(api.CodeBadRequest, "%s already leads", to)
 	case to != "" && !found:
-		return "", nil, wire.Errorf(wire.CodeNotFound, "no member %q in the cluster", to)
+		return "", nil, api.Errorf(api.CodeNotFound, "no member %q in the cluster", to)
 	case len(voters) == 0:
-		return "", nil, wire.Errorf(wire.CodeBadRequest, "no other voter to hand leadership to")
+		return "", nil, api.Errorf(api.CodeBadRequest, "no other voter to hand leadership to")
 	}
 	return addr, voters, nil
 }
 
-func (e *raftEngine) transferTo(ctx context.Context, t *leaderTerm, to string) (wire.TransferResponse, error) {
+func (e *raftEngine) transferTo(ctx context.Context, t *leaderTerm, to string) (api.TransferResponse, error) {
 	cfg := e.n.cfg
 	addr, voters, err := e.transferTarget(to)
 	if err != nil {
-		return wire.TransferResponse{}, err
+		return api.TransferResponse{}, err
 	}
 	ask := voters
 	if to != "" {
@@ -84,12 +84,12 @@ func (e *raftEngine) transferTo(ctx context.Context, t *leaderTerm, to string) (
 		if to != "" {
 			who = to + " has not"
 		}
-		return wire.TransferResponse{}, errTimeout(fmt.Sprintf(
+		return api.TransferResponse{}, errTimeout(fmt.Sprintf(
 			"%s confirmed within the last %v that it follows this leader (down, cut off or behind?); leadership stays with %s",
 			who, cfg.HeartbeatTimeout, cfg.ID))
 	}
 	if !t.giveUpForTransfer() {
-		return wire.TransferResponse{}, wire.Errorf(wire.CodeBadRequest, "a leadership transfer is already under way")
+		return api.TransferResponse{}, api.Errorf(api.CodeBadRequest, "a leadership transfer is already under way")
 	}
 	e.n.log.Info("transferring leadership: master lease given up for the rest of the term", "term", t.raftTerm, "to", to)
 	var f raft.Future
@@ -101,16 +101,16 @@ func (e *raftEngine) transferTo(ctx context.Context, t *leaderTerm, to string) (
 	if err := f.Error(); err != nil {
 		e.n.log.Warn("leadership transfer failed; handing leadership to any voter", "term", t.raftTerm, "to", to, "err", err)
 		go e.handOver(t)
-		return wire.TransferResponse{}, errTimeout(fmt.Sprintf(
+		return api.TransferResponse{}, errTimeout(fmt.Sprintf(
 			"leadership transfer failed: %v; %s stopped serving for it and hands leadership to another voter", err, cfg.ID))
 	}
-	res := wire.TransferResponse{From: cfg.ID}
+	res := api.TransferResponse{From: cfg.ID}
 	// Raft answered once this node left the leader state; the new leader
 	// is known here with its first heartbeat.
 	deadline := time.Now().Add(2*cfg.ElectionTimeout + cfg.HeartbeatTimeout)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		if id := e.leaderID(); id != "" && id != cfg.ID {
-			res.Leader = wire.LeaderInfo{ID: id, HTTP: e.memberHTTP(id)}
+			res.Leader = api.LeaderInfo{ID: id, HTTP: e.memberHTTP(id)}
 			break
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -1,8 +1,8 @@
 package lease
 
 import (
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // Limits on what one token, session or object may make the cluster keep
@@ -17,7 +17,7 @@ func (n *Node) checkSessionLimit(owner string) error {
 		return nil
 	}
 	if got := n.fsm.OwnedSessions(owner); got >= n.cfg.MaxSessionsPerToken {
-		return wire.Errorf(wire.CodeTooMany, "token %s has %d sessions, the most a token may have; destroy some first", owner, got)
+		return api.Errorf(api.CodeTooMany, "token %s has %d sessions, the most a token may have; destroy some first", owner, got)
 	}
 	return nil
 }
@@ -34,9 +34,9 @@ func (n *Node) checkAcquireLimits(election bool, cmd fsm.Command) error {
 	objects, waiters := n.fsm.Usage(cmd.Session, election, cmd.Name)
 	switch {
 	case objects >= n.cfg.MaxObjectsPerSession:
-		return wire.Errorf(wire.CodeTooMany, "session %s holds or waits for %d locks and elections, the most a session may; release some first", cmd.Session, objects)
+		return api.Errorf(api.CodeTooMany, "session %s holds or waits for %d locks and elections, the most a session may; release some first", cmd.Session, objects)
 	case cmd.Wait > 0 && waiters >= n.cfg.MaxWaitersPerObject:
-		return wire.Errorf(wire.CodeTooMany, "%d sessions wait for %q, the most one object may have; retry later", waiters, cmd.Name)
+		return api.Errorf(api.CodeTooMany, "%d sessions wait for %q, the most one object may have; retry later", waiters, cmd.Name)
 	}
 	return nil
 }

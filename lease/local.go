@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // Elector chooses the coordinator in a classic mode (ring, bully,
@@ -34,7 +34,7 @@ type Local struct {
 	Learned func(id string) string
 	// Describe adds the mode's own fields (name, counters) to GET
 	// /v1/cluster. It may be nil.
-	Describe func(*wire.Cluster)
+	Describe func(*api.Cluster)
 }
 
 // NewLocal returns a classic-mode Node: whichever node the elector names
@@ -144,7 +144,7 @@ func (e *localEngine) memberHTTP(id string) string {
 	return ""
 }
 
-func (e *localEngine) describe(c *wire.Cluster) error {
+func (e *localEngine) describe(c *api.Cluster) error {
 	id, epoch, ok := e.l.Elector.Coordinator()
 	c.State = "member"
 	if ok && id == e.n.cfg.ID {
@@ -159,7 +159,7 @@ func (e *localEngine) describe(c *wire.Cluster) error {
 	peers := slices.Clone(e.n.cfg.InitialCluster)
 	slices.SortFunc(peers, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
 	for _, m := range peers {
-		c.Members = append(c.Members, wire.Member{ID: m.ID, Peer: m.Addr, HTTP: e.memberHTTP(m.ID), Voter: true, Leader: ok && m.ID == id})
+		c.Members = append(c.Members, api.Member{ID: m.ID, Peer: m.Addr, HTTP: e.memberHTTP(m.ID), Voter: true, Leader: ok && m.ID == id})
 	}
 	if e.l.Describe != nil {
 		e.l.Describe(c)
@@ -167,10 +167,10 @@ func (e *localEngine) describe(c *wire.Cluster) error {
 	return nil
 }
 
-func (e *localEngine) addMember(context.Context, wire.Member) error {
-	return wire.Errorf(wire.CodeBadRequest, "membership is static in the classic modes")
+func (e *localEngine) addMember(context.Context, api.Member) error {
+	return api.Errorf(api.CodeBadRequest, "membership is static in the classic modes")
 }
 
 func (e *localEngine) removeMember(context.Context, string) error {
-	return wire.Errorf(wire.CodeBadRequest, "membership is static in the classic modes")
+	return api.Errorf(api.CodeBadRequest, "membership is static in the classic modes")
 }

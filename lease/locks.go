@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // namespace is what differs between locks and elections for the code that
@@ -28,7 +28,7 @@ func (ns namespace) what(name string) string { return fmt.Sprintf("%s %q", ns.ki
 // Acquire commits an acquire; if it was queued it waits for the hand-off
 // until req.Wait runs out, and then leaves the queue. If ctx ends first it
 // returns at once and the session stays queued until its wait runs out.
-func (n *Node) Acquire(ctx context.Context, name string, req wire.AcquireRequest) (wire.AcquireResponse, error) {
+func (n *Node) Acquire(ctx context.Context, name string, req api.AcquireRequest) (api.AcquireResponse, error) {
 	mode := fsm.Mode(req.Mode)
 	if mode == "" {
 		mode = fsm.Exclusive
@@ -36,16 +36,16 @@ func (n *Node) Acquire(ctx context.Context, name string, req wire.AcquireRequest
 	cmd := fsm.Command{Op: fsm.OpAcquire, Session: req.Session, Name: name, Mode: mode, Wait: req.Wait.D(), Seq: req.Seq}
 	token, err := n.acquire(ctx, locksNS, cmd)
 	if err != nil {
-		return wire.AcquireResponse{}, err
+		return api.AcquireResponse{}, err
 	}
-	return wire.AcquireResponse{Name: name, Mode: string(mode), Token: token, Session: req.Session}, nil
+	return api.AcquireResponse{Name: name, Mode: string(mode), Token: token, Session: req.Session}, nil
 }
 
 // Campaign is Acquire for an election: it returns once the session leads.
-func (n *Node) Campaign(ctx context.Context, name string, req wire.CampaignRequest) (wire.Election, error) {
+func (n *Node) Campaign(ctx context.Context, name string, req api.CampaignRequest) (api.Election, error) {
 	cmd := fsm.Command{Op: fsm.OpCampaign, Session: req.Session, Name: name, Mode: fsm.Exclusive, Value: req.Value, Wait: req.Wait.D(), Seq: req.Seq}
 	if _, err := n.acquire(ctx, electionsNS, cmd); err != nil {
-		return wire.Election{}, err
+		return api.Election{}, err
 	}
 	return wireElection(n.fsm.Election(name)), nil
 }
@@ -60,8 +60,8 @@ func (n *Node) acquire(ctx context.Context, ns namespace, cmd fsm.Command) (uint
 }
 
 func (n *Node) acquireOnce(ctx context.Context, ns namespace, cmd fsm.Command) (uint64, error) {
-	if err := wire.ValidateName(cmd.Name); err != nil {
-		return 0, wire.Errorf(wire.CodeBadRequest, "%v", err)
+	if err := api.ValidateName(cmd.Name); err != nil {
+		return 0, api.Errorf(api.CodeBadRequest, "%v", err)
 	}
 	t, err := n.leading()
 	if err != nil {
@@ -108,7 +108,7 @@ func (n *Node) acquireOnce(ctx context.Context, ns namespace, cmd fsm.Command) (
 func (n *Node) refusedAtOnce(ctx context.Context, cmd fsm.Command, what string) (refused bool, err error) {
 	cmd.Now = wallNow(n.clock).UTC()
 	var refusal error
-	if _, err := read(ctx, n, wire.ReadOptions{}, func() (struct{}, uint64) {
+	if _, err := read(ctx, n, api.ReadOptions{}, func() (struct{}, uint64) {
 		refusal = n.fsm.Refusal(cmd)
 		return struct{}{}, 0
 	}); err != nil {
@@ -210,29 +210,29 @@ func (n *Node) notGranted(ns namespace, cmd fsm.Command) error {
 		ref := fsm.TimerRef{Election: ns.election, Name: l.Name, Armed: l.DelayIndex}
 		return n.apiErr(&fsm.DelayError{Ref: ref, Length: l.Delay, Until: l.DelayUntil}, cmd.Session, ns.what(cmd.Name))
 	}
-	e := wire.Errorf(wire.CodeLockHeld, "%s is still held after waiting %v", ns.what(cmd.Name), cmd.Wait)
+	e := api.Errorf(api.CodeLockHeld, "%s is still held after waiting %v", ns.what(cmd.Name), cmd.Wait)
 	return e
 }
 
 // Release commits the release of a lock by its holder, or takes a queued
 // session out of the lock's queue.
-func (n *Node) Release(ctx context.Context, name string, req wire.SessionRequest) error {
+func (n *Node) Release(ctx context.Context, name string, req api.SessionRequest) error {
 	return n.simple(ctx, locksNS, fsm.Command{Op: fsm.OpLetGo, Session: req.Session, Name: name, Seq: req.Seq})
 }
 
 // Proclaim sets the leader's value of an election.
-func (n *Node) Proclaim(ctx context.Context, name string, req wire.ProclaimRequest) error {
+func (n *Node) Proclaim(ctx context.Context, name string, req api.ProclaimRequest) error {
 	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpProclaim, Session: req.Session, Name: name, Value: req.Value, Seq: req.Seq})
 }
 
 // Resign gives up leadership of an election (or leaves its queue).
-func (n *Node) Resign(ctx context.Context, name string, req wire.SessionRequest) error {
+func (n *Node) Resign(ctx context.Context, name string, req api.SessionRequest) error {
 	return n.simple(ctx, electionsNS, fsm.Command{Op: fsm.OpResign, Session: req.Session, Name: name, Seq: req.Seq})
 }
 
 func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error {
-	if err := wire.ValidateName(cmd.Name); err != nil {
-		return wire.Errorf(wire.CodeBadRequest, "%v", err)
+	if err := api.ValidateName(cmd.Name); err != nil {
+		return api.Errorf(api.CodeBadRequest, "%v", err)
 	}
 	if _, err := n.leading(); err != nil {
 		return err
@@ -248,8 +248,8 @@ func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error 
 }
 
 // Lock reads one lock; a lock that does not exist reads as free.
-func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wire.Lock, error) {
-	l, err := readOn(ctx, n, opt, fsm.ObjectTopic(false, name), func() (wire.Lock, uint64) {
+func (n *Node) Lock(ctx context.Context, name string, opt api.ReadOptions) (api.Lock, error) {
+	l, err := readOn(ctx, n, opt, fsm.ObjectTopic(false, name), func() (api.Lock, uint64) {
 		l := n.fsm.Lock(name)
 		return wireLock(l), l.ModifyIndex
 	})
@@ -263,15 +263,15 @@ func (n *Node) Lock(ctx context.Context, name string, opt wire.ReadOptions) (wir
 }
 
 // Locks reads one page of the existing locks.
-func (n *Node) Locks(ctx context.Context, opt wire.ListOptions) (wire.LockList, error) {
+func (n *Node) Locks(ctx context.Context, opt api.ListOptions) (api.LockList, error) {
 	p, err := readPage(ctx, n, opt, fsm.SpaceTopic(false), n.fsm.LocksIndex, n.fsm.LocksAfter, wireLock, lockName)
-	return wire.LockList{Locks: p.items, Index: p.index, Next: p.next}, err
+	return api.LockList{Locks: p.items, Index: p.index, Next: p.next}, err
 }
 
 // Elections reads one page of the existing elections.
-func (n *Node) Elections(ctx context.Context, opt wire.ListOptions) (wire.ElectionList, error) {
+func (n *Node) Elections(ctx context.Context, opt api.ListOptions) (api.ElectionList, error) {
 	p, err := readPage(ctx, n, opt, fsm.SpaceTopic(true), n.fsm.ElectionsIndex, n.fsm.ElectionsAfter, wireElection, lockName)
-	return wire.ElectionList{Elections: p.items, Index: p.index, Next: p.next}, err
+	return api.ElectionList{Elections: p.items, Index: p.index, Next: p.next}, err
 }
 
 func lockName(l fsm.Lock) string { return l.Name }
@@ -279,14 +279,14 @@ func lockName(l fsm.Lock) string { return l.Name }
 // Check tells whether token belongs to a current holder of the lock
 // (Chubby's CheckSequencer), as a default read.
 func (n *Node) Check(ctx context.Context, name string, token uint64) (bool, error) {
-	return read(ctx, n, wire.ReadOptions{}, func() (bool, uint64) {
+	return read(ctx, n, api.ReadOptions{}, func() (bool, uint64) {
 		return n.fsm.Check(name, token), 0
 	})
 }
 
 // Election reads the leader of an election; Session is empty when nobody leads.
-func (n *Node) Election(ctx context.Context, name string, opt wire.ReadOptions) (wire.Election, error) {
-	e, err := readOn(ctx, n, opt, fsm.ObjectTopic(true, name), func() (wire.Election, uint64) {
+func (n *Node) Election(ctx context.Context, name string, opt api.ReadOptions) (api.Election, error) {
+	e, err := readOn(ctx, n, opt, fsm.ObjectTopic(true, name), func() (api.Election, uint64) {
 		e := n.fsm.Election(name)
 		return wireElection(e), e.ModifyIndex
 	})
@@ -296,13 +296,13 @@ func (n *Node) Election(ctx context.Context, name string, opt wire.ReadOptions) 
 	return e, err
 }
 
-func wireLock(l fsm.Lock) wire.Lock {
-	out := wire.Lock{Name: l.Name, Mode: string(l.Mode), Holders: []wire.Holder{}, Waiters: []wire.Waiter{}, ModifyIndex: l.ModifyIndex}
+func wireLock(l fsm.Lock) api.Lock {
+	out := api.Lock{Name: l.Name, Mode: string(l.Mode), Holders: []api.Holder{}, Waiters: []api.Waiter{}, ModifyIndex: l.ModifyIndex}
 	for _, h := range l.Holders {
-		out.Holders = append(out.Holders, wire.Holder{Session: h.Session, Token: h.Token, AcquiredAt: h.AcquiredAt})
+		out.Holders = append(out.Holders, api.Holder{Session: h.Session, Token: h.Token, AcquiredAt: h.AcquiredAt})
 	}
 	for _, w := range l.Waiters {
-		out.Waiters = append(out.Waiters, wire.Waiter{Session: w.Session, Mode: string(w.Mode), Deadline: w.Deadline})
+		out.Waiters = append(out.Waiters, api.Waiter{Session: w.Session, Mode: string(w.Mode), Deadline: w.Deadline})
 	}
 	if !l.DelayUntil.IsZero() {
 		d := l.DelayUntil
@@ -311,15 +311,15 @@ func wireLock(l fsm.Lock) wire.Lock {
 	return out
 }
 
-func wireElection(l fsm.Lock) wire.Election {
-	e := wire.Election{Name: l.Name, ModifyIndex: l.ModifyIndex}
+func wireElection(l fsm.Lock) api.Election {
+	e := api.Election{Name: l.Name, ModifyIndex: l.ModifyIndex}
 	if len(l.Holders) > 0 {
 		e.Session, e.Token, e.Value = l.Holders[0].Session, l.Holders[0].Token, l.Value
 		at := l.Holders[0].AcquiredAt
 		e.AcquiredAt = &at
 	}
 	for _, w := range l.Waiters {
-		e.Waiters = append(e.Waiters, wire.Waiter{Session: w.Session, Mode: string(w.Mode), Deadline: w.Deadline})
+		e.Waiters = append(e.Waiters, api.Waiter{Session: w.Session, Mode: string(w.Mode), Deadline: w.Deadline})
 	}
 	if !l.DelayUntil.IsZero() {
 		d := l.DelayUntil

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // applyEngine commits by applying to the node's FSM at once: a one-node
@@ -36,13 +36,13 @@ func (e *applyEngine) barrier(time.Duration) error { return nil }
 func (e *applyEngine) lease(_ uint64, start time.Time) (time.Time, error) {
 	return start.Add(time.Hour), nil
 }
-func (e *applyEngine) release(uint64)                               {}
-func (e *applyEngine) transfer() error                              { return nil }
-func (e *applyEngine) close() error                                 { return nil }
-func (e *applyEngine) memberHTTP(string) string                     { return "" }
-func (e *applyEngine) describe(*wire.Cluster) error                 { return nil }
-func (e *applyEngine) addMember(context.Context, wire.Member) error { return nil }
-func (e *applyEngine) removeMember(context.Context, string) error   { return nil }
+func (e *applyEngine) release(uint64)                              {}
+func (e *applyEngine) transfer() error                             { return nil }
+func (e *applyEngine) close() error                                { return nil }
+func (e *applyEngine) memberHTTP(string) string                    { return "" }
+func (e *applyEngine) describe(*api.Cluster) error                 { return nil }
+func (e *applyEngine) addMember(context.Context, api.Member) error { return nil }
+func (e *applyEngine) removeMember(context.Context, string) error  { return nil }
 
 // timedNode is a node that leads on its own, whose leader terms run the
 // timers of a real leader (session expiry, lock-delays, waits) on clock.
@@ -93,8 +93,8 @@ func (tn *timedNode) endTerm() {
 
 func (tn *timedNode) session(lockDelay time.Duration, ttl time.Duration) string {
 	tn.t.Helper()
-	d := wire.Duration(lockDelay)
-	s, err := tn.n.CreateSession(context.Background(), wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &d})
+	d := api.Duration(lockDelay)
+	s, err := tn.n.CreateSession(context.Background(), api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &d})
 	if err != nil {
 		tn.t.Fatalf("create session: %v", err)
 	}
@@ -102,7 +102,7 @@ func (tn *timedNode) session(lockDelay time.Duration, ttl time.Duration) string 
 }
 
 func (tn *timedNode) tryAcquire(session, name string) error {
-	_, err := tn.n.Acquire(context.Background(), name, wire.AcquireRequest{Session: session})
+	_, err := tn.n.Acquire(context.Background(), name, api.AcquireRequest{Session: session})
 	return err
 }
 
@@ -171,7 +171,7 @@ func TestLeaderTimers_FailoverRestartsDelaysAndWaitsInFull(t *testing.T) {
 			takeover := time.Now()
 			tn.startTerm()
 			time.Sleep(time.Second)
-			if err := tn.tryAcquire(b, "x"); wire.CodeOf(err) != wire.CodeLockDelay {
+			if err := tn.tryAcquire(b, "x"); api.CodeOf(err) != api.CodeLockDelay {
 				t.Fatalf("1s after the takeover (2.5s after the expiry): acquire = %v, want lock_delay for the full 2s from the takeover", err)
 			}
 			if !queued(tn.n.fsm, "y", c) {
@@ -216,8 +216,8 @@ func TestLeaderTimers_WallStepChangesNoTimer(t *testing.T) {
 			tn.mustPropose(fsm.Command{Op: fsm.OpExpireSession, Session: a})
 
 			err := tn.tryAcquire(b, "x")
-			var e *wire.Error
-			if !errors.As(err, &e) || e.Code != wire.CodeLockDelay || e.RetryAfter < time.Second || e.RetryAfter > 2*time.Second {
+			var e *api.Error
+			if !errors.As(err, &e) || e.Code != api.CodeLockDelay || e.RetryAfter < time.Second || e.RetryAfter > 2*time.Second {
 				t.Fatalf("acquire inside the lock-delay = %v, want lock_delay with Retry-After up to 2s", err)
 			}
 			var delayEnd, waitEnd, expiry time.Duration

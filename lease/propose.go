@@ -8,13 +8,13 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // propose stamps cmd with the leader's wall time (shown, never decided on),
 // commits it through Raft and returns the FSM's result. The error is a
-// *wire.Error: no_leader when the command surely was not and will not be
+// *api.Error: no_leader when the command surely was not and will not be
 // applied (not leader, or refused before it was appended), and timeout when
 // the outcome is unknown (see raftErr). A refusal by the FSM is not an
 // error here: it is in Result.Err, for the caller to translate.
@@ -105,30 +105,30 @@ func (n *Node) apiErr(err error, session, what string) error {
 	case errors.As(err, &delay):
 		n.count.delayRefusals.Add(1)
 		left := n.delayRemaining(delay)
-		e := wire.Errorf(wire.CodeLockDelay, "%s is in the lock-delay of an expired holder for about %v more (%v in all; shown end %s)",
+		e := api.Errorf(api.CodeLockDelay, "%s is in the lock-delay of an expired holder for about %v more (%v in all; shown end %s)",
 			what, left.Round(time.Millisecond), delay.Length, delay.Until.UTC().Format(time.RFC3339Nano))
 		e.RetryAfter = left
 		return e
 	case errors.Is(err, fsm.ErrSessionNotFound):
-		return wire.Errorf(wire.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
+		return api.Errorf(api.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
 	case errors.Is(err, fsm.ErrLockHeld):
-		return wire.Errorf(wire.CodeLockHeld, "%s is held by another session", what)
+		return api.Errorf(api.CodeLockHeld, "%s is held by another session", what)
 	case errors.Is(err, fsm.ErrModeConflict):
-		return wire.Errorf(wire.CodeLockHeld, "%s is already held by session %q in the other mode; release it first", what, session)
+		return api.Errorf(api.CodeLockHeld, "%s is already held by session %q in the other mode; release it first", what, session)
 	case errors.Is(err, fsm.ErrRepeated):
-		return wire.Errorf(wire.CodeRepeated, "%s is free, but this request repeats one of session %q already applied, so it is not applied again: send a new request", what, session)
+		return api.Errorf(api.CodeRepeated, "%s is free, but this request repeats one of session %q already applied, so it is not applied again: send a new request", what, session)
 	case errors.Is(err, fsm.ErrNotHolder):
-		return wire.Errorf(wire.CodeNotHolder, "session %q does not hold %s", session, what)
+		return api.Errorf(api.CodeNotHolder, "session %q does not hold %s", session, what)
 	case errors.Is(err, fsm.ErrBadCommand):
-		return wire.Errorf(wire.CodeBadRequest, "%v", err)
+		return api.Errorf(api.CodeBadRequest, "%v", err)
 	}
 	return err
 }
 
 func errNoLeader(why string) error {
-	return &wire.Error{Code: wire.CodeNoLeader, Message: "no leader can serve this now: " + why, RetryAfter: time.Second}
+	return &api.Error{Code: api.CodeNoLeader, Message: "no leader can serve this now: " + why, RetryAfter: time.Second}
 }
 
 func errTimeout(why string) error {
-	return &wire.Error{Code: wire.CodeTimeout, Message: why}
+	return &api.Error{Code: api.CodeTimeout, Message: why}
 }

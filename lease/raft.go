@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // raftEngine replicates the FSM with hashicorp/raft, its log and stable
@@ -286,7 +286,7 @@ func (e *raftEngine) memberHTTP(id string) string {
 	return ""
 }
 
-func (e *raftEngine) describe(c *wire.Cluster) error {
+func (e *raftEngine) describe(c *api.Cluster) error {
 	c.Mode = "raft"
 	c.State = e.raft.State().String()
 	c.Term = e.raft.CurrentTerm()
@@ -300,7 +300,7 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 	leader := e.leaderID()
 	leads := e.raft.State() == raft.Leader
 	for _, s := range f.Configuration().Servers {
-		m := wire.Member{ID: string(s.ID), Peer: string(s.Address),
+		m := api.Member{ID: string(s.ID), Peer: string(s.Address),
 			HTTP: e.memberHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader}
 		switch applied, at := e.x.peerApplied(m.Peer); {
 		case !leads:
@@ -311,7 +311,7 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 			// Voters answer the lease rounds, non-voters the probes that go
 			// with them (promise.go): both tell how fresh the member is,
 			// and how far it has applied.
-			d := wire.Duration(e.liveNow().Sub(at))
+			d := api.Duration(e.liveNow().Sub(at))
 			m.LastContact, m.AppliedIndex = &d, &applied
 		}
 		c.Members = append(c.Members, m)
@@ -324,7 +324,7 @@ func (e *raftEngine) describe(c *wire.Cluster) error {
 // A member already in the configuration at that peer address keeps its
 // role: a node that registers again (every start does) neither promotes
 // nor demotes itself.
-func (e *raftEngine) addMember(ctx context.Context, m wire.Member) error {
+func (e *raftEngine) addMember(ctx context.Context, m api.Member) error {
 	present := false
 	for _, s := range e.servers() {
 		present = present || string(s.ID) == m.ID && string(s.Address) == m.Peer
@@ -332,7 +332,7 @@ func (e *raftEngine) addMember(ctx context.Context, m wire.Member) error {
 	if !present {
 		if check := e.n.cfg.CheckMember; check != nil {
 			if err := check(ctx, m.ID, m.Peer); err != nil {
-				return wire.Errorf(wire.CodeBadRequest, "member %s at %s: %v", m.ID, m.Peer, err)
+				return api.Errorf(api.CodeBadRequest, "member %s at %s: %v", m.ID, m.Peer, err)
 			}
 		}
 		add, role := e.raft.AddVoter, "voter"
@@ -366,9 +366,9 @@ func (e *raftEngine) removeMember(ctx context.Context, id string) error {
 	}
 	switch {
 	case addr == "":
-		return wire.Errorf(wire.CodeNotFound, "no member %q in the cluster", id)
+		return api.Errorf(api.CodeNotFound, "no member %q in the cluster", id)
 	case voter && voters == 1:
-		return wire.Errorf(wire.CodeBadRequest, "%s is the last voter: a cluster without one cannot elect a leader", id)
+		return api.Errorf(api.CodeBadRequest, "%s is the last voter: a cluster without one cannot elect a leader", id)
 	}
 	if _, err := e.n.propose(ctx, fsm.Command{Op: fsm.OpRemoveMember, Member: &fsm.Member{ID: id}}); err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestRaftErr_OutcomeKnownOrNot checks raftErr's table: no_leader (503,
@@ -21,35 +21,35 @@ func TestRaftErr_OutcomeKnownOrNot(t *testing.T) {
 		code string
 	}{
 		// Refused before the entry was appended: nothing happened.
-		{raft.ErrNotLeader, wire.CodeNoLeader},
-		{raft.ErrLeadershipTransferInProgress, wire.CodeNoLeader},
-		{raft.ErrEnqueueTimeout, wire.CodeNoLeader},
-		{raft.ErrAbortedByRestore, wire.CodeNoLeader},
+		{raft.ErrNotLeader, api.CodeNoLeader},
+		{raft.ErrLeadershipTransferInProgress, api.CodeNoLeader},
+		{raft.ErrEnqueueTimeout, api.CodeNoLeader},
+		{raft.ErrAbortedByRestore, api.CodeNoLeader},
 		// Appended, maybe replicated: a later leader may commit it.
-		{raft.ErrLeadershipLost, wire.CodeTimeout},
-		{raft.ErrRaftShutdown, wire.CodeTimeout},
-		{errors.New("log store: disk full"), wire.CodeTimeout},
-		{raft.ErrNothingNewToSnapshot, wire.CodeTimeout},
+		{raft.ErrLeadershipLost, api.CodeTimeout},
+		{raft.ErrRaftShutdown, api.CodeTimeout},
+		{errors.New("log store: disk full"), api.CodeTimeout},
+		{raft.ErrNothingNewToSnapshot, api.CodeTimeout},
 		// Wrapped errors are recognised too.
-		{fmt.Errorf("apply: %w", raft.ErrNotLeader), wire.CodeNoLeader},
-		{fmt.Errorf("apply: %w", raft.ErrLeadershipLost), wire.CodeTimeout},
+		{fmt.Errorf("apply: %w", raft.ErrNotLeader), api.CodeNoLeader},
+		{fmt.Errorf("apply: %w", raft.ErrLeadershipLost), api.CodeTimeout},
 	}
 	for _, tt := range tests {
 		got := raftErr(tt.err)
-		var e *wire.Error
+		var e *api.Error
 		if !errors.As(got, &e) {
-			t.Errorf("raftErr(%v) = %T %v, want a *wire.Error", tt.err, got, got)
+			t.Errorf("raftErr(%v) = %T %v, want a *api.Error", tt.err, got, got)
 			continue
 		}
 		if e.Code != tt.code {
 			t.Errorf("raftErr(%v) code = %q, want %q", tt.err, e.Code, tt.code)
 		}
 		switch e.Code {
-		case wire.CodeTimeout:
+		case api.CodeTimeout:
 			if !strings.Contains(e.Message, "outcome is unknown") && !strings.Contains(e.Message, "outcome unknown") {
 				t.Errorf("raftErr(%v) = %q: a timeout must say the outcome is unknown", tt.err, e.Message)
 			}
-		case wire.CodeNoLeader:
+		case api.CodeNoLeader:
 			if e.RetryAfter <= 0 {
 				t.Errorf("raftErr(%v): no_leader without Retry-After", tt.err)
 			}

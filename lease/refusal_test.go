@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // entries returns how many entries the node's one-node log has committed.
@@ -23,7 +23,7 @@ func (tn *timedNode) expectCode(what string, entries uint64, code string, call f
 	tn.t.Helper()
 	before := tn.entries()
 	err := call()
-	if got := wire.CodeOf(err); got != code || (code == "" && err != nil) {
+	if got := api.CodeOf(err); got != code || (code == "" && err != nil) {
 		tn.t.Fatalf("%s = %v (code %q), want code %q", what, err, got, code)
 	}
 	if got := tn.entries() - before; got != entries {
@@ -47,12 +47,12 @@ func TestRefusals_WithoutLogEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := tn.n.Campaign(ctx, "e", wire.CampaignRequest{Session: a, Value: "v"}); err != nil {
+	if _, err := tn.n.Campaign(ctx, "e", api.CampaignRequest{Session: a, Value: "v"}); err != nil {
 		t.Fatal(err)
 	}
 	acq := func(s, name string, seq uint64) func() error {
 		return func() error {
-			_, err := tn.n.Acquire(ctx, name, wire.AcquireRequest{Session: s, Seq: seq})
+			_, err := tn.n.Acquire(ctx, name, api.AcquireRequest{Session: s, Seq: seq})
 			return err
 		}
 	}
@@ -60,36 +60,36 @@ func TestRefusals_WithoutLogEntry(t *testing.T) {
 	for what, call := range map[string]func() error{
 		"acquire": acq(gone, "x", 0),
 		"blocking": func() error {
-			_, err := tn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: gone, Wait: wire.Duration(time.Minute)})
+			_, err := tn.n.Acquire(ctx, "x", api.AcquireRequest{Session: gone, Wait: api.Duration(time.Minute)})
 			return err
 		},
-		"release":   func() error { return tn.n.Release(ctx, "x", wire.SessionRequest{Session: gone, Seq: 3}) },
-		"campaign":  func() error { _, err := tn.n.Campaign(ctx, "e", wire.CampaignRequest{Session: gone}); return err },
-		"proclaim":  func() error { return tn.n.Proclaim(ctx, "e", wire.ProclaimRequest{Session: gone, Value: "w"}) },
-		"resign":    func() error { return tn.n.Resign(ctx, "e", wire.SessionRequest{Session: gone}) },
+		"release":   func() error { return tn.n.Release(ctx, "x", api.SessionRequest{Session: gone, Seq: 3}) },
+		"campaign":  func() error { _, err := tn.n.Campaign(ctx, "e", api.CampaignRequest{Session: gone}); return err },
+		"proclaim":  func() error { return tn.n.Proclaim(ctx, "e", api.ProclaimRequest{Session: gone, Value: "w"}) },
+		"resign":    func() error { return tn.n.Resign(ctx, "e", api.SessionRequest{Session: gone}) },
 		"destroy":   func() error { return tn.n.DestroySession(ctx, gone) },
 		"keepalive": func() error { _, err := tn.n.KeepAlive(ctx, gone); return err },
 	} {
-		tn.expectCode(what+" by an unknown session", 0, wire.CodeSessionExpired, call)
+		tn.expectCode(what+" by an unknown session", 0, api.CodeSessionExpired, call)
 	}
 
-	tn.expectCode("try of a held lock", 0, wire.CodeLockHeld, acq(b, "x", 0))
-	tn.expectCode("try-campaign of a led election", 0, wire.CodeLockHeld, func() error {
-		_, err := tn.n.Campaign(ctx, "e", wire.CampaignRequest{Session: b, Value: "w"})
+	tn.expectCode("try of a held lock", 0, api.CodeLockHeld, acq(b, "x", 0))
+	tn.expectCode("try-campaign of a led election", 0, api.CodeLockHeld, func() error {
+		_, err := tn.n.Campaign(ctx, "e", api.CampaignRequest{Session: b, Value: "w"})
 		return err
 	})
-	tn.expectCode("try with a new request number", 1, wire.CodeLockHeld, acq(b, "x", 7))
-	tn.expectCode("its repeat", 0, wire.CodeLockHeld, acq(b, "x", 7))
-	tn.expectCode("an older number", 0, wire.CodeLockHeld, acq(b, "x", 6))
+	tn.expectCode("try with a new request number", 1, api.CodeLockHeld, acq(b, "x", 7))
+	tn.expectCode("its repeat", 0, api.CodeLockHeld, acq(b, "x", 7))
+	tn.expectCode("an older number", 0, api.CodeLockHeld, acq(b, "x", 6))
 
-	if err := tn.n.Release(ctx, "x", wire.SessionRequest{Session: a}); err != nil {
+	if err := tn.n.Release(ctx, "x", api.SessionRequest{Session: a}); err != nil {
 		t.Fatal(err)
 	}
 	tn.mustPropose(fsm.Command{Op: fsm.OpExpireSession, Session: a}) // d stays in a's lock-delay
-	tn.expectCode("try inside a lock-delay", 0, wire.CodeLockDelay, acq(b, "d", 0))
+	tn.expectCode("try inside a lock-delay", 0, api.CodeLockDelay, acq(b, "d", 0))
 	// The refused try's number was recorded: its late copy is not applied
 	// now that x is free, and says so, without an entry.
-	tn.expectCode("late copy of the refused try", 0, wire.CodeRepeated, acq(b, "x", 7))
+	tn.expectCode("late copy of the refused try", 0, api.CodeRepeated, acq(b, "x", 7))
 	if l := tn.n.fsm.Lock("x"); len(l.Holders) != 0 {
 		t.Fatalf("x after the late copy: %+v", l)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // A node removed from the cluster stops serving for good: it answers
@@ -71,7 +71,7 @@ func (n *Node) Removed() <-chan struct{} {
 }
 
 // Removal returns nil while the node is a member of the cluster, and an
-// error with code wire.CodeRemoved once it knows it was removed (in this
+// error with code api.CodeRemoved once it knows it was removed (in this
 // process or, recorded in its data dir, an earlier one).
 func (n *Node) Removal() error {
 	if n.raft == nil {
@@ -81,7 +81,7 @@ func (n *Node) Removal() error {
 	if at == 0 {
 		return nil
 	}
-	return wire.Errorf(wire.CodeRemoved,
+	return api.Errorf(api.CodeRemoved,
 		"node %s was removed from the cluster (at log index %d) and serves nothing; ask another member", n.cfg.ID, at)
 }
 

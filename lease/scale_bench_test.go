@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // The scale benchmarks run a leader term over benchSessions sessions, as
@@ -144,7 +144,7 @@ func BenchmarkSessionsList(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		l, err := n.Sessions(context.Background(), wire.ListOptions{ReadOptions: wire.ReadOptions{Stale: true}, After: benchID(benchSessions / 2)})
+		l, err := n.Sessions(context.Background(), api.ListOptions{ReadOptions: api.ReadOptions{Stale: true}, After: benchID(benchSessions / 2)})
 		if err != nil || len(l.Sessions) == 0 {
 			b.Fatal(len(l.Sessions), err)
 		}
@@ -165,7 +165,7 @@ func BenchmarkSessionsWatchWake(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		done := make(chan error, 1)
-		opt := wire.ListOptions{ReadOptions: wire.ReadOptions{Stale: true, Index: idx, Wait: time.Minute}}
+		opt := api.ListOptions{ReadOptions: api.ReadOptions{Stale: true, Index: idx, Wait: time.Minute}}
 		go func() {
 			_, err := n.Sessions(ctx, opt)
 			done <- err

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // Sessions the leader creates keep a bounded table of request numbers: a
@@ -23,10 +23,10 @@ func TestCreateSession_BoundsRequestNumbers(t *testing.T) {
 	}
 	cycle := func(name string, seq uint64) {
 		t.Helper()
-		if _, err := tn.n.Acquire(ctx, name, wire.AcquireRequest{Session: s, Seq: seq}); err != nil {
+		if _, err := tn.n.Acquire(ctx, name, api.AcquireRequest{Session: s, Seq: seq}); err != nil {
 			t.Fatal(err)
 		}
-		if err := tn.n.Release(ctx, name, wire.SessionRequest{Session: s, Seq: seq + 1}); err != nil {
+		if err := tn.n.Release(ctx, name, api.SessionRequest{Session: s, Seq: seq + 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestCreateSession_BoundsRequestNumbers(t *testing.T) {
 	if len(after) > len(before)+64 { // the applied indexes grow by a few digits
 		t.Fatalf("snapshot grew from %d to %d bytes over 500 names the session let go of", len(before), len(after))
 	}
-	if _, err := tn.n.Acquire(ctx, "first", wire.AcquireRequest{Session: s, Seq: 1}); wire.CodeOf(err) != wire.CodeRepeated {
+	if _, err := tn.n.Acquire(ctx, "first", api.AcquireRequest{Session: s, Seq: 1}); api.CodeOf(err) != api.CodeRepeated {
 		t.Fatalf("late copy of the first acquire = %v, want request_repeated", err)
 	}
 }

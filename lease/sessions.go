@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // leading returns the current leader term, or no_leader if this node cannot
@@ -26,30 +26,30 @@ func (n *Node) leading() (*leaderTerm, error) {
 }
 
 // CreateSession commits a new session and starts its deadline.
-func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest) (wire.Session, error) {
+func (n *Node) CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error) {
 	t, err := n.leading()
 	if err != nil {
-		return wire.Session{}, err
+		return api.Session{}, err
 	}
 	ttl := req.TTL.D()
 	if ttl == 0 {
-		ttl = wire.DefaultTTL
+		ttl = api.DefaultTTL
 	}
-	delay := wire.DefaultLockDelay
+	delay := api.DefaultLockDelay
 	if req.LockDelay != nil {
 		delay = req.LockDelay.D()
 	}
 	if err := n.checkSessionLimit(req.Owner); err != nil {
-		return wire.Session{}, err
+		return api.Session{}, err
 	}
 	id := newSessionID()
 	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay,
 		SeqWindow: fsm.DefaultSeqWindow, Owner: req.Owner})
 	if err != nil {
-		return wire.Session{}, err
+		return api.Session{}, err
 	}
 	if res.Err != nil {
-		return wire.Session{}, n.apiErr(res.Err, id, "session")
+		return api.Session{}, n.apiErr(res.Err, id, "session")
 	}
 	t.track(id, ttl)
 	n.count.sessionsCreated.Add(1)
@@ -59,28 +59,28 @@ func (n *Node) CreateSession(ctx context.Context, req wire.CreateSessionRequest)
 // KeepAlive renews a session's leader-local deadline. It writes nothing to
 // the log and is answered only under the master lease. A session whose
 // deadline has passed is not revived: its expiry may already be in flight.
-func (n *Node) KeepAlive(ctx context.Context, id string) (wire.KeepAliveResponse, error) {
+func (n *Node) KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse, error) {
 	t, err := n.leading()
 	if err != nil {
-		return wire.KeepAliveResponse{}, err
+		return api.KeepAliveResponse{}, err
 	}
 	s, ok := n.fsm.Session(id)
 	if !ok || !t.extend(id, s.TTL) {
-		return wire.KeepAliveResponse{}, n.apiErr(fsm.ErrSessionNotFound, id, "")
+		return api.KeepAliveResponse{}, n.apiErr(fsm.ErrSessionNotFound, id, "")
 	}
 	if n.cfg.Unsafe.KeepaliveWrites {
 		// An entry the state machine refuses: it changes nothing but the log.
 		if _, err := n.propose(ctx, fsm.Command{Op: fsm.OpTimersDue}); err != nil {
-			return wire.KeepAliveResponse{}, err
+			return api.KeepAliveResponse{}, err
 		}
 	}
 	// Checked after the extension: the answer is true as of a moment the
 	// lease held, whatever delays its delivery.
 	if !t.leaseValid() {
-		return wire.KeepAliveResponse{}, errNoLeader("the leader's master lease has run out")
+		return api.KeepAliveResponse{}, errNoLeader("the leader's master lease has run out")
 	}
 	n.count.keepalives.Add(1)
-	return wire.KeepAliveResponse{ID: id, TTL: wire.Duration(s.TTL)}, nil
+	return api.KeepAliveResponse{ID: id, TTL: api.Duration(s.TTL)}, nil
 }
 
 // DestroySession commits the end of a session; its locks are released at
@@ -104,16 +104,16 @@ func (n *Node) DestroySession(ctx context.Context, id string) error {
 }
 
 // Session reads one session with the locks it holds.
-func (n *Node) Session(ctx context.Context, id string, opt wire.ReadOptions) (wire.Session, error) {
+func (n *Node) Session(ctx context.Context, id string, opt api.ReadOptions) (api.Session, error) {
 	var found bool
-	s, err := read(ctx, n, opt, func() (wire.Session, uint64) {
+	s, err := read(ctx, n, opt, func() (api.Session, uint64) {
 		// The index first: the session, read after, is at least as new,
 		// so a blocking query from this index misses no change.
 		index := n.fsm.AppliedIndex()
 		s, ok := n.fsm.Session(id)
 		found = ok
 		if !ok {
-			return wire.Session{}, index
+			return api.Session{}, index
 		}
 		ws := n.wireSession(s)
 		ws.Index = index
@@ -128,9 +128,9 @@ func (n *Node) Session(ctx context.Context, id string, opt wire.ReadOptions) (wi
 // Sessions reads one page of the sessions. Its index is the applied
 // index: the list shows what each session holds, which any entry may
 // change.
-func (n *Node) Sessions(ctx context.Context, opt wire.ListOptions) (wire.SessionList, error) {
+func (n *Node) Sessions(ctx context.Context, opt api.ListOptions) (api.SessionList, error) {
 	p, err := readPage(ctx, n, opt, fsm.AppliedTopic(), n.fsm.AppliedIndex, n.fsm.SessionsAfter, n.wireSession, func(s fsm.Session) string { return s.ID })
-	return wire.SessionList{Sessions: p.items, Index: p.index, Next: p.next}, err
+	return api.SessionList{Sessions: p.items, Index: p.index, Next: p.next}, err
 }
 
 // page is one page of a list: its items, the list's index, and the cursor
@@ -146,7 +146,7 @@ type page[W any] struct {
 // converted by conv. A blocking query wakes for the entries that change
 // topic and waits on index alone, so that each wake-up costs no more than
 // reading the index.
-func readPage[S, W any](ctx context.Context, n *Node, opt wire.ListOptions, topic fsm.Topic, index func() uint64,
+func readPage[S, W any](ctx context.Context, n *Node, opt api.ListOptions, topic fsm.Topic, index func() uint64,
 	after func(string, int) ([]S, bool), conv func(S) W, key func(S) string) (page[W], error) {
 	return readWith(ctx, n, opt.ReadOptions, topic, index, func() page[W] {
 		p := page[W]{index: index()}
@@ -166,15 +166,15 @@ func readPage[S, W any](ctx context.Context, n *Node, opt wire.ListOptions, topi
 // within the API's bound.
 func listLimit(limit int) int {
 	if limit <= 0 {
-		return wire.DefaultListLimit
+		return api.DefaultListLimit
 	}
-	return min(limit, wire.MaxListLimit)
+	return min(limit, api.MaxListLimit)
 }
 
-func (n *Node) wireSession(s fsm.Session) wire.Session {
+func (n *Node) wireSession(s fsm.Session) api.Session {
 	locks, elections := n.fsm.SessionHolds(s.ID)
-	ws := wire.Session{
-		ID: s.ID, Name: s.Name, TTL: wire.Duration(s.TTL), LockDelay: wire.Duration(s.LockDelay),
+	ws := api.Session{
+		ID: s.ID, Name: s.Name, TTL: api.Duration(s.TTL), LockDelay: api.Duration(s.LockDelay),
 		CreateIndex: s.CreateIndex, Locks: locks, Elections: elections,
 	}
 	n.sessionTimes(&ws, s.TTL)
@@ -186,7 +186,7 @@ func (n *Node) wireSession(s fsm.Session) wire.Session {
 // not lead (a follower's ?stale read) it leaves them out: only the leader
 // sees keepalives. The time left is rounded to the millisecond; the
 // renewal is the deadline less the TTL, told in the node's wall time.
-func (n *Node) sessionTimes(ws *wire.Session, ttl time.Duration) {
+func (n *Node) sessionTimes(ws *api.Session, ttl time.Duration) {
 	t := n.currentTerm()
 	if t == nil {
 		return
@@ -196,7 +196,7 @@ func (n *Node) sessionTimes(ws *wire.Session, ttl time.Duration) {
 		return
 	}
 	now := n.clock.Now()
-	left := wire.Duration(max(end.Sub(now), 0).Round(time.Millisecond))
+	left := api.Duration(max(end.Sub(now), 0).Round(time.Millisecond))
 	ago := max(now.Sub(end.Add(-n.cfg.Unsafe.sessionTTL(ttl))), 0)
 	at := wallNow(n.clock).Add(-ago).UTC()
 	ws.TTLRemaining, ws.RenewedAt = &left, &at
@@ -223,20 +223,20 @@ func randomHex(n int) string {
 // exceeds opt.Index, or when Wait runs out. read's index is the applied
 // index, which every entry changes; readOn waits for entries that change
 // topic, the part of the state whose index get reports.
-func read[T any](ctx context.Context, n *Node, opt wire.ReadOptions, get func() (T, uint64)) (T, error) {
+func read[T any](ctx context.Context, n *Node, opt api.ReadOptions, get func() (T, uint64)) (T, error) {
 	return readOn(ctx, n, opt, fsm.AppliedTopic(), get)
 }
 
 // readOn is read for a get whose index is topic's (the part of the state
 // it reads): a blocking query wakes only for entries that change topic.
-func readOn[T any](ctx context.Context, n *Node, opt wire.ReadOptions, topic fsm.Topic, get func() (T, uint64)) (T, error) {
+func readOn[T any](ctx context.Context, n *Node, opt api.ReadOptions, topic fsm.Topic, get func() (T, uint64)) (T, error) {
 	return readWith(ctx, n, opt, topic, func() uint64 { _, idx := get(); return idx }, func() T { v, _ := get(); return v })
 }
 
 // readWith is readOn with the index apart from the value: a blocking query
 // waits on index alone, and value, which may cost much more (a page of a
 // list), is read once, when the query returns.
-func readWith[T any](ctx context.Context, n *Node, opt wire.ReadOptions, topic fsm.Topic, index func() uint64, value func() T) (T, error) {
+func readWith[T any](ctx context.Context, n *Node, opt api.ReadOptions, topic fsm.Topic, index func() uint64, value func() T) (T, error) {
 	var zero T
 	var t *leaderTerm
 	if !opt.Stale {
@@ -278,13 +278,13 @@ func (n *Node) startBlocking() bool {
 }
 
 func errTooMany(limit int) error {
-	return &wire.Error{Code: wire.CodeTooMany, RetryAfter: time.Second,
+	return &api.Error{Code: api.CodeTooMany, RetryAfter: time.Second,
 		Message: fmt.Sprintf("this node already serves %d blocking queries, its limit; nothing was done: retry later", limit)}
 }
 
 // waitIndex blocks until index exceeds opt.Index or opt.Wait passes,
 // looking again whenever an entry changes topic.
-func waitIndex(ctx context.Context, n *Node, t *leaderTerm, opt wire.ReadOptions, topic fsm.Topic, index func() uint64) error {
+func waitIndex(ctx context.Context, n *Node, t *leaderTerm, opt api.ReadOptions, topic fsm.Topic, index func() uint64) error {
 	ctx, cancel := n.waitCtx(ctx)
 	defer cancel()
 	timer := time.NewTimer(opt.Wait)

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // storageWatch records how the node's writes to its data dir go: Raft's
@@ -74,15 +74,15 @@ func (w *storageWatch) note(err error) {
 }
 
 // problem describes the storage's fault, or returns nil.
-func (w *storageWatch) problem() *wire.StorageProblem {
+func (w *storageWatch) problem() *api.StorageProblem {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
 		return nil
 	}
-	p := &wire.StorageProblem{Reason: wire.CodeStorageError, Error: w.err.Error(), Since: w.since}
+	p := &api.StorageProblem{Reason: api.CodeStorageError, Error: w.err.Error(), Since: w.since}
 	if diskFull(w.err) {
-		p.Reason = wire.CodeStorageFull
+		p.Reason = api.CodeStorageFull
 	}
 	return p
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestSnapshotStore_LeavesNoTemporaryDirectories: the temporary directory
@@ -49,7 +49,7 @@ func TestSnapshotStore_LeavesNoTemporaryDirectories(t *testing.T) {
 	if !exists("6-300-1700000000002.tmp") {
 		t.Error("another snapshot's temporary directory was removed")
 	}
-	if w.failures.Load() != 1 || w.problem() == nil || w.problem().Reason != wire.CodeStorageError {
+	if w.failures.Load() != 1 || w.problem() == nil || w.problem().Reason != api.CodeStorageError {
 		t.Errorf("a failed Create: %d failures, problem %+v; want 1, storage_error", w.failures.Load(), w.problem())
 	}
 	w.note(nil)

@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // manualClock only moves when told to.
@@ -115,7 +115,7 @@ func TestLeaderTerm_LeaseRunsToTheEndARoundGave(t *testing.T) {
 	// A failed round tells its waiters and renews nothing.
 	ch := make(chan error, 1)
 	term.finishRound(clock.Now().Add(time.Second), raft.ErrNotLeader, []chan error{ch})
-	if err := <-ch; wire.CodeOf(err) != wire.CodeNoLeader || term.leaseValid() {
+	if err := <-ch; api.CodeOf(err) != api.CodeNoLeader || term.leaseValid() {
 		t.Fatalf("failed round: err %v, lease valid %v", err, term.leaseValid())
 	}
 	term.finishRound(clock.Now().Add(time.Second), nil, []chan error{ch})
@@ -128,7 +128,7 @@ func TestLeaderTerm_LeaseRunsToTheEndARoundGave(t *testing.T) {
 		t.Fatal("lease valid after it was given up")
 	}
 	term.finishRound(clock.Now().Add(time.Second), nil, []chan error{ch})
-	if err := <-ch; wire.CodeOf(err) != wire.CodeNoLeader || term.leaseValid() {
+	if err := <-ch; api.CodeOf(err) != api.CodeNoLeader || term.leaseValid() {
 		t.Fatalf("round after giving up: err %v, lease valid %v", err, term.leaseValid())
 	}
 }
@@ -140,19 +140,19 @@ func TestErrors_Translation(t *testing.T) {
 		err  error
 		code string
 	}{
-		{fsm.ErrSessionNotFound, wire.CodeSessionExpired},
-		{fsm.ErrLockHeld, wire.CodeLockHeld},
-		{fsm.ErrModeConflict, wire.CodeLockHeld},
-		{fsm.ErrNotHolder, wire.CodeNotHolder},
-		{&fsm.DelayError{Until: until}, wire.CodeLockDelay},
-		{errors.Join(fsm.ErrBadCommand, errors.New("x")), wire.CodeBadRequest},
+		{fsm.ErrSessionNotFound, api.CodeSessionExpired},
+		{fsm.ErrLockHeld, api.CodeLockHeld},
+		{fsm.ErrModeConflict, api.CodeLockHeld},
+		{fsm.ErrNotHolder, api.CodeNotHolder},
+		{&fsm.DelayError{Until: until}, api.CodeLockDelay},
+		{errors.Join(fsm.ErrBadCommand, errors.New("x")), api.CodeBadRequest},
 	}
 	for _, tt := range tests {
-		if got := wire.CodeOf(n.apiErr(tt.err, "s", "lock")); got != tt.code {
+		if got := api.CodeOf(n.apiErr(tt.err, "s", "lock")); got != tt.code {
 			t.Errorf("apiErr(%v) code = %q, want %q", tt.err, got, tt.code)
 		}
 	}
-	var e *wire.Error
+	var e *api.Error
 	if !errors.As(n.apiErr(&fsm.DelayError{Until: until}, "s", "lock"), &e) || e.RetryAfter <= 0 {
 		t.Fatalf("lock_delay without Retry-After: %+v", e)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // soleElector names one node coordinator for good.
@@ -58,13 +58,13 @@ func servingNode(t *testing.T, onTransfer func(n *Node)) *Node {
 // returns what it still served.
 func refusals(ctx context.Context, n *Node, sid string) []string {
 	var served []string
-	if err := n.Ready(ctx); wire.CodeOf(err) != wire.CodeNoLeader {
+	if err := n.Ready(ctx); api.CodeOf(err) != api.CodeNoLeader {
 		served = append(served, "Ready: "+errString(err))
 	}
-	if _, err := n.Session(ctx, sid, wire.ReadOptions{}); wire.CodeOf(err) != wire.CodeNoLeader {
+	if _, err := n.Session(ctx, sid, api.ReadOptions{}); api.CodeOf(err) != api.CodeNoLeader {
 		served = append(served, "default read: "+errString(err))
 	}
-	if _, err := n.KeepAlive(ctx, sid); wire.CodeOf(err) != wire.CodeNoLeader {
+	if _, err := n.KeepAlive(ctx, sid); api.CodeOf(err) != api.CodeNoLeader {
 		served = append(served, "keepalive: "+errString(err))
 	}
 	if c, _ := n.Cluster(ctx); c.MasterLeaseRemaining != nil && *c.MasterLeaseRemaining > 0 {
@@ -105,7 +105,7 @@ func TestClose_LeaseGivenUpBeforeTransfer(t *testing.T) {
 		time.Sleep(n.cfg.HeartbeatTimeout)
 		duringIt = refusals(ctx, n, sid)
 	})
-	s, err := n.CreateSession(context.Background(), wire.CreateSessionRequest{TTL: wire.Duration(10 * time.Second)})
+	s, err := n.CreateSession(context.Background(), api.CreateSessionRequest{TTL: api.Duration(10 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

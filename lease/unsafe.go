@@ -4,14 +4,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // unsafeState is the state of the unsafe switches that need one.
 type unsafeState struct {
-	observe goBack[wire.Election] // ObserveStale
-	stale   goBack[wire.Lock]     // StaleGoesBack
-	lag     lagBehind             // StaleLag
+	observe goBack[api.Election] // ObserveStale
+	stale   goBack[api.Lock]     // StaleGoesBack
+	lag     lagBehind            // StaleLag
 }
 
 // staleLag is how far behind StaleLag keeps ?stale reads.
@@ -26,13 +26,13 @@ type lagBehind struct {
 
 type lagged struct {
 	at time.Time
-	l  wire.Lock
+	l  api.Lock
 }
 
 // answer returns the newest state of name first seen at least staleLag
 // before now (the oldest kept if none is that old): it never goes back,
 // and stays behind.
-func (g *lagBehind) answer(name string, l wire.Lock, k uint64, now time.Time) wire.Lock {
+func (g *lagBehind) answer(name string, l api.Lock, k uint64, now time.Time) api.Lock {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.seen == nil {
@@ -91,6 +91,6 @@ func (g *goBack[T]) answer(name string, v T, k uint64, key func(T) uint64) T {
 	return v
 }
 
-func electionToken(e wire.Election) uint64 { return e.Token }
+func electionToken(e api.Election) uint64 { return e.Token }
 
-func lockIndex(l wire.Lock) uint64 { return l.ModifyIndex }
+func lockIndex(l api.Lock) uint64 { return l.ModifyIndex }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 func mustApply(t *testing.T, f *fsm.FSM, index uint64, c fsm.Command) {
@@ -93,7 +93,7 @@ func TestUnsafe_ObserveStale(t *testing.T) {
 		mustApply(t, f, 1, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "s1", TTL: 10 * time.Second})
 		mustApply(t, f, 2, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "s2", TTL: 10 * time.Second})
 		mustApply(t, f, 3, fsm.Command{Op: fsm.OpCampaign, Now: now, Session: "s1", Name: "e", Value: "one"})
-		block := wire.ReadOptions{Stale: true, Wait: time.Millisecond}
+		block := api.ReadOptions{Stale: true, Wait: time.Millisecond}
 		ctx := context.Background()
 		first, err := n.Election(ctx, "e", block)
 		if err != nil || first.Token == 0 {
@@ -116,7 +116,7 @@ func TestUnsafe_ObserveStale(t *testing.T) {
 			if e.Token < second.Token {
 				back++
 			}
-			p, err := n.Election(ctx, "e", wire.ReadOptions{Stale: true})
+			p, err := n.Election(ctx, "e", api.ReadOptions{Stale: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestUnsafe_StaleGoesBack(t *testing.T) {
 		n := &Node{cfg: validConfig(), clock: &manualClock{now: time.Unix(1000, 0)}, fsm: f}
 		n.cfg.Unsafe.StaleGoesBack = on
 		now := time.Unix(1000, 0)
-		stale := wire.ReadOptions{Stale: true}
+		stale := api.ReadOptions{Stale: true}
 		ctx := context.Background()
 		mustApply(t, f, 1, fsm.Command{Op: fsm.OpCreateSession, Now: now, Session: "s", TTL: 10 * time.Second})
 		var seen uint64
@@ -216,7 +216,7 @@ func TestUnsafe_KeepaliveWrites(t *testing.T) {
 func TestUnsafe_StaleLagStaysBehindNeverBack(t *testing.T) {
 	var g lagBehind
 	t0 := time.Unix(1000, 0)
-	st := func(i uint64) wire.Lock { return wire.Lock{Name: "x", ModifyIndex: i} }
+	st := func(i uint64) api.Lock { return api.Lock{Name: "x", ModifyIndex: i} }
 	steps := []struct {
 		at   time.Duration
 		now  uint64 // the state now

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // A blocking acquire whose leader term ends while it waits has a committed
@@ -20,15 +20,15 @@ func TestAcquire_LeadershipLostWhileQueuedIsOutcomeUnknown(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := tn.n.Acquire(context.Background(), "q", wire.AcquireRequest{Session: waiter, Wait: wire.Duration(time.Minute)})
+		_, err := tn.n.Acquire(context.Background(), "q", api.AcquireRequest{Session: waiter, Wait: api.Duration(time.Minute)})
 		done <- err
 	}()
 	waitFor(t, 5*time.Second, "the waiter to be queued", func() bool { return queued(tn.n.fsm, "q", waiter) })
 	tn.endTerm()
 	select {
 	case err := <-done:
-		if code := wire.CodeOf(err); code != wire.CodeTimeout {
-			t.Fatalf("acquire queued when leadership was lost = %v (code %q), want code %q", err, code, wire.CodeTimeout)
+		if code := api.CodeOf(err); code != api.CodeTimeout {
+			t.Fatalf("acquire queued when leadership was lost = %v (code %q), want code %q", err, code, api.CodeTimeout)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the queued acquire did not return after the term ended")

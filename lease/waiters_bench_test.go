@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // The benchmarks of this file measure what the leader pays as the state
@@ -47,7 +47,7 @@ func newBenchNode(b *testing.B) *benchNode {
 
 func (bn *benchNode) session() string {
 	bn.b.Helper()
-	s, err := bn.n.CreateSession(context.Background(), wire.CreateSessionRequest{TTL: wire.Duration(time.Hour)})
+	s, err := bn.n.CreateSession(context.Background(), api.CreateSessionRequest{TTL: api.Duration(time.Hour)})
 	if err != nil {
 		bn.b.Fatal(err)
 	}
@@ -86,13 +86,13 @@ func BenchmarkHandoff(b *testing.B) {
 			granted := make(chan string, w+1)
 			queue := func(s string) {
 				go func() {
-					_, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: s, Wait: wire.Duration(5 * time.Minute)})
+					_, err := bn.n.Acquire(ctx, "x", api.AcquireRequest{Session: s, Wait: api.Duration(5 * time.Minute)})
 					if err == nil {
 						granted <- s
 					}
 				}()
 			}
-			if _, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: sessions[0]}); err != nil {
+			if _, err := bn.n.Acquire(ctx, "x", api.AcquireRequest{Session: sessions[0]}); err != nil {
 				b.Fatal(err)
 			}
 			base := runtime.NumGoroutine()
@@ -107,7 +107,7 @@ func BenchmarkHandoff(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := bn.n.Release(ctx, "x", wire.SessionRequest{Session: holder}); err != nil {
+				if err := bn.n.Release(ctx, "x", api.SessionRequest{Session: holder}); err != nil {
 					b.Fatal(err)
 				}
 				next := <-granted
@@ -134,7 +134,7 @@ func BenchmarkBlockingQueryWake(b *testing.B) {
 			names := make([]string, q)
 			for i := range names {
 				names[i] = fmt.Sprintf("q/%05d", i)
-				if _, err := bn.n.Acquire(ctx, names[i], wire.AcquireRequest{Session: owner}); err != nil {
+				if _, err := bn.n.Acquire(ctx, names[i], api.AcquireRequest{Session: owner}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -143,7 +143,7 @@ func BenchmarkBlockingQueryWake(b *testing.B) {
 			for _, name := range names {
 				idx := bn.n.fsm.Lock(name).ModifyIndex
 				go func() {
-					_, _ = bn.n.Lock(ctx, name, wire.ReadOptions{Index: idx, Wait: 5 * time.Minute})
+					_, _ = bn.n.Lock(ctx, name, api.ReadOptions{Index: idx, Wait: 5 * time.Minute})
 					returned <- struct{}{}
 				}()
 			}
@@ -151,10 +151,10 @@ func BenchmarkBlockingQueryWake(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if _, err := bn.n.Acquire(ctx, "other", wire.AcquireRequest{Session: s}); err != nil {
+				if _, err := bn.n.Acquire(ctx, "other", api.AcquireRequest{Session: s}); err != nil {
 					b.Fatal(err)
 				}
-				if err := bn.n.Release(ctx, "other", wire.SessionRequest{Session: s}); err != nil {
+				if err := bn.n.Release(ctx, "other", api.SessionRequest{Session: s}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -277,32 +277,32 @@ func BenchmarkSnapshot(b *testing.B) {
 func BenchmarkRefusal(b *testing.B) {
 	cases := []struct {
 		name string
-		req  func(holder, other string, i int) wire.AcquireRequest
+		req  func(holder, other string, i int) api.AcquireRequest
 		code string
 	}{
-		{"held-unnumbered", func(_, o string, _ int) wire.AcquireRequest { return wire.AcquireRequest{Session: o} }, wire.CodeLockHeld},
-		{"held-repeated", func(_, o string, _ int) wire.AcquireRequest { return wire.AcquireRequest{Session: o, Seq: 1} }, wire.CodeLockHeld},
-		{"held-new-number", func(_, o string, i int) wire.AcquireRequest {
-			return wire.AcquireRequest{Session: o, Seq: uint64(i + 2)}
-		}, wire.CodeLockHeld},
-		{"unknown-session", func(_, _ string, _ int) wire.AcquireRequest { return wire.AcquireRequest{Session: "nobody"} }, wire.CodeSessionExpired},
+		{"held-unnumbered", func(_, o string, _ int) api.AcquireRequest { return api.AcquireRequest{Session: o} }, api.CodeLockHeld},
+		{"held-repeated", func(_, o string, _ int) api.AcquireRequest { return api.AcquireRequest{Session: o, Seq: 1} }, api.CodeLockHeld},
+		{"held-new-number", func(_, o string, i int) api.AcquireRequest {
+			return api.AcquireRequest{Session: o, Seq: uint64(i + 2)}
+		}, api.CodeLockHeld},
+		{"unknown-session", func(_, _ string, _ int) api.AcquireRequest { return api.AcquireRequest{Session: "nobody"} }, api.CodeSessionExpired},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			bn := newBenchNode(b)
 			ctx := context.Background()
 			holder, other := bn.session(), bn.session()
-			if _, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: holder}); err != nil {
+			if _, err := bn.n.Acquire(ctx, "x", api.AcquireRequest{Session: holder}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := bn.n.Acquire(ctx, "x", wire.AcquireRequest{Session: other, Seq: 1}); wire.CodeOf(err) != wire.CodeLockHeld {
+			if _, err := bn.n.Acquire(ctx, "x", api.AcquireRequest{Session: other, Seq: 1}); api.CodeOf(err) != api.CodeLockHeld {
 				b.Fatal(err)
 			}
 			before := bn.entries()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := bn.n.Acquire(ctx, "x", c.req(holder, other, i)); wire.CodeOf(err) != c.code {
+				if _, err := bn.n.Acquire(ctx, "x", c.req(holder, other, i)); api.CodeOf(err) != c.code {
 					b.Fatalf("got %v, want %s", err, c.code)
 				}
 			}
@@ -329,11 +329,11 @@ func BenchmarkDistinctNames(b *testing.B) {
 	for i := range b.N {
 		name := fmt.Sprintf("jobs/%08d", i)
 		seq++
-		if _, err := bn.n.Acquire(ctx, name, wire.AcquireRequest{Session: s, Seq: seq}); err != nil {
+		if _, err := bn.n.Acquire(ctx, name, api.AcquireRequest{Session: s, Seq: seq}); err != nil {
 			b.Fatal(err)
 		}
 		seq++
-		if err := bn.n.Release(ctx, name, wire.SessionRequest{Session: s, Seq: seq}); err != nil {
+		if err := bn.n.Release(ctx, name, api.SessionRequest{Session: s, Seq: seq}); err != nil {
 			b.Fatal(err)
 		}
 	}

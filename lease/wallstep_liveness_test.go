@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
@@ -40,8 +40,8 @@ func steppableLiveness(c *servertest.Cluster) {
 // stepWall steps s's wall clock as the harness's wall-step fault does.
 func stepWall(t *testing.T, s *server.Server, step time.Duration) {
 	t.Helper()
-	d := wire.Duration(step)
-	body, err := json.Marshal(wire.ClockSkew{WallStep: &d})
+	d := api.Duration(step)
+	body, err := json.Marshal(api.ClockSkew{WallStep: &d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func stepWall(t *testing.T, s *server.Server, step time.Duration) {
 }
 
 // member returns member id as s describes it (GET /v1/cluster), and whether it is there.
-func member(t *testing.T, s *server.Server, id string) (wire.Member, bool) {
+func member(t *testing.T, s *server.Server, id string) (api.Member, bool) {
 	t.Helper()
 	c, err := s.Node().Cluster(context.Background())
 	if err != nil {
@@ -67,7 +67,7 @@ func member(t *testing.T, s *server.Server, id string) (wire.Member, bool) {
 			return m, true
 		}
 	}
-	return wire.Member{}, false
+	return api.Member{}, false
 }
 
 // viewOf returns what the voter-set maintenance sees of id.
@@ -131,7 +131,7 @@ func TestWallStepBack_DeadVoterNotKeptAlive(t *testing.T) {
 		t.Errorf("after the step the leader shows the dead voter %s as %+v, want a last contact at least %v ago", dead, m, hb)
 	}
 	_, err = ls.Node().TransferLeadership(context.Background(), dead)
-	if wire.CodeOf(err) != wire.CodeTimeout || !strings.Contains(err.Error(), "leadership stays with") {
+	if api.CodeOf(err) != api.CodeTimeout || !strings.Contains(err.Error(), "leadership stays with") {
 		t.Fatalf("transfer to the dead voter %s after a -24h step of the leader's wall clock: %v; want it refused before the leader gives anything up", dead, err)
 	}
 	if ok, _ := ls.Node().Leader(); !ok || ls.Node().Ready(context.Background()) != nil {

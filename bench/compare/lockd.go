@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // lockdLeads says whether the lockd node at endpoint (a URL or
@@ -28,7 +28,7 @@ func lockdLeads(ctx context.Context, endpoint string) (bool, error) {
 	if resp.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("%s/v1/cluster: HTTP %d", endpoint, resp.StatusCode)
 	}
-	var c wire.Cluster
+	var c api.Cluster
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 		return false, err
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/load"
 	"github.com/lockd/lockd/internal/servertest"
 )
@@ -40,7 +40,7 @@ func TestRun_Lockd(t *testing.T) {
 		lines = nil
 		res, err = Run(context.Background(), Options{System: Lockd, Endpoints: c.URLs(), Version: "test", Warmup: 200 * time.Millisecond, Load: cfg})
 		failed := slices.IndexFunc(res.Rows, func(r load.Row) bool { return r.Errors > 0 }) >= 0
-		if !failed && !errors.Is(err, &wire.Error{Code: wire.CodeNoLeader}) {
+		if !failed && !errors.Is(err, &api.Error{Code: api.CodeNoLeader}) {
 			break
 		}
 		t.Logf("try %d: %v, rows %+v", try, err, res.Rows)

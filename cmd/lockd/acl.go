@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 const aclUsage = `lockd acl token create [--description TEXT] [--expiration-ttl DURATION] (--admin | --rule KIND:PREFIX:ACCESS ...) [--addr ADDRS] [--json]
@@ -69,8 +69,8 @@ func aclCmd(args []string) int {
 		if *admin == (len(rules) > 0) {
 			return usageErr(fs, "give --admin or at least one --rule, not both")
 		}
-		tok, e := c.CreateToken(ctx, wire.CreateTokenRequest{Description: *desc, Admin: *admin, Rules: rules,
-			ExpirationTTL: wire.Duration(*expiry)})
+		tok, e := c.CreateToken(ctx, api.CreateTokenRequest{Description: *desc, Admin: *admin, Rules: rules,
+			ExpirationTTL: api.Duration(*expiry)})
 		v, err, table = tok, e, func(w io.Writer) {
 			fmt.Fprintf(w, "ACCESSOR\tSECRET\tEXPIRES\n%s\t%s\t%s\n", tok.AccessorID, tok.Secret, expires(tok))
 			fmt.Fprintln(os.Stderr, "lockd acl token create: the secret is shown once; the cluster keeps only its hash")
@@ -80,7 +80,7 @@ func aclCmd(args []string) int {
 		v, err, table = toks, e, func(w io.Writer) { printTokens(w, toks) }
 	case "self":
 		tok, e := c.SelfToken(ctx)
-		v, err, table = tok, e, func(w io.Writer) { printTokens(w, []wire.Token{tok}) }
+		v, err, table = tok, e, func(w io.Writer) { printTokens(w, []api.Token{tok}) }
 	case "revoke":
 		err = c.RevokeToken(ctx, pos[0])
 		v, table = struct{}{}, func(io.Writer) {}
@@ -93,7 +93,7 @@ func aclCmd(args []string) int {
 	return output(f.jsonOut, v, table)
 }
 
-func printTokens(w io.Writer, toks []wire.Token) {
+func printTokens(w io.Writer, toks []api.Token) {
 	fmt.Fprintln(w, "ACCESSOR\tADMIN\tRULES\tEXPIRES\tDESCRIPTION")
 	for _, t := range toks {
 		rules := make([]string, len(t.Rules))
@@ -106,7 +106,7 @@ func printTokens(w io.Writer, toks []wire.Token) {
 
 // expires shows when a token expires (the leader's wall time, in UTC), or
 // "never".
-func expires(t wire.Token) string {
+func expires(t api.Token) string {
 	if t.ExpirationTime == nil {
 		return "never"
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // lockd serve takes its own ACL token from --acl-token-file or
@@ -70,12 +70,12 @@ func TestServeFlags_AgentTokenIsNotTheCLIToken(t *testing.T) {
 // A 401 is told in the CLI's terms: without a token, name LOCKD_ACL_TOKEN
 // and --acl-token, not the HTTP header; with one, say it was refused.
 func TestExplain_Unauthorized(t *testing.T) {
-	noToken := fmt.Errorf("create session: %w", wire.Errorf(wire.CodeUnauthorized, "ACLs are on: send a token as \"Authorization: Bearer SECRET\""))
+	noToken := fmt.Errorf("create session: %w", api.Errorf(api.CodeUnauthorized, "ACLs are on: send a token as \"Authorization: Bearer SECRET\""))
 	got := explain(noToken, false).Error()
 	if !strings.Contains(got, "LOCKD_ACL_TOKEN") || !strings.Contains(got, "--acl-token") || strings.Contains(got, "Authorization") {
 		t.Errorf("no token: %q", got)
 	}
-	got = explain(wire.Errorf(wire.CodeUnauthorized, "unknown or revoked token"), true).Error()
+	got = explain(api.Errorf(api.CodeUnauthorized, "unknown or revoked token"), true).Error()
 	if !strings.Contains(got, "LOCKD_ACL_TOKEN") || !strings.Contains(got, "unknown or revoked token") {
 		t.Errorf("refused token: %q", got)
 	}

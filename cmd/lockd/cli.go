@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/certs"
 )
 
@@ -129,14 +129,14 @@ func fail(w io.Writer, cmd string, err error) int {
 // sentence names the HTTP header, which a CLI user does not write; the CLI
 // sends the token of LOCKD_ACL_TOKEN or --acl-token.
 func explain(err error, given bool) error {
-	if wire.CodeOf(err) != wire.CodeUnauthorized {
+	if api.CodeOf(err) != api.CodeUnauthorized {
 		return err
 	}
 	if !given {
 		return errors.New("the cluster has ACLs on and no token was given: " +
 			"set LOCKD_ACL_TOKEN to your token's secret (or pass --acl-token, which shows in ps)")
 	}
-	var e *wire.Error
+	var e *api.Error
 	msg := err.Error()
 	if errors.As(err, &e) {
 		msg = e.Message

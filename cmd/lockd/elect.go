@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 func electCmd(args []string) int {
@@ -30,7 +30,7 @@ func electCmd(args []string) int {
 		return usageErr(fs, "want one election NAME")
 	}
 	name := pos[0]
-	if err := wire.ValidateName(name); err != nil {
+	if err := api.ValidateName(name); err != nil {
 		return usageErr(fs, "%v", err)
 	}
 	if jsonOut && !listen {

@@ -13,8 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // holdFlags are the flags of "lockd lock" and "lockd elect".
@@ -26,8 +26,8 @@ type holdFlags struct {
 
 func (f *holdFlags) registerHold(fs *flag.FlagSet) {
 	f.clientFlags.register(fs, false)
-	fs.DurationVar(&f.ttl, "ttl", wire.DefaultTTL, "session TTL")
-	fs.DurationVar(&f.lockDelay, "lock-delay", wire.DefaultLockDelay, "how long the lock stays ungrantable if this session expires")
+	fs.DurationVar(&f.ttl, "ttl", api.DefaultTTL, "session TTL")
+	fs.DurationVar(&f.lockDelay, "lock-delay", api.DefaultLockDelay, "how long the lock stays ungrantable if this session expires")
 	fs.DurationVar(&f.grace, "grace", 5*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
 	fs.StringVar(&f.sessionName, "session-name", "", "the session's name, shown by lockd sessions, lockd locks and the status page (default HOST:PID:COMMAND, COMMAND the base name of CMD, or lockd without one)")
 }
@@ -44,7 +44,7 @@ func defaultSessionName(command []string) string {
 	if len(command) > 0 {
 		what = filepath.Base(command[0])
 	}
-	return truncateUTF8(fmt.Sprintf("%s:%d:%s", host, os.Getpid(), what), wire.MaxSessionNameLen)
+	return truncateUTF8(fmt.Sprintf("%s:%d:%s", host, os.Getpid(), what), api.MaxSessionNameLen)
 }
 
 // truncateUTF8 cuts s to at most n bytes, never inside a character.
@@ -108,7 +108,7 @@ func lockCmd(args []string) int {
 		return usageErr(fs, "want one lock NAME (then, optionally, -- and the command to run)")
 	}
 	name := pos[0]
-	if err := wire.ValidateName(name); err != nil {
+	if err := api.ValidateName(name); err != nil {
 		return usageErr(fs, "%v", err)
 	}
 	h, code := f.open("lockd lock", command)

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 const membersUsage = `lockd members [--addr ADDRS] [--json]
@@ -53,7 +53,7 @@ func membersCmd(args []string) int {
 	defer cancel()
 	switch verb {
 	case "add":
-		m := wire.Member{ID: pos[0], Peer: pos[1], HTTP: *httpAddr}
+		m := api.Member{ID: pos[0], Peer: pos[1], HTTP: *httpAddr}
 		add, role := c.AddMember, "a voter"
 		if *nonVoter {
 			add, role = c.AddNonVoter, "a non-voter"
@@ -80,7 +80,7 @@ func membersCmd(args []string) int {
 // leaderView reads GET /v1/cluster, from the leader if the node that
 // answers first is not the leader and the leader's address answers: only
 // the leader knows when each member last confirmed it follows.
-func leaderView(ctx context.Context, c *client.Client, f clientFlags) (wire.Cluster, error) {
+func leaderView(ctx context.Context, c *client.Client, f clientFlags) (api.Cluster, error) {
 	cl, err := c.Cluster(ctx)
 	if err != nil || cl.Leader == nil || cl.Leader.ID == cl.NodeID || cl.Leader.HTTP == "" {
 		return cl, err
@@ -99,7 +99,7 @@ func leaderView(ctx context.Context, c *client.Client, f clientFlags) (wire.Clus
 	return cl, nil
 }
 
-func printMembers(w io.Writer, c wire.Cluster) {
+func printMembers(w io.Writer, c api.Cluster) {
 	fmt.Fprintln(w, "ID\tPEER\tHTTP\tVOTER\tROLE\tLAST CONTACT")
 	for _, m := range c.Members {
 		role := memberRole(m)
@@ -115,7 +115,7 @@ func printMembers(w io.Writer, c wire.Cluster) {
 
 // memberRole names a member's role: leader, voter (a follower that
 // votes) or non-voter.
-func memberRole(m wire.Member) string {
+func memberRole(m api.Member) string {
 	switch {
 	case m.Leader:
 		return "leader"

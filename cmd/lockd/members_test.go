@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 func TestMembersCmd_UsageErrors(t *testing.T) {
@@ -26,12 +26,12 @@ func TestMembersCmd_UsageErrors(t *testing.T) {
 
 func TestMemberRole(t *testing.T) {
 	for _, tt := range []struct {
-		m    wire.Member
+		m    api.Member
 		want string
 	}{
-		{wire.Member{Voter: true, Leader: true}, "leader"},
-		{wire.Member{Voter: true}, "voter"},
-		{wire.Member{}, "non-voter"},
+		{api.Member{Voter: true, Leader: true}, "leader"},
+		{api.Member{Voter: true}, "voter"},
+		{api.Member{}, "non-voter"},
 	} {
 		if got := memberRole(tt.m); got != tt.want {
 			t.Errorf("memberRole(%+v) = %q, want %q", tt.m, got, tt.want)

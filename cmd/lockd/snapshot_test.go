@@ -17,39 +17,39 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/backup"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
 )
 
-// api sends one JSON request to base and decodes a success into out.
-func api(ctx context.Context, base, method, path string, in, out any) (int, wire.Error) {
+// call sends one JSON request to base and decodes a success into out.
+func call(ctx context.Context, base, method, path string, in, out any) (int, api.Error) {
 	var body bytes.Buffer
 	if in != nil {
 		if err := json.NewEncoder(&body).Encode(in); err != nil {
-			return 0, wire.Error{Message: err.Error()}
+			return 0, api.Error{Message: err.Error()}
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, &body)
 	if err != nil {
-		return 0, wire.Error{Message: err.Error()}
+		return 0, api.Error{Message: err.Error()}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, wire.Error{Message: err.Error()}
+		return 0, api.Error{Message: err.Error()}
 	}
 	defer resp.Body.Close()
-	var e wire.Error
+	var e api.Error
 	if resp.StatusCode >= 300 {
 		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
 			e.Message = "undecodable error body: " + err.Error()
 		}
 	} else if out != nil {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			return resp.StatusCode, wire.Error{Message: "decode: " + err.Error()}
+			return resp.StatusCode, api.Error{Message: "decode: " + err.Error()}
 		}
 	}
 	return resp.StatusCode, e
@@ -57,7 +57,7 @@ func api(ctx context.Context, base, method, path string, in, out any) (int, wire
 
 func mustAPI(t *testing.T, base, method, path string, in, out any) {
 	t.Helper()
-	if code, e := api(context.Background(), base, method, path, in, out); code != http.StatusOK && code != http.StatusCreated {
+	if code, e := call(context.Background(), base, method, path, in, out); code != http.StatusOK && code != http.StatusCreated {
 		t.Fatalf("%s %s: %d %+v", method, path, code, e)
 	}
 }
@@ -92,9 +92,9 @@ func loadCluster(t *testing.T) *loaded {
 	base := c.URL(c.WaitLeader())
 	l := &loaded{c: c, sessions: map[string]string{}}
 	newSession := func(name string, ttl, delay time.Duration) string {
-		var s wire.Session
-		d := wire.Duration(delay)
-		mustAPI(t, base, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &d, Name: name}, &s)
+		var s api.Session
+		d := api.Duration(delay)
+		mustAPI(t, base, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &d, Name: name}, &s)
 		l.sessions[name] = s.ID
 		return s.ID
 	}
@@ -106,7 +106,7 @@ func loadCluster(t *testing.T) *loaded {
 	wg.Go(func() {
 		for ctx.Err() == nil {
 			for _, n := range []string{"a", "b", "c", "d", "e"} {
-				api(ctx, base, "POST", "/v1/sessions/"+l.sessions[n]+"/keepalive", nil, nil)
+				call(ctx, base, "POST", "/v1/sessions/"+l.sessions[n]+"/keepalive", nil, nil)
 			}
 			select {
 			case <-ctx.Done():
@@ -117,22 +117,22 @@ func loadCluster(t *testing.T) *loaded {
 	l.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(l.stop)
 	s := l.sessions
-	mustAPI(t, base, "POST", "/v1/locks/jobs/a/acquire", wire.AcquireRequest{Session: s["a"]}, nil)
-	mustAPI(t, base, "POST", "/v1/locks/reports/acquire", wire.AcquireRequest{Session: s["b"], Mode: "shared"}, nil)
-	mustAPI(t, base, "POST", "/v1/locks/reports/acquire", wire.AcquireRequest{Session: s["c"], Mode: "shared"}, nil)
-	mustAPI(t, base, "POST", "/v1/elections/sched/campaign", wire.CampaignRequest{Session: s["d"], Value: "d:1"}, nil)
+	mustAPI(t, base, "POST", "/v1/locks/jobs/a/acquire", api.AcquireRequest{Session: s["a"]}, nil)
+	mustAPI(t, base, "POST", "/v1/locks/reports/acquire", api.AcquireRequest{Session: s["b"], Mode: "shared"}, nil)
+	mustAPI(t, base, "POST", "/v1/locks/reports/acquire", api.AcquireRequest{Session: s["c"], Mode: "shared"}, nil)
+	mustAPI(t, base, "POST", "/v1/elections/sched/campaign", api.CampaignRequest{Session: s["d"], Value: "d:1"}, nil)
 	fsmOf := func() *fsm.FSM { return c.Nodes[c.WaitLeader()].Node().FSM() }
 	queue := func(path string, body any, queued func() int, want int) {
-		wg.Go(func() { api(ctx, base, "POST", path, body, nil) }) // blocks until stop; hanging up keeps the place
+		wg.Go(func() { call(ctx, base, "POST", path, body, nil) }) // blocks until stop; hanging up keeps the place
 		servertest.WaitFor(t, 10*time.Second, path+" queued", func() bool { return queued() == want })
 	}
 	jobs := func() int { return len(fsmOf().Lock("jobs/a").Waiters) }
-	queue("/v1/locks/jobs/a/acquire", wire.AcquireRequest{Session: s["b"], Wait: wire.Duration(loadWait)}, jobs, 1)
-	queue("/v1/locks/jobs/a/acquire", wire.AcquireRequest{Session: s["c"], Wait: wire.Duration(loadWait)}, jobs, 2)
-	queue("/v1/elections/sched/campaign", wire.CampaignRequest{Session: s["e"], Value: "e:1", Wait: wire.Duration(loadWait)},
+	queue("/v1/locks/jobs/a/acquire", api.AcquireRequest{Session: s["b"], Wait: api.Duration(loadWait)}, jobs, 1)
+	queue("/v1/locks/jobs/a/acquire", api.AcquireRequest{Session: s["c"], Wait: api.Duration(loadWait)}, jobs, 2)
+	queue("/v1/elections/sched/campaign", api.CampaignRequest{Session: s["e"], Value: "e:1", Wait: api.Duration(loadWait)},
 		func() int { return len(fsmOf().Election("sched").Waiters) }, 1)
 	x := newSession("x", time.Second, loadDelay)
-	mustAPI(t, base, "POST", "/v1/locks/delayed/acquire", wire.AcquireRequest{Session: x}, nil)
+	mustAPI(t, base, "POST", "/v1/locks/delayed/acquire", api.AcquireRequest{Session: x}, nil)
 	servertest.WaitFor(t, 10*time.Second, "x to expire", func() bool {
 		d := fsmOf().Lock("delayed")
 		return len(d.Holders) == 0 && d.DelayIndex != 0
@@ -246,18 +246,18 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	}
 	base := dst.URL(dl)
 	s := src.sessions
-	if code, e := api(context.Background(), base, "POST", "/v1/locks/delayed/acquire", wire.AcquireRequest{Session: s["a"]}, nil); e.Code != wire.CodeLockDelay {
+	if code, e := call(context.Background(), base, "POST", "/v1/locks/delayed/acquire", api.AcquireRequest{Session: s["a"]}, nil); e.Code != api.CodeLockDelay {
 		t.Fatalf("acquire of the lock in lock-delay: %d %+v", code, e)
 	}
-	var got wire.AcquireResponse
-	mustAPI(t, base, "POST", "/v1/locks/new/acquire", wire.AcquireRequest{Session: s["a"]}, &got)
+	var got api.AcquireResponse
+	mustAPI(t, base, "POST", "/v1/locks/new/acquire", api.AcquireRequest{Session: s["a"]}, &got)
 	if got.Token <= rep.Header.Index || got.Token <= highest {
 		t.Fatalf("first token of the restored cluster %d; the backup is at index %d, its highest token %d", got.Token, rep.Header.Index, highest)
 	}
 
 	// The sessions live a full TTL from the restore without a keepalive.
 	time.Sleep(time.Until(restoreStart.Add(loadTTL - 300*time.Millisecond)))
-	var list wire.SessionList
+	var list api.SessionList
 	mustAPI(t, base, "GET", "/v1/sessions", nil, &list)
 	if len(list.Sessions) != len(wantSessions) {
 		t.Fatalf("%d sessions a TTL after the restore began; want all %d", len(list.Sessions), len(wantSessions))
@@ -266,7 +266,7 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	// the queue behind a moves up as they go.
 	servertest.WaitFor(t, 4*loadTTL, "the sessions not kept alive to expire", func() bool {
 		mustAPI(t, base, "POST", "/v1/sessions/"+s["a"]+"/keepalive", nil, nil)
-		var list wire.SessionList
+		var list api.SessionList
 		mustAPI(t, base, "GET", "/v1/sessions", nil, &list)
 		return len(list.Sessions) == 1 && list.Sessions[0].ID == s["a"]
 	})

@@ -11,8 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // infoCmd runs one of the read-only commands: status, locks, sessions,
@@ -68,7 +68,7 @@ func infoCmd(name string, args []string) int {
 	case "sessions":
 		if len(pos) == 1 {
 			s, e := c.SessionInfo(ctx, pos[0], cons)
-			v, err, table = s, e, func(w io.Writer) { printSessions(w, []wire.Session{s}) }
+			v, err, table = s, e, func(w io.Writer) { printSessions(w, []api.Session{s}) }
 			break
 		}
 		ss, e := c.SessionsWith(ctx, cons)
@@ -119,7 +119,7 @@ func output(jsonOut bool, v any, table func(io.Writer)) int {
 	return exitOK
 }
 
-func printCluster(w io.Writer, c wire.Cluster) {
+func printCluster(w io.Writer, c api.Cluster) {
 	leader, lease := "none", "-"
 	if c.Leader != nil {
 		leader = c.Leader.ID + " " + c.Leader.HTTP
@@ -167,7 +167,7 @@ func sessionNames(ctx context.Context, c *client.Client) map[string]string {
 	return names
 }
 
-func printLocks(w io.Writer, ls []wire.Lock, names map[string]string) {
+func printLocks(w io.Writer, ls []api.Lock, names map[string]string) {
 	fmt.Fprintln(w, "NAME\tMODE\tHOLDERS (session:token name)\tWAITERS\tDELAY UNTIL")
 	for _, l := range ls {
 		var hs []string
@@ -184,7 +184,7 @@ func printLocks(w io.Writer, ls []wire.Lock, names map[string]string) {
 
 // holderText shows a holder as its short session id and token, then its
 // session's name when it has one.
-func holderText(h wire.Holder, names map[string]string) string {
+func holderText(h api.Holder, names map[string]string) string {
 	s := fmt.Sprintf("%s:%d", short(h.Session), h.Token)
 	if n := names[h.Session]; n != "" {
 		s += " (" + n + ")"
@@ -197,7 +197,7 @@ func holderText(h wire.Holder, names map[string]string) string {
 // when the answer has no deadline: a follower's stale read). The renewal
 // is told as TTL less the time left, so that it needs no comparison of
 // this machine's clock with the leader's.
-func printSessions(w io.Writer, ss []wire.Session) {
+func printSessions(w io.Writer, ss []api.Session) {
 	fmt.Fprintln(w, "ID\tNAME\tTTL\tLEFT\tRENEWED\tLOCK DELAY\tLOCKS\tELECTIONS")
 	for _, s := range ss {
 		left, renewed := "-", "-"
@@ -210,7 +210,7 @@ func printSessions(w io.Writer, ss []wire.Session) {
 	}
 }
 
-func printElections(w io.Writer, es []wire.Election, names map[string]string) {
+func printElections(w io.Writer, es []api.Election, names map[string]string) {
 	fmt.Fprintln(w, "NAME\tSESSION\tSESSION NAME\tVALUE\tTOKEN")
 	for _, e := range es {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\n", e.Name, dash(e.Session), dash(names[e.Session]), dash(e.Value), e.Token)

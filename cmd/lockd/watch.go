@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 const watchUsage = `lockd watch lock|election|session NAME [--addr ADDRS] [--json]
@@ -51,7 +51,7 @@ func watchCmd(args []string) int {
 	}
 	switch kind {
 	case "lock", "election":
-		if err := wire.ValidateName(pos[0]); err != nil {
+		if err := api.ValidateName(pos[0]); err != nil {
 			return usageErr(fs, "%v", err)
 		}
 	case "session":
@@ -134,7 +134,7 @@ func watch(ctx context.Context, out io.Writer, cmd string, w watcher, jsonOut bo
 	}
 }
 
-func lockLine(l wire.Lock) string {
+func lockLine(l api.Lock) string {
 	var hs []string
 	for _, h := range l.Holders {
 		hs = append(hs, fmt.Sprintf("%s:%d", short(h.Session), h.Token))
@@ -151,7 +151,7 @@ func lockLine(l wire.Lock) string {
 		dash(strings.Join(ws, ",")), delay)
 }
 
-func electionLine(e wire.Election) string {
+func electionLine(e api.Election) string {
 	if e.Session == "" {
 		return fmt.Sprintf("election=%s leader=none", e.Name)
 	}
@@ -160,7 +160,7 @@ func electionLine(e wire.Election) string {
 
 // sessionLine shows what a session holds; its time left is not in it, so
 // that a keepalive is not a change.
-func sessionLine(s wire.Session) string {
+func sessionLine(s api.Session) string {
 	return fmt.Sprintf("session=%s name=%q locks=%s elections=%s", s.ID, s.Name, dash(strings.Join(s.Locks, ",")),
 		dash(strings.Join(s.Elections, ",")))
 }

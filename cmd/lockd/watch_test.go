@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // watch prints the first read, then only reads that show something new,
 // each with its index; the first read does not wait, the others wait from
 // the last index; a session's end ends the watch with exit 0.
 func TestWatch_PrintsOneLinePerChange(t *testing.T) {
-	reads := []wire.Session{
+	reads := []api.Session{
 		{ID: "s1", Index: 5},
 		{ID: "s1", Index: 6},                            // nothing new: a keepalive or another object's entry
 		{ID: "s1", Index: 9, Locks: []string{"a"}},      // a change

@@ -21,7 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 )
@@ -77,35 +77,35 @@ func TestStatusPage_Browser(t *testing.T) {
 	if link != base+"/ui/" {
 		t.Fatalf("member n1 links to %q, want its status page %s/ui/", link, base)
 	}
-	api := apiClient{t: t, base: base, secret: secret}
+	ac := apiClient{t: t, base: base, secret: secret}
 	// The page waits for changes in blocking queries, one for each list,
 	// rather than asking again and again.
 	servertest.WaitFor(t, 10*time.Second, "the page's 3 blocking queries", func() bool {
-		return api.metric("lockd_blocking_queries") >= 3
+		return ac.metric("lockd_blocking_queries") >= 3
 	})
 
-	s1 := api.session("worker-1")
-	s2 := api.session("worker-2")
-	tok1 := api.acquire("jobs/nightly", s1, "exclusive")
+	s1 := ac.session("worker-1")
+	s2 := ac.session("worker-2")
+	tok1 := ac.acquire("jobs/nightly", s1, "exclusive")
 	held := fmt.Sprintf(`tr[data-lock="jobs/nightly"][data-state="held"] .holder[data-session=%q][data-token="%d"]`, s1, tok1)
 	step(t, ctx, "see the lock held by worker-1 with its token",
 		chromedp.WaitVisible(held, chromedp.ByQuery))
 	mustText(t, ctx, held+" .who", s1[:8]+" worker-1")
 	mustText(t, ctx, held+" .token", "#"+fmt.Sprint(tok1))
 	// Held for: counted from the grant time the API gives.
-	var lock wire.Lock
-	api.get("/v1/locks/jobs/nightly", &lock)
+	var lock api.Lock
+	ac.get("/v1/locks/jobs/nightly", &lock)
 	mustAttr(t, ctx, held+" .held", "data-since", fmt.Sprint(lock.Holders[0].AcquiredAt.UnixMilli()))
 	step(t, ctx, "see both sessions counted", waitText(`#c-sessions`, "2"))
 
 	// worker-2 queues behind worker-1.
 	granted := make(chan uint64, 1)
-	go func() { granted <- api.waitAcquire(ctx, "jobs/nightly", s2, "20s") }()
+	go func() { granted <- ac.waitAcquire(ctx, "jobs/nightly", s2, "20s") }()
 	step(t, ctx, "see one waiter, worker-2, first in the queue",
 		chromedp.WaitVisible(`tr[data-lock="jobs/nightly"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-lock="jobs/nightly"] .waiter[data-pos="1"][data-session=%q][data-mode="exclusive"]`, s2), chromedp.ByQuery))
 
-	api.post("/v1/locks/jobs/nightly/release", `{"session":"`+s1+`"}`)
+	ac.post("/v1/locks/jobs/nightly/release", `{"session":"`+s1+`"}`)
 	var tok2 uint64
 	select {
 	case tok2 = <-granted:
@@ -118,7 +118,7 @@ func TestStatusPage_Browser(t *testing.T) {
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-lock="jobs/nightly"] .holder[data-session=%q][data-token="%d"]`, s2, tok2), chromedp.ByQuery),
 		chromedp.WaitVisible(`tr[data-lock="jobs/nightly"] .waiters[data-waiters="0"]`, chromedp.ByQuery))
 
-	api.post("/v1/locks/jobs/nightly/release", `{"session":"`+s2+`"}`)
+	ac.post("/v1/locks/jobs/nightly/release", `{"session":"`+s2+`"}`)
 	step(t, ctx, "see the lock free",
 		chromedp.WaitVisible(`tr[data-lock="jobs/nightly"][data-state="free"] .badge.free`, chromedp.ByQuery))
 	step(t, ctx, "see who held it last", waitContains(`tr[data-lock="jobs/nightly"]`, fmt.Sprintf("(was %s #%d)", s2[:8], tok2)))
@@ -126,16 +126,16 @@ func TestStatusPage_Browser(t *testing.T) {
 		t.Fatalf("the free lock still shows %d holder(s)", n)
 	}
 
-	api.post("/v1/elections/scheduler/campaign", `{"session":"`+s2+`","value":"10.0.0.7:9000"}`)
+	ac.post("/v1/elections/scheduler/campaign", `{"session":"`+s2+`","value":"10.0.0.7:9000"}`)
 	step(t, ctx, "see the election's leader",
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-election="scheduler"] .holder[data-session=%q]`, s2), chromedp.ByQuery))
 	mustText(t, ctx, `tr[data-election="scheduler"] .value`, "10.0.0.7:9000")
-	var election wire.Election
-	api.get("/v1/elections/scheduler", &election)
+	var election api.Election
+	ac.get("/v1/elections/scheduler", &election)
 	mustAttr(t, ctx, `tr[data-election="scheduler"] .holder .held`, "data-since", fmt.Sprint(election.AcquiredAt.UnixMilli()))
 
 	// A shared lock shows each holder with its own token.
-	shared := []uint64{api.acquire("reports/cache", s1, "shared"), api.acquire("reports/cache", s2, "shared")}
+	shared := []uint64{ac.acquire("reports/cache", s1, "shared"), ac.acquire("reports/cache", s2, "shared")}
 	for i, s := range []string{s1, s2} {
 		sel := fmt.Sprintf(`tr[data-lock="reports/cache"] .holder[data-session=%q]`, s)
 		mustText(t, ctx, sel+" .who", fmt.Sprintf("%s worker-%d", s[:8], i+1))
@@ -165,7 +165,7 @@ func TestStatusPage_Browser(t *testing.T) {
 	for i := range 50 { // at once, so that the commits share fsyncs
 		wg.Go(func() {
 			path := fmt.Sprintf("/v1/locks/page/%02d/acquire", i)
-			if status, out, err := api.do(context.Background(), http.MethodPost, path, `{"session":"`+s1+`"}`); status != http.StatusOK {
+			if status, out, err := ac.do(context.Background(), http.MethodPost, path, `{"session":"`+s1+`"}`); status != http.StatusOK {
 				errs <- fmt.Sprintf("POST %s: %d %s %v", path, status, out, err)
 			}
 		})
@@ -218,32 +218,32 @@ func TestStatusPage_Browser(t *testing.T) {
 
 	// Queues: each waiter with its position, session and mode, for a lock
 	// (on the list's second page: opened by its link) and an election.
-	s3 := api.session("worker-3")
-	api.acquire("queue/demo", s1, "exclusive")
-	go api.waitAcquireMode(ctx, "queue/demo", s2, "exclusive", "2m")
+	s3 := ac.session("worker-3")
+	ac.acquire("queue/demo", s1, "exclusive")
+	go ac.waitAcquireMode(ctx, "queue/demo", s2, "exclusive", "2m")
 	step(t, ctx, "see worker-2 queue first",
 		goTo("#lock/queue/demo"),
 		chromedp.WaitVisible(fmt.Sprintf(`tr.target[data-lock="queue/demo"] .waiter[data-pos="1"][data-session=%q][data-mode="exclusive"]`, s2), chromedp.ByQuery))
-	go api.waitAcquireMode(ctx, "queue/demo", s3, "shared", "2m")
+	go ac.waitAcquireMode(ctx, "queue/demo", s3, "shared", "2m")
 	second := fmt.Sprintf(`tr[data-lock="queue/demo"] .waiter[data-pos="2"][data-session=%q][data-mode="shared"]`, s3)
 	step(t, ctx, "see worker-3 queue second, shared",
 		chromedp.WaitVisible(second, chromedp.ByQuery),
 		chromedp.WaitVisible(`tr[data-lock="queue/demo"] .waiters[data-waiters="2"]`, chromedp.ByQuery))
 	step(t, ctx, "read the second waiter", waitContains(second, "2. "+s3[:8]+" worker-3 shared"))
-	go api.waitCampaign(ctx, "scheduler", s1, "2m")
+	go ac.waitCampaign(ctx, "scheduler", s1, "2m")
 	step(t, ctx, "see worker-1 queue for the election",
 		goTo("#election/scheduler"),
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-election="scheduler"] .waiter[data-pos="1"][data-session=%q]`, s1), chromedp.ByQuery))
 
 	// A lock-delay: the session of its holder expires; the page shows
 	// when the delay ends, as the API says.
-	short := api.sessionWith("short-lived", "1s", "60s")
-	api.acquire("jobs/delayed", short, "exclusive")
+	short := ac.sessionWith("short-lived", "1s", "60s")
+	ac.acquire("jobs/delayed", short, "exclusive")
 	step(t, ctx, "see the lock whose holder will expire",
 		goTo("#lock/jobs/delayed"),
 		chromedp.WaitVisible(`tr.target[data-lock="jobs/delayed"]`, chromedp.ByQuery))
 	servertest.WaitFor(t, 15*time.Second, "the session holding jobs/delayed to expire", func() bool {
-		api.get("/v1/locks/jobs/delayed", &lock)
+		ac.get("/v1/locks/jobs/delayed", &lock)
 		return len(lock.Holders) == 0
 	})
 	if lock.DelayUntil == nil {
@@ -283,13 +283,13 @@ func TestStatusPage_Browser(t *testing.T) {
 
 	// Destroying a session: the page asks first; a refusal is shown (here
 	// the session is gone before the page's request), then one is done.
-	gone, doomed := api.session("gone-first"), api.session("doomed")
+	gone, doomed := ac.session("gone-first"), ac.session("doomed")
 	step(t, ctx, "ask to destroy a session",
 		chromedp.WaitVisible(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone), chromedp.ByQuery),
 		click(fmt.Sprintf(`tr[data-session=%q] button.destroy`, gone)),
 		chromedp.WaitVisible(`#destroy-dialog`, chromedp.ByQuery),
 		waitText(`#destroy-id`, gone))
-	if status, out, err := api.do(context.Background(), http.MethodDelete, "/v1/sessions/"+gone, ""); status != http.StatusOK {
+	if status, out, err := ac.do(context.Background(), http.MethodDelete, "/v1/sessions/"+gone, ""); status != http.StatusOK {
 		t.Fatalf("DELETE /v1/sessions/%s: %d %s %v", gone, status, out, err)
 	}
 	step(t, ctx, "confirm, and see the node's refusal",
@@ -306,7 +306,7 @@ func TestStatusPage_Browser(t *testing.T) {
 		chromedp.WaitNotVisible(`#destroy-dialog`, chromedp.ByQuery),
 		waitContains(`#notice`, "destroyed"),
 		chromedp.WaitNotPresent(fmt.Sprintf(`tr[data-session=%q]`, doomed), chromedp.ByQuery))
-	if status, out, _ := api.do(context.Background(), http.MethodGet, "/v1/sessions/"+doomed, ""); status != http.StatusGone {
+	if status, out, _ := ac.do(context.Background(), http.MethodGet, "/v1/sessions/"+doomed, ""); status != http.StatusGone {
 		t.Fatalf("GET the destroyed session: %d %s, want 410", status, out)
 	}
 
@@ -402,22 +402,22 @@ func TestStatusPage_Screenshot(t *testing.T) {
 		cfg.Version = "dev" // what a build without -ldflags says
 	})
 	leader := c.WaitLeader()
-	api := apiClient{t: t, base: c.URL(leader)}
-	sched, w1, w2, w3 := api.session("scheduler-a"), api.session("worker-1"), api.session("worker-2"), api.session("backup")
-	api.acquire("jobs/nightly", w1, "exclusive")
-	api.acquire("reports/cache", w1, "shared")
-	api.acquire("reports/cache", w2, "shared")
-	api.acquire("db/migrate", w3, "exclusive")
-	api.post("/v1/elections/scheduler/campaign", `{"session":"`+sched+`","value":"10.0.0.7:9000"}`)
+	ac := apiClient{t: t, base: c.URL(leader)}
+	sched, w1, w2, w3 := ac.session("scheduler-a"), ac.session("worker-1"), ac.session("worker-2"), ac.session("backup")
+	ac.acquire("jobs/nightly", w1, "exclusive")
+	ac.acquire("reports/cache", w1, "shared")
+	ac.acquire("reports/cache", w2, "shared")
+	ac.acquire("db/migrate", w3, "exclusive")
+	ac.post("/v1/elections/scheduler/campaign", `{"session":"`+sched+`","value":"10.0.0.7:9000"}`)
 
 	// A lock in its lock-delay: its holder's session expires.
-	gone := api.sessionWith("cron-7", "1s", "60s")
-	api.acquire("jobs/hourly", gone, "exclusive")
+	gone := ac.sessionWith("cron-7", "1s", "60s")
+	ac.acquire("jobs/hourly", gone, "exclusive")
 
 	ctx := mustBrowser(t, chromium, *screenshotWidth, 1000, 2*time.Minute)
 	// Waiters, for the picture.
-	go api.waitAcquire(ctx, "db/migrate", w2, "2m")
-	go api.waitCampaign(ctx, "scheduler", w1, "2m")
+	go ac.waitAcquire(ctx, "db/migrate", w2, "2m")
+	go ac.waitCampaign(ctx, "scheduler", w1, "2m")
 	// The leader's page, with everything on it; should leadership move
 	// meanwhile (a loaded machine), the new leader's.
 	var err error
@@ -665,7 +665,7 @@ func (a apiClient) session(name string) string {
 
 func (a apiClient) sessionWith(name, ttl, lockDelay string) string {
 	a.t.Helper()
-	var s wire.Session
+	var s api.Session
 	if err := json.Unmarshal(a.post("/v1/sessions", `{"name":"`+name+`","ttl":"`+ttl+`","lock_delay":"`+lockDelay+`"}`), &s); err != nil || s.ID == "" {
 		a.t.Fatalf("create session %s: %v", name, err)
 	}
@@ -675,7 +675,7 @@ func (a apiClient) sessionWith(name, ttl, lockDelay string) string {
 // acquire takes lock name for session, trying once, and returns the token.
 func (a apiClient) acquire(name, session, mode string) uint64 {
 	a.t.Helper()
-	var r wire.AcquireResponse
+	var r api.AcquireResponse
 	out := a.post("/v1/locks/"+name+"/acquire", `{"session":"`+session+`","mode":"`+mode+`"}`)
 	if err := json.Unmarshal(out, &r); err != nil || r.Token == 0 {
 		a.t.Fatalf("acquire %s: %s %v", name, out, err)
@@ -691,7 +691,7 @@ func (a apiClient) waitAcquire(ctx context.Context, name, session, wait string) 
 
 func (a apiClient) waitAcquireMode(ctx context.Context, name, session, mode, wait string) uint64 {
 	status, out, err := a.do(ctx, http.MethodPost, "/v1/locks/"+name+"/acquire", `{"session":"`+session+`","mode":"`+mode+`","wait":"`+wait+`"}`)
-	var r wire.AcquireResponse
+	var r api.AcquireResponse
 	if err != nil || status != http.StatusOK || json.Unmarshal(out, &r) != nil {
 		return 0
 	}

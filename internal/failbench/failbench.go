@@ -29,7 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/ctxsleep"
 	"github.com/lockd/lockd/internal/proccluster"
 )
@@ -174,8 +174,8 @@ func (r *runner) trial(ctx context.Context, kind string, i int) (time.Duration, 
 			survivors = append(survivors, n)
 		}
 	}
-	var s wire.Session
-	if err := survivors[0].Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Minute)}, &s); err != nil {
+	var s api.Session
+	if err := survivors[0].Do(ctx, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(time.Minute)}, &s); err != nil {
 		return 0, fmt.Errorf("create the probe session: %w", err)
 	}
 	t0 := time.Now()
@@ -220,7 +220,7 @@ func (r *runner) probe(ctx context.Context, survivors []*proccluster.Node, sessi
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				req := wire.AcquireRequest{Session: session, Seq: k}
+				req := api.AcquireRequest{Session: session, Seq: k}
 				if n.Do(ctx, "POST", fmt.Sprintf("/v1/locks/%s/%d/acquire", prefix, k), req, nil) == nil {
 					select {
 					case won <- time.Since(t0):
@@ -286,8 +286,8 @@ func (r *runner) startLoad(ctx context.Context, kind string) *load {
 			var seq uint64
 			for ctx.Err() == nil {
 				if session == "" {
-					var s wire.Session
-					if err := n.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{}, &s); err != nil {
+					var s api.Session
+					if err := n.Do(ctx, "POST", "/v1/sessions", api.CreateSessionRequest{}, &s); err != nil {
 						ld.errors.Add(1)
 						_ = ctxsleep.Sleep(ctx, 50*time.Millisecond)
 						continue
@@ -295,11 +295,11 @@ func (r *runner) startLoad(ctx context.Context, kind string) *load {
 					session = s.ID
 				}
 				seq += 2
-				err := n.Do(ctx, "POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: session, Seq: seq - 1}, nil)
+				err := n.Do(ctx, "POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: session, Seq: seq - 1}, nil)
 				// Release even after a failed acquire: one whose outcome
 				// was unknown may have taken the lock.
-				if rerr := n.Do(ctx, "POST", "/v1/locks/"+name+"/release", wire.SessionRequest{Session: session, Seq: seq}, nil); err == nil &&
-					rerr != nil && wire.CodeOf(rerr) != wire.CodeNotHolder {
+				if rerr := n.Do(ctx, "POST", "/v1/locks/"+name+"/release", api.SessionRequest{Session: session, Seq: seq}, nil); err == nil &&
+					rerr != nil && api.CodeOf(rerr) != api.CodeNotHolder {
 					err = rerr
 				}
 				switch {
@@ -307,7 +307,7 @@ func (r *runner) startLoad(ctx context.Context, kind string) *load {
 					ld.cycles.Add(1)
 				case ctx.Err() == nil:
 					ld.errors.Add(1)
-					if wire.CodeOf(err) == wire.CodeSessionExpired {
+					if api.CodeOf(err) == api.CodeSessionExpired {
 						session = ""
 					}
 					_ = ctxsleep.Sleep(ctx, 20*time.Millisecond)

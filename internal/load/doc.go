@@ -48,7 +48,7 @@
 // connection pool, with no retries: an error is counted and the cycle is
 // not. The one exception is a session's create answered no_leader or
 // timeout, which is sent again (up to 5 tries, each failed one counted)
-// so that an election does not end a row of 100,000 sessions. The package uses httpapi/wire's types, not the client library, so
+// so that an election does not end a row of 100,000 sessions. The package uses package api's types, not the client library, so
 // that what is measured is the server (and the library's own costs stay
 // out of the numbers).
 //

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // lockd is the System of a lockd cluster, over its HTTP API: requests
@@ -58,7 +58,7 @@ func newLockd(endpoints []string, conns int, tlsCfg *tls.Config) *lockd {
 func (a *lockd) endpoint(i int) string { return a.endpoints[i%len(a.endpoints)] }
 
 // do sends one request to base+path and decodes a 2xx answer into out.
-// Any other answer is returned as a *wire.Error.
+// Any other answer is returned as a *api.Error.
 func (a *lockd) do(ctx context.Context, base, method, path string, in, out any) error {
 	return a.doSent(ctx, base, method, path, in, out, nil)
 }
@@ -101,7 +101,7 @@ func (a *lockd) doSent(ctx context.Context, base, method, path string, in, out a
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		var e wire.Error
+		var e api.Error
 		if json.Unmarshal(raw, &e) != nil || e.Code == "" {
 			return fmt.Errorf("%s %s: HTTP %d: %.200s", method, path, resp.StatusCode, raw)
 		}
@@ -117,10 +117,10 @@ func (a *lockd) doSent(ctx context.Context, base, method, path string, in, out a
 // then go to; it has no lock delay, so that a row's locks are free again
 // as soon as they are released.
 func (a *lockd) NewSession(ctx context.Context, i int, ttl time.Duration) (Session, error) {
-	zero := wire.Duration(0)
-	var s wire.Session
+	zero := api.Duration(0)
+	var s api.Session
 	base := a.endpoint(i)
-	err := a.do(ctx, base, http.MethodPost, "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &zero, Name: "lockd-bench"}, &s)
+	err := a.do(ctx, base, http.MethodPost, "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &zero, Name: "lockd-bench"}, &s)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (a *lockd) Writes(ctx context.Context) (uint64, error) { return a.commitInd
 func (a *lockd) LeaseFailures(ctx context.Context) (uint64, error) {
 	var sum uint64
 	for _, e := range a.endpoints {
-		var c wire.Cluster
+		var c api.Cluster
 		if err := a.do(ctx, e, http.MethodGet, "/v1/cluster", nil, &c); err != nil {
 			return 0, err
 		}
@@ -146,7 +146,7 @@ func (a *lockd) LeaseFailures(ctx context.Context) (uint64, error) {
 // Waiters reads the lock name (a default read: on the leader) and counts
 // its waiters.
 func (a *lockd) Waiters(ctx context.Context, name string) (int, error) {
-	var l wire.Lock
+	var l api.Lock
 	if err := a.do(ctx, a.endpoint(0), http.MethodGet, "/v1/locks/"+name, nil, &l); err != nil {
 		return 0, err
 	}
@@ -161,7 +161,7 @@ func (a *lockd) Watch(ctx context.Context, i int, name string, index uint64, wai
 	if wait > 0 {
 		path += "?" + url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {wait.String()}}.Encode()
 	}
-	var l wire.Lock
+	var l api.Lock
 	if err := a.doSent(ctx, a.endpoint(i), http.MethodGet, path, nil, &l, sent); err != nil {
 		return 0, err
 	}
@@ -189,13 +189,13 @@ func (s *lockdSession) TryAcquire(ctx context.Context, name string) error {
 
 func (s *lockdSession) Acquire(ctx context.Context, name string, wait time.Duration) error {
 	s.seq++
-	var r wire.AcquireResponse
-	return s.api.do(ctx, s.base, http.MethodPost, "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: s.id, Wait: wire.Duration(wait), Seq: s.seq}, &r)
+	var r api.AcquireResponse
+	return s.api.do(ctx, s.base, http.MethodPost, "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: s.id, Wait: api.Duration(wait), Seq: s.seq}, &r)
 }
 
 func (s *lockdSession) Release(ctx context.Context, name string) error {
 	s.seq++
-	return s.api.do(ctx, s.base, http.MethodPost, "/v1/locks/"+name+"/release", wire.SessionRequest{Session: s.id, Seq: s.seq}, nil)
+	return s.api.do(ctx, s.base, http.MethodPost, "/v1/locks/"+name+"/release", api.SessionRequest{Session: s.id, Seq: s.seq}, nil)
 }
 
 func (s *lockdSession) Destroy(ctx context.Context) error {
@@ -207,7 +207,7 @@ func (s *lockdSession) Destroy(ctx context.Context) error {
 func (a *lockd) commitIndex(ctx context.Context) (uint64, error) {
 	var firstErr error
 	for _, e := range a.endpoints {
-		var c wire.Cluster
+		var c api.Cluster
 		if err := a.do(ctx, e, http.MethodGet, "/v1/cluster", nil, &c); err != nil {
 			firstErr = cmpErr(firstErr, err)
 			continue

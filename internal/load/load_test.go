@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/load"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
@@ -74,7 +74,7 @@ func TestRows_AgainstACluster(t *testing.T) {
 // created.
 func noSessionsLeft(t *testing.T, c *servertest.Cluster) {
 	t.Helper()
-	var ss wire.SessionList
+	var ss api.SessionList
 	cl := &http.Client{Timeout: 5 * time.Second}
 	resp, err := cl.Get(c.URL(0) + "/v1/sessions")
 	if err != nil {
@@ -100,17 +100,17 @@ func TestKeepalive_CatchesWrongExpiriesAndWrites(t *testing.T) {
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
 			commit.Add(1)
 			w.WriteHeader(http.StatusCreated)
-			_ = json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", made.Add(1))})
+			_ = json.NewEncoder(w).Encode(api.Session{ID: fmt.Sprint("s", made.Add(1))})
 		case strings.HasSuffix(r.URL.Path, "/keepalive"):
 			commit.Add(1) // a write per keepalive
 			if renewals.Add(1)%7 == 0 {
 				w.WriteHeader(http.StatusGone)
-				_ = json.NewEncoder(w).Encode(wire.Error{Message: "expired", Code: wire.CodeSessionExpired})
+				_ = json.NewEncoder(w).Encode(api.Error{Message: "expired", Code: api.CodeSessionExpired})
 				return
 			}
-			_ = json.NewEncoder(w).Encode(wire.KeepAliveResponse{})
+			_ = json.NewEncoder(w).Encode(api.KeepAliveResponse{})
 		case r.URL.Path == "/v1/cluster":
-			_ = json.NewEncoder(w).Encode(wire.Cluster{State: "Leader", CommitIndex: commit.Load()})
+			_ = json.NewEncoder(w).Encode(api.Cluster{State: "Leader", CommitIndex: commit.Load()})
 		default:
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write([]byte("{}"))
@@ -194,9 +194,9 @@ func TestScaleRows_CatchABrokenServer(t *testing.T) {
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
 			w.WriteHeader(http.StatusCreated)
-			_ = json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", made.Add(1))})
+			_ = json.NewEncoder(w).Encode(api.Session{ID: fmt.Sprint("s", made.Add(1))})
 		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/locks/"):
-			_ = json.NewEncoder(w).Encode(wire.Lock{Name: strings.TrimPrefix(r.URL.Path, "/v1/locks/")})
+			_ = json.NewEncoder(w).Encode(api.Lock{Name: strings.TrimPrefix(r.URL.Path, "/v1/locks/")})
 		default:
 			_, _ = w.Write([]byte("{}"))
 		}
@@ -250,11 +250,11 @@ func TestRows_CreateAgainAfterNoLeader(t *testing.T) {
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/sessions" {
 			if n := creates.Add(1); n%3 == 0 || always.Load() {
 				w.WriteHeader(http.StatusServiceUnavailable)
-				_ = json.NewEncoder(w).Encode(wire.Error{Message: "no leader", Code: wire.CodeNoLeader})
+				_ = json.NewEncoder(w).Encode(api.Error{Message: "no leader", Code: api.CodeNoLeader})
 				return
 			}
 			w.WriteHeader(http.StatusCreated)
-			_ = json.NewEncoder(w).Encode(wire.Session{ID: fmt.Sprint("s", creates.Load())})
+			_ = json.NewEncoder(w).Encode(api.Session{ID: fmt.Sprint("s", creates.Load())})
 			return
 		}
 		_, _ = w.Write([]byte("{}"))

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // maxScale bounds the waiters and watchers rows' N: each holds a
@@ -46,7 +46,7 @@ func (b *bench) waiters(ctx context.Context, n int) (Row, error) {
 	// A blocking acquire waits as long as the API allows, so that a
 	// waiter at the tail is granted before its wait runs out as long as
 	// the queue moves n places in that time.
-	wait := wire.MaxWait
+	wait := api.MaxWait
 	sctx, cancelSetup := context.WithTimeout(ctx, b.cfg.SetupTimeout)
 	defer cancelSetup()
 	t0 := time.Now()
@@ -173,7 +173,7 @@ func (b *bench) watchers(ctx context.Context, n int) (Row, error) {
 	}
 	sctx, cancelSetup := context.WithTimeout(ctx, b.cfg.SetupTimeout)
 	defer cancelSetup()
-	w := &queries{sys: b.sys, wait: wire.MaxQueryWait, slots: make(chan struct{}, 64)}
+	w := &queries{sys: b.sys, wait: api.MaxQueryWait, slots: make(chan struct{}, 64)}
 	ss, err := b.sessions(sctx, 1, 1, b.cfg.SetupTimeout+b.cfg.Duration+time.Minute, &w.errs)
 	if err != nil {
 		b.destroy(ss, 1)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // A System is the lock service the rows measure. lockd over its HTTP API
@@ -61,18 +61,18 @@ type Session interface {
 
 // The errors a Session's methods return (or wrap) for the outcomes the
 // rows count apart from failures. lockd's own answers match them as they
-// are (they are *wire.Error values with these codes).
+// are (they are *api.Error values with these codes).
 var (
-	ErrLockHeld       error = &wire.Error{Code: wire.CodeLockHeld, Message: "lock held by another session"}
-	ErrSessionExpired error = &wire.Error{Code: wire.CodeSessionExpired, Message: "session expired"}
+	ErrLockHeld       error = &api.Error{Code: api.CodeLockHeld, Message: "lock held by another session"}
+	ErrSessionExpired error = &api.Error{Code: api.CodeSessionExpired, Message: "session expired"}
 	// ErrTooMany is a System's refusal of one more waiting read (lockd:
 	// 429 too_many_requests, beyond --max-blocking-queries).
-	ErrTooMany error = &wire.Error{Code: wire.CodeTooMany, Message: "too many blocking queries"}
+	ErrTooMany error = &api.Error{Code: api.CodeTooMany, Message: "too many blocking queries"}
 
 	// lockd's answers that nothing was done (no leader now) or that the
 	// outcome is unknown, after which the rows create a session again.
-	errNoLeader error = &wire.Error{Code: wire.CodeNoLeader}
-	errTimeout  error = &wire.Error{Code: wire.CodeTimeout}
+	errNoLeader error = &api.Error{Code: api.CodeNoLeader}
+	errTimeout  error = &api.Error{Code: api.CodeTimeout}
 )
 
 // A LeaseCounter is a System that counts its nodes' failed master-lease

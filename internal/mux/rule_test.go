@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 func TestParseRule(t *testing.T) {
@@ -85,10 +85,10 @@ func TestPeerRules_JSON(t *testing.T) {
 		if err != nil || string(got) != tc.want {
 			t.Errorf("json.Marshal(%+v) = %s, %v; want %s", tc.rules, got, err, tc.want)
 		}
-		// The HTTP API documents the listing as wire.FaultRules.
-		var w wire.FaultRules
+		// The HTTP API documents the listing as api.FaultRules.
+		var w api.FaultRules
 		if err := json.Unmarshal(got, &w); err != nil {
-			t.Fatalf("%s does not decode as wire.FaultRules: %v", got, err)
+			t.Fatalf("%s does not decode as api.FaultRules: %v", got, err)
 		}
 		if w.In != tc.rules.In.String() || w.Out != tc.rules.Out.String() ||
 			w.InDelay.D() != tc.rules.InDelay || w.OutDelay.D() != tc.rules.OutDelay {

@@ -17,7 +17,7 @@ const (
 )
 
 // MaxFrame bounds a frame's length: a request body is far smaller (the API
-// refuses bodies over wire.MaxBody), and the largest answers are listings.
+// refuses bodies over api.MaxBody), and the largest answers are listings.
 const MaxFrame = 64 << 20
 
 var errFrame = errors.New("peerhttp: malformed frame")

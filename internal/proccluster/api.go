@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // defaultHTTPClient is for the harness's own calls to a cluster without
@@ -46,7 +46,7 @@ func (n *Node) Do(ctx context.Context, method, path string, in, out any) error {
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if resp.StatusCode >= 300 {
-		var e wire.Error
+		var e api.Error
 		if json.Unmarshal(raw, &e) == nil && e.Code != "" {
 			return &e
 		}
@@ -59,8 +59,8 @@ func (n *Node) Do(ctx context.Context, method, path string, in, out any) error {
 }
 
 // Status reads GET /v1/cluster from the node.
-func (n *Node) Status(ctx context.Context) (wire.Cluster, error) {
-	var out wire.Cluster
+func (n *Node) Status(ctx context.Context) (api.Cluster, error) {
+	var out api.Cluster
 	err := n.Do(ctx, "GET", "/v1/cluster", nil, &out)
 	return out, err
 }
@@ -68,7 +68,7 @@ func (n *Node) Status(ctx context.Context) (wire.Cluster, error) {
 // SetFault installs a transport fault rule on the node against peer.
 // direction is "in", "out" or "both"; rule is "drop" or "blackhole".
 func (n *Node) SetFault(ctx context.Context, peer, direction, rule string) error {
-	return n.Do(ctx, "POST", "/v1/debug/faults", wire.FaultRequest{Peer: peer, Direction: direction, Rule: rule}, nil)
+	return n.Do(ctx, "POST", "/v1/debug/faults", api.FaultRequest{Peer: peer, Direction: direction, Rule: rule}, nil)
 }
 
 // delayRule is the body of a delay rule for /v1/debug/faults.
@@ -87,7 +87,7 @@ func (n *Node) SetDelay(ctx context.Context, peer, direction string, d time.Dura
 }
 
 // Members reads the cluster's voters from the node's own view.
-func (n *Node) Members(ctx context.Context) ([]wire.Member, error) {
+func (n *Node) Members(ctx context.Context) ([]api.Member, error) {
 	st, err := n.Status(ctx)
 	return st.Members, err
 }
@@ -101,14 +101,14 @@ func (n *Node) RemoveMember(ctx context.Context, id string) error {
 // AddMember asks the node (which forwards to the leader) to add m as a
 // voter.
 func (n *Node) AddMember(ctx context.Context, m *Node) error {
-	return n.Do(ctx, "POST", "/v1/cluster/members", wire.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}, nil)
+	return n.Do(ctx, "POST", "/v1/cluster/members", api.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}, nil)
 }
 
 // AddNonVoter asks the node (which forwards to the leader) to add m as a
 // non-voter; a member keeps its role.
 func (n *Node) AddNonVoter(ctx context.Context, m *Node) error {
 	no := false
-	return n.Do(ctx, "POST", "/v1/cluster/members", wire.AddMember{Member: wire.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}, Voter: &no}, nil)
+	return n.Do(ctx, "POST", "/v1/cluster/members", api.AddMember{Member: api.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}, Voter: &no}, nil)
 }
 
 // HealPeer removes the node's transport fault rules against peer.
@@ -173,26 +173,26 @@ func (n *Node) SetWallStep(ctx context.Context, step time.Duration) error {
 // with its secret. It tries again while there is no leader or an answer is
 // lost (a lost answer may leave an extra token behind), for at most 30 s
 // or until ctx ends; a refusal (bad rules, no ACLs) ends it at once.
-func (c *Cluster) CreateToken(ctx context.Context, req wire.CreateTokenRequest) (wire.Token, error) {
+func (c *Cluster) CreateToken(ctx context.Context, req api.CreateTokenRequest) (api.Token, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
-		var tok wire.Token
+		var tok api.Token
 		l, err := c.WaitLeader(ctx, 5*time.Second)
 		if err == nil {
 			err = l.Do(ctx, "POST", "/v1/acl/tokens", req, &tok)
-			switch wire.CodeOf(err) {
+			switch api.CodeOf(err) {
 			case "":
 				if err == nil {
 					return tok, nil
 				}
-			case wire.CodeBadRequest, wire.CodeUnauthorized, wire.CodeForbidden, wire.CodeNotFound, wire.CodeTooLarge:
-				return wire.Token{}, fmt.Errorf("cluster: create token: %w", err)
+			case api.CodeBadRequest, api.CodeUnauthorized, api.CodeForbidden, api.CodeNotFound, api.CodeTooLarge:
+				return api.Token{}, fmt.Errorf("cluster: create token: %w", err)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return wire.Token{}, fmt.Errorf("cluster: create token: %w (last: %w)", ctx.Err(), err)
+			return api.Token{}, fmt.Errorf("cluster: create token: %w (last: %w)", ctx.Err(), err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestPlainClusterHasNoSecurityFlags: without TLS and ACL a cluster's
@@ -118,7 +118,7 @@ func TestSecuredClusterSpeaksTLSAndTokens(t *testing.T) {
 		}
 	}
 
-	tok, err := c.CreateToken(ctx, wire.CreateTokenRequest{Description: "test", Rules: []acl.Rule{{Kind: acl.Lock, Access: acl.Write}}})
+	tok, err := c.CreateToken(ctx, api.CreateTokenRequest{Description: "test", Rules: []acl.Rule{{Kind: acl.Lock, Access: acl.Write}}})
 	if err != nil || tok.Secret == "" {
 		t.Fatalf("create token: %+v %v", tok, err)
 	}
@@ -128,7 +128,7 @@ func TestSecuredClusterSpeaksTLSAndTokens(t *testing.T) {
 	if got := status("POST", leader.HTTP+"/v1/sessions", tok.Secret); got/100 != 2 {
 		t.Errorf("a token with a write rule creating a session: %d, want 2xx", got)
 	}
-	if _, err := c.CreateToken(ctx, wire.CreateTokenRequest{Description: "no rules"}); wire.CodeOf(err) != wire.CodeBadRequest {
+	if _, err := c.CreateToken(ctx, api.CreateTokenRequest{Description: "no rules"}); api.CodeOf(err) != api.CodeBadRequest {
 		t.Errorf("a token without rules: %v, want bad_request at once", err)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 )
@@ -49,7 +49,7 @@ func (c aclClient) do(auth, method, path string, in any) answer {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var e wire.Error
+	var e api.Error
 	_ = json.Unmarshal(b, &e)
 	return answer{status: resp.StatusCode, code: e.Code, body: b}
 }
@@ -98,11 +98,11 @@ type principal struct {
 // nothing (the leader's applied index stays where it was).
 func TestACL_EveryEndpoint(t *testing.T) {
 	c, leader := aclCluster(t, 3)
-	api := aclClient{t: t, base: c.URL(leader)}
+	ac := aclClient{t: t, base: c.URL(leader)}
 	adminAuth := bearer(bootSecret)
 
-	newToken := func(rules ...string) wire.Token {
-		req := wire.CreateTokenRequest{Description: strings.Join(rules, " ")}
+	newToken := func(rules ...string) api.Token {
+		req := api.CreateTokenRequest{Description: strings.Join(rules, " ")}
 		for _, r := range rules {
 			rule, err := acl.ParseRule(r)
 			if err != nil {
@@ -110,8 +110,8 @@ func TestACL_EveryEndpoint(t *testing.T) {
 			}
 			req.Rules = append(req.Rules, rule)
 		}
-		var tok wire.Token
-		api.must(adminAuth, "POST", "/v1/acl/tokens", req, http.StatusCreated, &tok)
+		var tok api.Token
+		ac.must(adminAuth, "POST", "/v1/acl/tokens", req, http.StatusCreated, &tok)
 		if tok.Secret == "" || tok.AccessorID == "" {
 			t.Fatalf("created token without secret or accessor: %+v", tok)
 		}
@@ -122,11 +122,11 @@ func TestACL_EveryEndpoint(t *testing.T) {
 	write := newToken("lock:acl/:write", "election:acl/:write")
 	write2 := newToken("lock:acl/:write", "election:acl/:write")
 	revoked := newToken("lock:acl/:write")
-	api.must(adminAuth, "DELETE", "/v1/acl/tokens/"+revoked.AccessorID, nil, http.StatusOK, nil)
+	ac.must(adminAuth, "DELETE", "/v1/acl/tokens/"+revoked.AccessorID, nil, http.StatusOK, nil)
 
-	var sW, sA wire.Session
-	api.must(bearer(write.Secret), "POST", "/v1/sessions", wire.CreateSessionRequest{}, http.StatusCreated, &sW)
-	api.must(adminAuth, "POST", "/v1/sessions", wire.CreateSessionRequest{}, http.StatusCreated, &sA)
+	var sW, sA api.Session
+	ac.must(bearer(write.Secret), "POST", "/v1/sessions", api.CreateSessionRequest{}, http.StatusCreated, &sW)
+	ac.must(adminAuth, "POST", "/v1/sessions", api.CreateSessionRequest{}, http.StatusCreated, &sA)
 
 	principals := []principal{
 		{"no token", "", sW.ID, "nobody"},
@@ -139,9 +139,9 @@ func TestACL_EveryEndpoint(t *testing.T) {
 		{"write token on the prefix", bearer(write.Secret), sW.ID, "write"},
 		{"admin", adminAuth, sA.ID, "admin"},
 	}
-	var cl wire.Cluster
-	api.must(adminAuth, "GET", "/v1/cluster", nil, http.StatusOK, &cl)
-	var self wire.Member
+	var cl api.Cluster
+	ac.must(adminAuth, "GET", "/v1/cluster", nil, http.StatusOK, &cl)
+	var self api.Member
 	for _, m := range cl.Members {
 		if m.ID == cl.NodeID {
 			self = m
@@ -159,7 +159,7 @@ func TestACL_EveryEndpoint(t *testing.T) {
 		public       bool
 	}
 	lock := func(p principal) string { return "acl/" + p.class }
-	sess := func(p principal) any { return wire.SessionRequest{Session: p.session} }
+	sess := func(p principal) any { return api.SessionRequest{Session: p.session} }
 	anyValid := []string{"read", "other", "notOwner", "write", "admin"}
 	writers := []string{"write", "admin"}
 	readers := []string{"read", "notOwner", "write", "admin"}
@@ -168,17 +168,17 @@ func TestACL_EveryEndpoint(t *testing.T) {
 	eps := []endpoint{
 		{"GET", "/healthz", nil, 200, nil, true},
 		{"GET", "/readyz", nil, 200, nil, true},
-		{"POST", "/v1/sessions", func(principal) any { return wire.CreateSessionRequest{} }, 201, []string{"other", "notOwner", "write", "admin"}, false},
+		{"POST", "/v1/sessions", func(principal) any { return api.CreateSessionRequest{} }, 201, []string{"other", "notOwner", "write", "admin"}, false},
 		{"GET", "/v1/sessions", nil, 200, anyValid, false},
 		{"GET", "/v1/sessions/{s}", nil, 200, owners, false},
 		{"POST", "/v1/sessions/{s}/keepalive", nil, 200, owners, false},
 		{"POST", "/v1/locks/{l}/acquire", sess, 200, writers, false},
 		{"GET", "/v1/locks/{l}", nil, 200, readers, false},
 		{"GET", "/v1/locks", nil, 200, anyValid, false},
-		{"POST", "/v1/locks/{l}/check", func(principal) any { return wire.CheckRequest{Token: 1} }, 200, readers, false},
+		{"POST", "/v1/locks/{l}/check", func(principal) any { return api.CheckRequest{Token: 1} }, 200, readers, false},
 		{"POST", "/v1/locks/{l}/release", sess, 200, writers, false},
-		{"POST", "/v1/elections/{l}/campaign", func(p principal) any { return wire.CampaignRequest{Session: p.session, Value: "v"} }, 200, writers, false},
-		{"POST", "/v1/elections/{l}/proclaim", func(p principal) any { return wire.ProclaimRequest{Session: p.session, Value: "w"} }, 200, writers, false},
+		{"POST", "/v1/elections/{l}/campaign", func(p principal) any { return api.CampaignRequest{Session: p.session, Value: "v"} }, 200, writers, false},
+		{"POST", "/v1/elections/{l}/proclaim", func(p principal) any { return api.ProclaimRequest{Session: p.session, Value: "w"} }, 200, writers, false},
 		{"GET", "/v1/elections/{l}", nil, 200, readers, false},
 		{"GET", "/v1/elections", nil, 200, anyValid, false},
 		{"POST", "/v1/elections/{l}/resign", sess, 200, writers, false},
@@ -187,7 +187,7 @@ func TestACL_EveryEndpoint(t *testing.T) {
 		{"DELETE", "/v1/cluster/members/n9", nil, 404, admins, false},
 		{"GET", "/v1/acl/tokens/self", nil, 200, anyValid, false},
 		{"GET", "/v1/acl/tokens", nil, 200, admins, false},
-		{"POST", "/v1/acl/tokens", func(principal) any { return wire.CreateTokenRequest{Admin: true} }, 201, admins, false},
+		{"POST", "/v1/acl/tokens", func(principal) any { return api.CreateTokenRequest{Admin: true} }, 201, admins, false},
 		{"DELETE", "/v1/acl/tokens/0123", nil, 404, admins, false},
 		{"GET", "/v1/debug/faults", nil, 200, admins, false},
 		{"GET", "/v1/debug/clock", nil, 200, admins, false},
@@ -206,14 +206,14 @@ func TestACL_EveryEndpoint(t *testing.T) {
 			switch {
 			case ep.public:
 			case p.class == "nobody":
-				wantStatus, wantCode = 401, wire.CodeUnauthorized
+				wantStatus, wantCode = 401, api.CodeUnauthorized
 			case !contains(ep.allowed, p.class):
-				wantStatus, wantCode = 403, wire.CodeForbidden
+				wantStatus, wantCode = 403, api.CodeForbidden
 			case ep.ok == 404:
-				wantCode = wire.CodeNotFound
+				wantCode = api.CodeNotFound
 			}
 			before := applied()
-			a := api.do(p.auth, ep.method, path, body)
+			a := ac.do(p.auth, ep.method, path, body)
 			name := fmt.Sprintf("%s %s as %s", ep.method, path, p.name)
 			if a.status != wantStatus || a.code != wantCode {
 				t.Errorf("%s: %d %q (%s), want %d %q", name, a.status, a.code, bytes.TrimSpace(a.body), wantStatus, wantCode)
@@ -242,27 +242,27 @@ func contains(list []string, s string) bool {
 // reads by its own state.
 func TestACL_ViewsRevocationAndFollowers(t *testing.T) {
 	c, leader := aclCluster(t, 3)
-	api := aclClient{t: t, base: c.URL(leader)}
+	ac := aclClient{t: t, base: c.URL(leader)}
 	adminAuth := bearer(bootSecret)
-	mk := func(rules ...string) wire.Token {
-		req := wire.CreateTokenRequest{}
+	mk := func(rules ...string) api.Token {
+		req := api.CreateTokenRequest{}
 		for _, r := range rules {
 			rule, _ := acl.ParseRule(r)
 			req.Rules = append(req.Rules, rule)
 		}
-		var tok wire.Token
-		api.must(adminAuth, "POST", "/v1/acl/tokens", req, http.StatusCreated, &tok)
+		var tok api.Token
+		ac.must(adminAuth, "POST", "/v1/acl/tokens", req, http.StatusCreated, &tok)
 		return tok
 	}
 	a, b := mk("lock:a/:write"), mk("lock:b/:write", "lock:a/:read")
-	var sa, sb wire.Session
-	api.must(bearer(a.Secret), "POST", "/v1/sessions", wire.CreateSessionRequest{}, 201, &sa)
-	api.must(bearer(b.Secret), "POST", "/v1/sessions", wire.CreateSessionRequest{}, 201, &sb)
-	api.must(bearer(a.Secret), "POST", "/v1/locks/a/x/acquire", wire.AcquireRequest{Session: sa.ID}, 200, nil)
-	api.must(bearer(b.Secret), "POST", "/v1/locks/b/y/acquire", wire.AcquireRequest{Session: sb.ID}, 200, nil)
+	var sa, sb api.Session
+	ac.must(bearer(a.Secret), "POST", "/v1/sessions", api.CreateSessionRequest{}, 201, &sa)
+	ac.must(bearer(b.Secret), "POST", "/v1/sessions", api.CreateSessionRequest{}, 201, &sb)
+	ac.must(bearer(a.Secret), "POST", "/v1/locks/a/x/acquire", api.AcquireRequest{Session: sa.ID}, 200, nil)
+	ac.must(bearer(b.Secret), "POST", "/v1/locks/b/y/acquire", api.AcquireRequest{Session: sb.ID}, 200, nil)
 
-	var list wire.SessionList
-	api.must(bearer(b.Secret), "GET", "/v1/sessions", nil, 200, &list)
+	var list api.SessionList
+	ac.must(bearer(b.Secret), "GET", "/v1/sessions", nil, 200, &list)
 	seen := map[string]bool{}
 	for _, s := range list.Sessions {
 		seen[s.ID] = true
@@ -270,25 +270,25 @@ func TestACL_ViewsRevocationAndFollowers(t *testing.T) {
 	if !seen[sb.ID] || seen[sa.ID] {
 		t.Errorf("b's session list %+v: want b's own id in full and a's shortened", list.Sessions)
 	}
-	var l wire.Lock
-	api.must(bearer(b.Secret), "GET", "/v1/locks/a/x", nil, 200, &l)
+	var l api.Lock
+	ac.must(bearer(b.Secret), "GET", "/v1/locks/a/x", nil, 200, &l)
 	if len(l.Holders) != 1 || l.Holders[0].Session == sa.ID || !strings.HasPrefix(sa.ID, strings.TrimSuffix(l.Holders[0].Session, "…")) {
 		t.Errorf("a/x read by b: holders %+v, want a's session shortened", l.Holders)
 	}
-	api.must(bearer(a.Secret), "GET", "/v1/locks/a/x", nil, 200, &l)
+	ac.must(bearer(a.Secret), "GET", "/v1/locks/a/x", nil, 200, &l)
 	if l.Holders[0].Session != sa.ID {
 		t.Errorf("a/x read by a: holder %q, want its own id %q", l.Holders[0].Session, sa.ID)
 	}
-	var locks wire.LockList
-	api.must(bearer(a.Secret), "GET", "/v1/locks", nil, 200, &locks)
+	var locks api.LockList
+	ac.must(bearer(a.Secret), "GET", "/v1/locks", nil, 200, &locks)
 	if len(locks.Locks) != 1 || locks.Locks[0].Name != "a/x" {
 		t.Errorf("a's lock list %+v: want a/x only (b/y is outside its rules)", locks.Locks)
 	}
 
 	// Revocation: the next request is refused.
-	api.must(bearer(b.Secret), "POST", "/v1/sessions/"+sb.ID+"/keepalive", nil, 200, nil)
-	api.must(adminAuth, "DELETE", "/v1/acl/tokens/"+b.AccessorID, nil, 200, nil)
-	if got := api.do(bearer(b.Secret), "POST", "/v1/sessions/"+sb.ID+"/keepalive", nil); got.status != 401 {
+	ac.must(bearer(b.Secret), "POST", "/v1/sessions/"+sb.ID+"/keepalive", nil, 200, nil)
+	ac.must(adminAuth, "DELETE", "/v1/acl/tokens/"+b.AccessorID, nil, 200, nil)
+	if got := ac.do(bearer(b.Secret), "POST", "/v1/sessions/"+sb.ID+"/keepalive", nil); got.status != 401 {
 		t.Errorf("keepalive with a revoked token: %d %s, want 401", got.status, got.body)
 	}
 
@@ -296,12 +296,12 @@ func TestACL_ViewsRevocationAndFollowers(t *testing.T) {
 	// a token made a moment ago works, and no token is 401.
 	fol := aclClient{t: t, base: c.URL(c.Follower(leader))}
 	fresh := mk("lock:f/:write")
-	var sf wire.Session
-	fol.must(bearer(fresh.Secret), "POST", "/v1/sessions", wire.CreateSessionRequest{}, 201, &sf)
-	if got := fol.do("", "POST", "/v1/locks/f/z/acquire", wire.AcquireRequest{Session: sf.ID}); got.status != 401 {
+	var sf api.Session
+	fol.must(bearer(fresh.Secret), "POST", "/v1/sessions", api.CreateSessionRequest{}, 201, &sf)
+	if got := fol.do("", "POST", "/v1/locks/f/z/acquire", api.AcquireRequest{Session: sf.ID}); got.status != 401 {
 		t.Errorf("forwarded acquire without a token: %d, want 401", got.status)
 	}
-	if got := fol.do(bearer(a.Secret), "POST", "/v1/locks/f/z/acquire", wire.AcquireRequest{Session: sf.ID}); got.status != 403 {
+	if got := fol.do(bearer(a.Secret), "POST", "/v1/locks/f/z/acquire", api.AcquireRequest{Session: sf.ID}); got.status != 403 {
 		t.Errorf("forwarded acquire outside a's rules: %d, want 403", got.status)
 	}
 	servertest.WaitFor(t, 10e9, "the follower to apply the revocation", func() bool {

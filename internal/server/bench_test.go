@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
 )
@@ -37,17 +37,17 @@ func benchCycle(b *testing.B, c *servertest.Cluster) {
 	node := c.Nodes[leader].Node()
 
 	b.Run("node", func(b *testing.B) {
-		s, err := node.CreateSession(ctx, wire.CreateSessionRequest{})
+		s, err := node.CreateSession(ctx, api.CreateSessionRequest{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
 		for i := range b.N {
 			seq := uint64(2*i + 1)
-			if _, err := node.Acquire(ctx, "bench/node", wire.AcquireRequest{Session: s.ID, Seq: seq}); err != nil {
+			if _, err := node.Acquire(ctx, "bench/node", api.AcquireRequest{Session: s.ID, Seq: seq}); err != nil {
 				b.Fatal(err)
 			}
-			if err := node.Release(ctx, "bench/node", wire.SessionRequest{Session: s.ID, Seq: seq + 1}); err != nil {
+			if err := node.Release(ctx, "bench/node", api.SessionRequest{Session: s.ID, Seq: seq + 1}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -59,17 +59,17 @@ func benchCycle(b *testing.B, c *servertest.Cluster) {
 		var worker atomic.Int64
 		b.RunParallel(func(pb *testing.PB) {
 			name := fmt.Sprintf("bench/node-64/%d", worker.Add(1))
-			s, err := node.CreateSession(ctx, wire.CreateSessionRequest{})
+			s, err := node.CreateSession(ctx, api.CreateSessionRequest{})
 			if err != nil {
 				b.Error(err)
 				return
 			}
 			for seq := uint64(1); pb.Next(); seq += 2 {
-				if _, err := node.Acquire(ctx, name, wire.AcquireRequest{Session: s.ID, Seq: seq}); err != nil {
+				if _, err := node.Acquire(ctx, name, api.AcquireRequest{Session: s.ID, Seq: seq}); err != nil {
 					b.Error(err)
 					return
 				}
-				if err := node.Release(ctx, name, wire.SessionRequest{Session: s.ID, Seq: seq + 1}); err != nil {
+				if err := node.Release(ctx, name, api.SessionRequest{Session: s.ID, Seq: seq + 1}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -93,8 +93,8 @@ func benchCycle(b *testing.B, c *servertest.Cluster) {
 			var worker atomic.Int64
 			b.RunParallel(func(pb *testing.PB) {
 				name := fmt.Sprintf("bench/%s-64/%d", at.name, worker.Add(1))
-				var s wire.Session
-				h.do("POST", "/v1/sessions", wire.CreateSessionRequest{}, &s)
+				var s api.Session
+				h.do("POST", "/v1/sessions", api.CreateSessionRequest{}, &s)
 				for seq := uint64(1); pb.Next(); seq += 2 {
 					h.cycle(name, s.ID, seq)
 				}
@@ -105,8 +105,8 @@ func benchCycle(b *testing.B, c *servertest.Cluster) {
 
 // cycles runs n acquire and release cycles of one session on name.
 func cycles(h benchHTTP, name string, n int) {
-	var s wire.Session
-	h.do("POST", "/v1/sessions", wire.CreateSessionRequest{}, &s)
+	var s api.Session
+	h.do("POST", "/v1/sessions", api.CreateSessionRequest{}, &s)
 	h.b.ResetTimer()
 	for i := range n {
 		h.cycle(name, s.ID, uint64(2*i+1))
@@ -116,8 +116,8 @@ func cycles(h benchHTTP, name string, n int) {
 // cycle acquires name (wait 0) and releases it, with request numbers seq
 // and seq+1.
 func (h benchHTTP) cycle(name, session string, seq uint64) {
-	h.do("POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: session, Seq: seq}, nil)
-	h.do("POST", "/v1/locks/"+name+"/release", wire.SessionRequest{Session: session, Seq: seq + 1}, nil)
+	h.do("POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: session, Seq: seq}, nil)
+	h.do("POST", "/v1/locks/"+name+"/release", api.SessionRequest{Session: session, Seq: seq + 1}, nil)
 }
 
 // benchHTTP sends JSON requests the way a plain HTTP client would, over

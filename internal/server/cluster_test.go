@@ -12,7 +12,7 @@ import (
 
 	"github.com/lockd/lockd/internal/servertest"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/lease"
 )
 
@@ -24,14 +24,14 @@ func TestCluster_FollowerForwardsToLeader(t *testing.T) {
 	if st != 200 {
 		t.Fatalf("acquire through follower: %d %s", st, e.Message)
 	}
-	var l wire.Lock
+	var l api.Lock
 	f.must("GET", "/v1/locks/jobs/a", nil, &l)
 	if len(l.Holders) != 1 || l.Holders[0].Session != sid || l.Holders[0].Token != got.Token {
 		t.Fatalf("lock read through follower = %+v, want holder %s with token %d", l, sid, got.Token)
 	}
 	// A stale read is answered by the follower itself once it has applied.
 	servertest.WaitFor(t, 5*time.Second, "follower to apply the grant", func() bool {
-		var s wire.Lock
+		var s api.Lock
 		f.must("GET", "/v1/locks/jobs/a?stale", nil, &s)
 		return len(s.Holders) == 1
 	})
@@ -52,8 +52,8 @@ func TestCluster_LeaderCrashKeepsSessionsLocksAndTokens(t *testing.T) {
 	start := time.Now()
 	var other string
 	servertest.WaitFor(t, 5*time.Second, "a session on the new leader", func() bool {
-		d := wire.Duration(0)
-		st, _ := s.do("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(10 * time.Second), LockDelay: &d}, &struct{ ID *string }{&other})
+		d := api.Duration(0)
+		st, _ := s.do("POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(10 * time.Second), LockDelay: &d}, &struct{ ID *string }{&other})
 		return st == 201
 	})
 	after, st, e := s.acquire("b", other, 0)
@@ -61,7 +61,7 @@ func TestCluster_LeaderCrashKeepsSessionsLocksAndTokens(t *testing.T) {
 		t.Fatalf("acquire after failover: %d %s", st, e.Message)
 	}
 	t.Logf("first acquire after the crash took %v", time.Since(start))
-	var held wire.Lock
+	var held api.Lock
 	s.must("GET", "/v1/locks/a", nil, &held)
 	if len(held.Holders) != 1 || held.Holders[0].Session != sid || held.Holders[0].Token != before.Token {
 		t.Fatalf("lock a after failover = %+v, want holder %s token %d", held, sid, before.Token)
@@ -70,7 +70,7 @@ func TestCluster_LeaderCrashKeepsSessionsLocksAndTokens(t *testing.T) {
 		t.Fatalf("token after failover %d is not larger than %d", after.Token, before.Token)
 	}
 	// The old session lives on: the new leader gave it a full TTL.
-	var ka wire.KeepAliveResponse
+	var ka api.KeepAliveResponse
 	s.must("POST", "/v1/sessions/"+sid+"/keepalive", nil, &ka)
 }
 
@@ -80,16 +80,16 @@ func TestCluster_PartitionedLeaderStopsServingWhenLeaseRunsOut(t *testing.T) {
 		t.Fatalf("old leader answered a request sent %v after it was cut off; its lease is %v", after, leaseDur)
 	}
 	st, e := old.do("GET", "/v1/locks/p", nil, nil)
-	if st != 503 || e.Code != wire.CodeNoLeader {
+	if st != 503 || e.Code != api.CodeNoLeader {
 		t.Fatalf("read on cut-off leader = %d %q, want 503 no_leader", st, e.Code)
 	}
-	if st, e := old.do("POST", "/v1/sessions/"+sid+"/keepalive", nil, nil); st != 503 || e.Code != wire.CodeNoLeader {
+	if st, e := old.do("POST", "/v1/sessions/"+sid+"/keepalive", nil, nil); st != 503 || e.Code != api.CodeNoLeader {
 		t.Fatalf("keepalive on cut-off leader = %d %q, want 503 no_leader", st, e.Code)
 	}
 	// The majority elected a new leader that serves, with the lock intact.
 	maj := newAPI(t, c.Cluster, c.Follower(c.leaderOf(old)))
 	servertest.WaitFor(t, 5*time.Second, "the majority to serve", func() bool {
-		var l wire.Lock
+		var l api.Lock
 		st, _ := maj.do("GET", "/v1/locks/p", nil, &l)
 		return st == 200 && len(l.Holders) == 1 && l.Holders[0].Session == sid
 	})
@@ -110,7 +110,7 @@ func TestCluster_UnsafeStaleReadsIsCaught(t *testing.T) {
 // step-down waits LeaderLeaseTimeout without a quorum; it is set to its
 // maximum, HeartbeatTimeout, so that the master lease (shorter by the
 // drift and the margin) is what must stop the old leader first.
-func cutOffLeader(t *testing.T, unsafe lease.Unsafe) (*cluster, *api, string, time.Duration, time.Duration) {
+func cutOffLeader(t *testing.T, unsafe lease.Unsafe) (*cluster, *nodeAPI, string, time.Duration, time.Duration) {
 	c := &cluster{servertest.New(t, 3, func(nc *lease.Config) {
 		nc.LeaderLeaseTimeout = nc.HeartbeatTimeout
 		nc.Unsafe = unsafe
@@ -150,7 +150,7 @@ func cutOffLeader(t *testing.T, unsafe lease.Unsafe) (*cluster, *api, string, ti
 type cluster struct{ *servertest.Cluster }
 
 // leaderOf returns the position of the node a serves.
-func (c *cluster) leaderOf(a *api) int {
+func (c *cluster) leaderOf(a *nodeAPI) int {
 	for i, s := range c.Nodes {
 		if s != nil && s.HTTPURL() == a.base {
 			return i
@@ -197,9 +197,9 @@ func TestCluster_SessionExpiryReleasesWithLockDelayAndDropsWaiters(t *testing.T)
 		t.Fatal("acquire held")
 	}
 	// The doomed session also waits for "busy"; its waiter must go with it.
-	go l.do("POST", "/v1/locks/busy/acquire", wire.AcquireRequest{Session: doomed, Wait: wire.Duration(time.Minute)}, nil) //nolint:staticcheck // SA2002: do calls Fatal only when it cannot encode or build the request, which this literal request cannot cause
+	go l.do("POST", "/v1/locks/busy/acquire", api.AcquireRequest{Session: doomed, Wait: api.Duration(time.Minute)}, nil) //nolint:staticcheck // SA2002: do calls Fatal only when it cannot encode or build the request, which this literal request cannot cause
 	servertest.WaitFor(t, 5*time.Second, "the waiter to queue", func() bool {
-		var lk wire.Lock
+		var lk api.Lock
 		l.must("GET", "/v1/locks/busy", nil, &lk)
 		return len(lk.Waiters) == 1
 	})
@@ -212,13 +212,13 @@ func TestCluster_SessionExpiryReleasesWithLockDelayAndDropsWaiters(t *testing.T)
 	if took := expired.Sub(created); took > ttl+2*time.Second {
 		t.Fatalf("session expired %v after its last keepalive; want within TTL + 2s", took)
 	}
-	var busy wire.Lock
+	var busy api.Lock
 	l.must("GET", "/v1/locks/busy", nil, &busy)
 	if len(busy.Waiters) != 0 {
 		t.Fatalf("expired session's waiter still queued: %+v", busy.Waiters)
 	}
 	_, st, e := l.acquire("held", other, 0)
-	if st != 409 || e.Code != wire.CodeLockDelay || e.RetryAfter <= 0 {
+	if st != 409 || e.Code != api.CodeLockDelay || e.RetryAfter <= 0 {
 		t.Fatalf("acquire inside lock-delay = %d %q retry-after %v, want 409 lock_delay with Retry-After", st, e.Code, e.RetryAfter)
 	}
 	servertest.WaitFor(t, delay+3*time.Second, "the lock-delay to end", func() bool {
@@ -249,15 +249,15 @@ func TestCluster_FIFOHandOffOneCommitEach(t *testing.T) {
 		t.Fatal("acquire")
 	}
 	waiters := []string{l.session(30*time.Second, 0), l.session(30*time.Second, 0), l.session(30*time.Second, 0)}
-	grants := make([]chan wire.AcquireResponse, len(waiters))
+	grants := make([]chan api.AcquireResponse, len(waiters))
 	for i, w := range waiters {
-		grants[i] = make(chan wire.AcquireResponse, 1)
+		grants[i] = make(chan api.AcquireResponse, 1)
 		go func() {
 			r, _, _ := l.acquire("q", w, time.Minute)
 			grants[i] <- r
 		}()
 		servertest.WaitFor(t, 5*time.Second, "waiter to queue", func() bool {
-			var lk wire.Lock
+			var lk api.Lock
 			l.must("GET", "/v1/locks/q", nil, &lk)
 			return len(lk.Waiters) == i+1
 		})
@@ -265,7 +265,7 @@ func TestCluster_FIFOHandOffOneCommitEach(t *testing.T) {
 	prev := holder
 	for i, w := range waiters {
 		before := l.cluster().CommitIndex
-		l.must("POST", "/v1/locks/q/release", wire.SessionRequest{Session: prev}, nil)
+		l.must("POST", "/v1/locks/q/release", api.SessionRequest{Session: prev}, nil)
 		g := <-grants[i]
 		after := l.cluster().CommitIndex
 		if g.Session != w {
@@ -281,9 +281,9 @@ func TestCluster_FIFOHandOffOneCommitEach(t *testing.T) {
 func TestCluster_SharedHoldersDoNotStarveExclusiveWaiter(t *testing.T) {
 	c := servertest.New(t, 3)
 	l := newAPI(t, c, c.WaitLeader())
-	acq := func(s, mode string, wait time.Duration) (wire.AcquireResponse, int) {
-		var r wire.AcquireResponse
-		st, _ := l.do("POST", "/v1/locks/sh/acquire", wire.AcquireRequest{Session: s, Mode: mode, Wait: wire.Duration(wait)}, &r)
+	acq := func(s, mode string, wait time.Duration) (api.AcquireResponse, int) {
+		var r api.AcquireResponse
+		st, _ := l.do("POST", "/v1/locks/sh/acquire", api.AcquireRequest{Session: s, Mode: mode, Wait: api.Duration(wait)}, &r)
 		return r, st
 	}
 	r1, r2 := l.session(30*time.Second, 0), l.session(30*time.Second, 0)
@@ -298,22 +298,22 @@ func TestCluster_SharedHoldersDoNotStarveExclusiveWaiter(t *testing.T) {
 	wg.Add(2)
 	go func() { defer wg.Done(); acq(w, "exclusive", time.Minute); order <- "exclusive" }()
 	servertest.WaitFor(t, 5*time.Second, "exclusive waiter", func() bool {
-		var lk wire.Lock
+		var lk api.Lock
 		l.must("GET", "/v1/locks/sh", nil, &lk)
 		return len(lk.Waiters) == 1
 	})
 	go func() { defer wg.Done(); acq(r3, "shared", time.Minute); order <- "shared" }()
 	servertest.WaitFor(t, 5*time.Second, "later shared request to queue", func() bool {
-		var lk wire.Lock
+		var lk api.Lock
 		l.must("GET", "/v1/locks/sh", nil, &lk)
 		return len(lk.Waiters) == 2
 	})
-	l.must("POST", "/v1/locks/sh/release", wire.SessionRequest{Session: r1}, nil)
-	l.must("POST", "/v1/locks/sh/release", wire.SessionRequest{Session: r2}, nil)
+	l.must("POST", "/v1/locks/sh/release", api.SessionRequest{Session: r1}, nil)
+	l.must("POST", "/v1/locks/sh/release", api.SessionRequest{Session: r2}, nil)
 	if got := <-order; got != "exclusive" {
 		t.Fatalf("first grant after the shared holders left went to %s, want the exclusive waiter", got)
 	}
-	l.must("POST", "/v1/locks/sh/release", wire.SessionRequest{Session: w}, nil)
+	l.must("POST", "/v1/locks/sh/release", api.SessionRequest{Session: w}, nil)
 	if got := <-order; got != "shared" {
 		t.Fatalf("second grant = %s", got)
 	}
@@ -329,7 +329,7 @@ func TestCluster_BadInputLeavesStateUnchanged(t *testing.T) {
 	}
 	other := l.session(30*time.Second, 0)
 	before := l.cluster().CommitIndex
-	var lockBefore wire.Lock
+	var lockBefore api.Lock
 	l.must("GET", "/v1/locks/x", nil, &lockBefore)
 	cases := []struct {
 		method, path string
@@ -337,13 +337,13 @@ func TestCluster_BadInputLeavesStateUnchanged(t *testing.T) {
 		status       int
 		code         string
 	}{
-		{"POST", "/v1/locks/x/acquire", map[string]any{"session": sid, "sesion": 1}, 400, wire.CodeBadRequest},
-		{"POST", "/v1/locks/a//b/acquire", wire.AcquireRequest{Session: sid}, 400, wire.CodeBadRequest},
-		{"POST", "/v1/sessions", map[string]string{"ttl": "100ms"}, 400, wire.CodeBadRequest},
-		{"POST", "/v1/locks/x/acquire", wire.AcquireRequest{Session: "nope"}, 410, wire.CodeSessionExpired},
-		{"POST", "/v1/locks/x/release", wire.SessionRequest{Session: other}, 409, wire.CodeNotHolder},
-		{"POST", "/v1/locks/x/acquire", wire.AcquireRequest{Session: other}, 409, wire.CodeLockHeld},
-		{"POST", "/v1/locks/x/acquire", map[string]string{"session": sid, "mode": "sideways"}, 400, wire.CodeBadRequest},
+		{"POST", "/v1/locks/x/acquire", map[string]any{"session": sid, "sesion": 1}, 400, api.CodeBadRequest},
+		{"POST", "/v1/locks/a//b/acquire", api.AcquireRequest{Session: sid}, 400, api.CodeBadRequest},
+		{"POST", "/v1/sessions", map[string]string{"ttl": "100ms"}, 400, api.CodeBadRequest},
+		{"POST", "/v1/locks/x/acquire", api.AcquireRequest{Session: "nope"}, 410, api.CodeSessionExpired},
+		{"POST", "/v1/locks/x/release", api.SessionRequest{Session: other}, 409, api.CodeNotHolder},
+		{"POST", "/v1/locks/x/acquire", api.AcquireRequest{Session: other}, 409, api.CodeLockHeld},
+		{"POST", "/v1/locks/x/acquire", map[string]string{"session": sid, "mode": "sideways"}, 400, api.CodeBadRequest},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s %s", tc.method, tc.path), func(t *testing.T) {
@@ -353,7 +353,7 @@ func TestCluster_BadInputLeavesStateUnchanged(t *testing.T) {
 			}
 		})
 	}
-	var lockAfter wire.Lock
+	var lockAfter api.Lock
 	l.must("GET", "/v1/locks/x", nil, &lockAfter)
 	if lockAfter.ModifyIndex != lockBefore.ModifyIndex || lockAfter.Holders[0].Token != lockBefore.Holders[0].Token {
 		t.Fatalf("lock changed: %+v -> %+v", lockBefore, lockAfter)
@@ -380,9 +380,9 @@ func TestCluster_ManySessionsExpireTogether(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range n / 10 {
-				var s wire.Session
-				d := wire.Duration(0)
-				if st, _ := l.do("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &d}, &s); st == 201 {
+				var s api.Session
+				d := api.Duration(0)
+				if st, _ := l.do("POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &d}, &s); st == 201 {
 					ids <- s.ID
 				}
 			}
@@ -395,7 +395,7 @@ func TestCluster_ManySessionsExpireTogether(t *testing.T) {
 	}
 	var gone time.Time
 	servertest.WaitFor(t, ttl+10*time.Second, "every session to expire", func() bool {
-		var list wire.SessionList
+		var list api.SessionList
 		l.must("GET", "/v1/sessions", nil, &list)
 		gone = time.Now()
 		return len(list.Sessions) == 0
@@ -422,7 +422,7 @@ func TestCluster_WaiterWhoseCallerLeavesKeepsItsPlace(t *testing.T) {
 	}
 	first, second := l.session(30*time.Second, 0), l.session(30*time.Second, 0)
 	waiters := func() []string {
-		var lk wire.Lock
+		var lk api.Lock
 		l.must("GET", "/v1/locks/q", nil, &lk)
 		var out []string
 		for _, w := range lk.Waiters {
@@ -432,7 +432,7 @@ func TestCluster_WaiterWhoseCallerLeavesKeepsItsPlace(t *testing.T) {
 	}
 
 	// The first waiter queues through the follower, and hangs up.
-	acq := wire.AcquireRequest{Session: first, Wait: wire.Duration(time.Minute), Seq: 1}
+	acq := api.AcquireRequest{Session: first, Wait: api.Duration(time.Minute), Seq: 1}
 	ctx, hangUp := context.WithCancel(context.Background())
 	gone := make(chan error, 1)
 	go func() {
@@ -446,9 +446,9 @@ func TestCluster_WaiterWhoseCallerLeavesKeepsItsPlace(t *testing.T) {
 	}()
 	servertest.WaitFor(t, 5*time.Second, "first waiter to queue", func() bool { return len(waiters()) == 1 })
 	type answer struct {
-		r  wire.AcquireResponse
+		r  api.AcquireResponse
 		st int
-		e  wire.Error
+		e  api.Error
 	}
 	secondGot := make(chan answer, 1)
 	go func() {
@@ -469,12 +469,12 @@ func TestCluster_WaiterWhoseCallerLeavesKeepsItsPlace(t *testing.T) {
 	// The retry, same request number, resumes in place.
 	firstGot := make(chan answer, 1)
 	go func() {
-		var r wire.AcquireResponse
+		var r api.AcquireResponse
 		st, e := l.do("POST", "/v1/locks/q/acquire", acq, &r)
 		firstGot <- answer{r, st, e}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	l.must("POST", "/v1/locks/q/release", wire.SessionRequest{Session: holder}, nil)
+	l.must("POST", "/v1/locks/q/release", api.SessionRequest{Session: holder}, nil)
 	a := <-firstGot
 	if a.st != 200 || a.r.Session != first {
 		t.Fatalf("retry of the first waiter = %d %s %s, want the grant", a.st, a.e.Code, a.e.Message)
@@ -484,7 +484,7 @@ func TestCluster_WaiterWhoseCallerLeavesKeepsItsPlace(t *testing.T) {
 		t.Fatalf("the second waiter was answered %d %s while the first holds the lock", b.st, b.e.Code)
 	default:
 	}
-	l.must("POST", "/v1/locks/q/release", wire.SessionRequest{Session: first}, nil)
+	l.must("POST", "/v1/locks/q/release", api.SessionRequest{Session: first}, nil)
 	if b := <-secondGot; b.st != 200 || b.r.Token <= a.r.Token {
 		t.Fatalf("second waiter = %d %s token %d, want a grant after token %d", b.st, b.e.Code, b.r.Token, a.r.Token)
 	}

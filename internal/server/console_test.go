@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 )
@@ -27,7 +27,7 @@ func TestCluster_LeaderReportsMembersAppliedIndexAndVersion(t *testing.T) {
 	l := newAPI(t, c, leader)
 	l.session(30*time.Second, 0)
 	l.session(30*time.Second, 0)
-	var last wire.Cluster
+	var last api.Cluster
 	servertest.WaitFor(t, 10*time.Second, "every member's applied index to reach the leader's", func() bool {
 		last = l.cluster()
 		for _, m := range last.Members {
@@ -64,8 +64,8 @@ func TestCluster_ElectionShowsGrantWaitersAndLockDelay(t *testing.T) {
 	a := newAPI(t, c, c.WaitLeader())
 	lead, w1, w2 := a.session(30*time.Second, 0), a.session(30*time.Second, 0), a.session(30*time.Second, 0)
 	before := time.Now()
-	a.must("POST", "/v1/elections/boss/campaign", wire.CampaignRequest{Session: lead, Value: "v"}, nil)
-	var e wire.Election
+	a.must("POST", "/v1/elections/boss/campaign", api.CampaignRequest{Session: lead, Value: "v"}, nil)
+	var e api.Election
 	a.must("GET", "/v1/elections/boss", nil, &e)
 	if e.AcquiredAt == nil || e.AcquiredAt.Before(before.Add(-time.Minute)) || len(e.Waiters) != 0 || e.DelayUntil != nil {
 		t.Fatalf("election led by %s: %+v, want acquired_at about now, no waiters, no delay", lead, e)
@@ -73,38 +73,38 @@ func TestCluster_ElectionShowsGrantWaitersAndLockDelay(t *testing.T) {
 	done := make(chan int, 2)
 	for _, w := range []string{w1, w2} {
 		go func() {
-			st, _ := a.do("POST", "/v1/elections/boss/campaign", wire.CampaignRequest{Session: w, Value: w, Wait: wire.Duration(30 * time.Second)}, nil)
+			st, _ := a.do("POST", "/v1/elections/boss/campaign", api.CampaignRequest{Session: w, Value: w, Wait: api.Duration(30 * time.Second)}, nil)
 			done <- st
 		}()
 		servertest.WaitFor(t, 10*time.Second, "the campaign of "+w+" to queue", func() bool {
-			e = wire.Election{}
+			e = api.Election{}
 			a.must("GET", "/v1/elections/boss", nil, &e)
 			return len(e.Waiters) > 0 && e.Waiters[len(e.Waiters)-1].Session == w
 		})
 	}
-	if len(e.Waiters) != 2 || e.Waiters[0].Session != w1 || e.Waiters[1].Session != w2 || e.Waiters[0].Mode != wire.ModeExclusive {
+	if len(e.Waiters) != 2 || e.Waiters[0].Session != w1 || e.Waiters[1].Session != w2 || e.Waiters[0].Mode != api.ModeExclusive {
 		t.Fatalf("waiters %+v, want %s then %s, exclusive", e.Waiters, w1, w2)
 	}
-	var l wire.ElectionList
+	var l api.ElectionList
 	a.must("GET", "/v1/elections", nil, &l)
 	if len(l.Elections) != 1 || len(l.Elections[0].Waiters) != 2 || l.Elections[0].AcquiredAt == nil {
 		t.Fatalf("election list %+v, want boss with its grant time and 2 waiters", l.Elections)
 	}
 	// The waiters leave the queue, the leader expires: a lock-delay.
 	for _, w := range []string{w1, w2} {
-		a.must("POST", "/v1/elections/boss/resign", wire.SessionRequest{Session: w}, nil)
+		a.must("POST", "/v1/elections/boss/resign", api.SessionRequest{Session: w}, nil)
 	}
 	for range 2 {
 		if st := <-done; st == http.StatusOK {
 			t.Fatalf("a campaign that left the queue was granted")
 		}
 	}
-	d := wire.Duration(30 * time.Second)
-	var short wire.Session
-	a.must("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Second), LockDelay: &d}, &short)
-	a.must("POST", "/v1/elections/short/campaign", wire.CampaignRequest{Session: short.ID}, nil)
+	d := api.Duration(30 * time.Second)
+	var short api.Session
+	a.must("POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(time.Second), LockDelay: &d}, &short)
+	a.must("POST", "/v1/elections/short/campaign", api.CampaignRequest{Session: short.ID}, nil)
 	servertest.WaitFor(t, 15*time.Second, "the leader of election short to expire", func() bool {
-		e = wire.Election{}
+		e = api.Election{}
 		a.must("GET", "/v1/elections/short", nil, &e)
 		return e.Session == ""
 	})
@@ -118,14 +118,14 @@ func TestCluster_ElectionShowsGrantWaitersAndLockDelay(t *testing.T) {
 // as in a lock's.
 func TestACL_ElectionWaitersShortenedForOtherTokens(t *testing.T) {
 	c, leader := aclCluster(t, 1)
-	api := aclClient{t: t, base: c.URL(leader)}
+	ac := aclClient{t: t, base: c.URL(leader)}
 	admin := bearer(bootSecret)
-	var reader wire.Token
-	api.must(admin, "POST", "/v1/acl/tokens", wire.CreateTokenRequest{Rules: []acl.Rule{{Kind: acl.Election, Access: acl.Read}}}, http.StatusCreated, &reader)
-	var lead, wait wire.Session
-	api.must(admin, "POST", "/v1/sessions", wire.CreateSessionRequest{}, http.StatusCreated, &lead)
-	api.must(admin, "POST", "/v1/sessions", wire.CreateSessionRequest{}, http.StatusCreated, &wait)
-	api.must(admin, "POST", "/v1/elections/e/campaign", wire.CampaignRequest{Session: lead.ID}, http.StatusOK, nil)
+	var reader api.Token
+	ac.must(admin, "POST", "/v1/acl/tokens", api.CreateTokenRequest{Rules: []acl.Rule{{Kind: acl.Election, Access: acl.Read}}}, http.StatusCreated, &reader)
+	var lead, wait api.Session
+	ac.must(admin, "POST", "/v1/sessions", api.CreateSessionRequest{}, http.StatusCreated, &lead)
+	ac.must(admin, "POST", "/v1/sessions", api.CreateSessionRequest{}, http.StatusCreated, &wait)
+	ac.must(admin, "POST", "/v1/elections/e/campaign", api.CampaignRequest{Session: lead.ID}, http.StatusOK, nil)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -136,18 +136,18 @@ func TestACL_ElectionWaitersShortenedForOtherTokens(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	var e wire.Election
+	var e api.Election
 	servertest.WaitFor(t, 10*time.Second, "the campaign to queue", func() bool {
-		api.must(admin, "GET", "/v1/elections/e", nil, http.StatusOK, &e)
+		ac.must(admin, "GET", "/v1/elections/e", nil, http.StatusOK, &e)
 		return len(e.Waiters) == 1
 	})
 	if e.Waiters[0].Session != wait.ID {
 		t.Fatalf("admin sees waiter %q, want %q", e.Waiters[0].Session, wait.ID)
 	}
-	api.must(bearer(reader.Secret), "GET", "/v1/elections/e", nil, http.StatusOK, &e)
+	ac.must(bearer(reader.Secret), "GET", "/v1/elections/e", nil, http.StatusOK, &e)
 	if len(e.Waiters) != 1 || e.Waiters[0].Session == wait.ID || !strings.HasPrefix(wait.ID, strings.TrimSuffix(e.Waiters[0].Session, "…")) {
 		t.Fatalf("reader sees waiters %+v, want %s shortened", e.Waiters, wait.ID)
 	}
-	api.must(admin, "POST", "/v1/elections/e/resign", wire.SessionRequest{Session: wait.ID}, http.StatusOK, nil)
+	ac.must(admin, "POST", "/v1/elections/e/resign", api.SessionRequest{Session: wait.ID}, http.StatusOK, nil)
 	<-done
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
@@ -82,8 +82,8 @@ func TestDiskFull_NodeSaysSoAndRecovers(t *testing.T) {
 	name := strings.Repeat("n", 200)
 	failed := false
 	for i := 0; i < 20000 && !failed; i++ {
-		var s wire.Session
-		st, _ := a.do("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Hour), Name: name}, &s)
+		var s api.Session
+		st, _ := a.do("POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(time.Hour), Name: name}, &s)
 		switch st {
 		case 201:
 			acked = append(acked, s.ID)
@@ -96,10 +96,10 @@ func TestDiskFull_NodeSaysSoAndRecovers(t *testing.T) {
 	}
 	servertest.WaitFor(t, 20*time.Second, "/readyz to say the disk is full", func() bool {
 		st, e := a.do("GET", "/readyz", nil, nil)
-		return st == 503 && e.Code == wire.CodeStorageFull
+		return st == 503 && e.Code == api.CodeStorageFull
 	})
-	var cl wire.Cluster
-	if st, _ := a.do("GET", "/v1/cluster", nil, &cl); st != 200 || cl.StorageProblem == nil || cl.StorageProblem.Reason != wire.CodeStorageFull {
+	var cl api.Cluster
+	if st, _ := a.do("GET", "/v1/cluster", nil, &cl); st != 200 || cl.StorageProblem == nil || cl.StorageProblem.Reason != api.CodeStorageFull {
 		t.Errorf("GET /v1/cluster on a full disk: %d, storage_problem %+v; want reason storage_full", st, cl.StorageProblem)
 	}
 	if got := metric(t, reg, "lockd_storage_full", nil); got != 1 {
@@ -113,8 +113,8 @@ func TestDiskFull_NodeSaysSoAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	servertest.WaitFor(t, 30*time.Second, "the node to serve again once space is freed", func() bool {
-		var s wire.Session
-		st, _ := a.do("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Hour)}, &s)
+		var s api.Session
+		st, _ := a.do("POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(time.Hour)}, &s)
 		if st == 201 {
 			acked = append(acked, s.ID)
 		}

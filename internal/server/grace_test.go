@@ -103,7 +103,7 @@ func failoverSessions(t *testing.T, unsafe lease.Unsafe) graceRun {
 
 // sessionAlive reads a session on a serving node: true for 200, false for
 // 410. It retries a brief no_leader and fails the test on anything else.
-func sessionAlive(t *testing.T, a *api, id string) bool {
+func sessionAlive(t *testing.T, a *nodeAPI, id string) bool {
 	t.Helper()
 	for range 50 {
 		switch st, e := a.do("GET", "/v1/sessions/"+id, nil, nil); st {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
@@ -136,10 +136,10 @@ func TestCluster_GracefulHandoverNoReadAfterNewLeaderWrote(t *testing.T) {
 		if next < 0 {
 			continue
 		}
-		d := wire.Duration(0)
-		var created wire.Session
+		d := api.Duration(0)
+		var created api.Session
 		if st, _ := newAPI(t, c, next).do("POST", "/v1/sessions",
-			wire.CreateSessionRequest{TTL: wire.Duration(10 * time.Second), LockDelay: &d}, &created); st == 201 {
+			api.CreateSessionRequest{TTL: api.Duration(10 * time.Second), LockDelay: &d}, &created); st == 201 {
 			wrote = time.Now()
 		}
 	}

@@ -11,19 +11,19 @@ import (
 
 	"github.com/lockd/lockd/internal/servertest"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // api is a minimal HTTP client for tests: the real client library lives in
 // client/, and these tests must not depend on it.
-type api struct {
+type nodeAPI struct {
 	t    *testing.T
 	base string
 }
 
 // do sends a JSON request and decodes a JSON response into out (on 2xx).
 // It returns the status and, for errors, the error body.
-func (a *api) do(method, path string, in, out any) (int, wire.Error) {
+func (a *nodeAPI) do(method, path string, in, out any) (int, api.Error) {
 	a.t.Helper()
 	var body io.Reader
 	if in != nil {
@@ -40,12 +40,12 @@ func (a *api) do(method, path string, in, out any) (int, wire.Error) {
 	client := http.Client{Timeout: 30 * time.Second}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, wire.Error{Code: "transport", Message: err.Error()}
+		return 0, api.Error{Code: "transport", Message: err.Error()}
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		var e wire.Error
+		var e api.Error
 		_ = json.Unmarshal(raw, &e)
 		if s := resp.Header.Get("Retry-After"); s != "" {
 			n, _ := strconv.Atoi(s)
@@ -58,37 +58,39 @@ func (a *api) do(method, path string, in, out any) (int, wire.Error) {
 			a.t.Fatalf("%s %s: decode %q: %v", method, path, raw, err)
 		}
 	}
-	return resp.StatusCode, wire.Error{}
+	return resp.StatusCode, api.Error{}
 }
 
 // must sends a request that has to succeed.
-func (a *api) must(method, path string, in, out any) {
+func (a *nodeAPI) must(method, path string, in, out any) {
 	a.t.Helper()
 	if st, e := a.do(method, path, in, out); st >= 300 || st == 0 {
 		a.t.Fatalf("%s %s: %d %s: %s", method, path, st, e.Code, e.Message)
 	}
 }
 
-func (a *api) session(ttl, delay time.Duration) string {
+func (a *nodeAPI) session(ttl, delay time.Duration) string {
 	a.t.Helper()
-	d := wire.Duration(delay)
-	var s wire.Session
-	a.must("POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &d}, &s)
+	d := api.Duration(delay)
+	var s api.Session
+	a.must("POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &d}, &s)
 	return s.ID
 }
 
-func (a *api) acquire(name, session string, wait time.Duration) (wire.AcquireResponse, int, wire.Error) {
+func (a *nodeAPI) acquire(name, session string, wait time.Duration) (api.AcquireResponse, int, api.Error) {
 	a.t.Helper()
-	var r wire.AcquireResponse
-	st, e := a.do("POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: session, Wait: wire.Duration(wait)}, &r)
+	var r api.AcquireResponse
+	st, e := a.do("POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: session, Wait: api.Duration(wait)}, &r)
 	return r, st, e
 }
 
-func (a *api) cluster() wire.Cluster {
+func (a *nodeAPI) cluster() api.Cluster {
 	a.t.Helper()
-	var c wire.Cluster
+	var c api.Cluster
 	a.must("GET", "/v1/cluster", nil, &c)
 	return c
 }
 
-func newAPI(t *testing.T, c *servertest.Cluster, i int) *api { return &api{t: t, base: c.URL(i)} }
+func newAPI(t *testing.T, c *servertest.Cluster, i int) *nodeAPI {
+	return &nodeAPI{t: t, base: c.URL(i)}
+}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/connlimit"
 	"github.com/lockd/lockd/internal/logthrottle"
 )
@@ -56,7 +56,7 @@ func limitListener(l net.Listener, lim connlimit.Limits, port string, logger *sl
 // the longest wait a request may ask for, plus a minute; an idle
 // kept-alive connection is closed after IdleTimeout. There is no
 // ReadTimeout: net/http would cancel a blocking request's context when it
-// fires, in the middle of a wait; a body is at most wire.MaxBody bytes.
+// fires, in the middle of a wait; a body is at most api.MaxBody bytes.
 const (
 	httpReadHeaderTimeout = 10 * time.Second
 	httpIdleTimeout       = 2 * time.Minute
@@ -67,7 +67,7 @@ func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: httpReadHeaderTimeout,
-		WriteTimeout:      max(wire.MaxWait, wire.MaxQueryWait) + time.Minute,
+		WriteTimeout:      max(api.MaxWait, api.MaxQueryWait) + time.Minute,
 		IdleTimeout:       httpIdleTimeout,
 		MaxHeaderBytes:    httpMaxHeaderBytes,
 		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return connlimit.WithConn(ctx, c) },

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
@@ -123,7 +123,7 @@ func delayedAnswerTrial(t *testing.T, c *servertest.Cluster, delay time.Duration
 			default:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			_, err := old.Node().Lock(ctx, "delayed-answers", wire.ReadOptions{Consistent: true})
+			_, err := old.Node().Lock(ctx, "delayed-answers", api.ReadOptions{Consistent: true})
 			cancel()
 			if err != nil {
 				time.Sleep(time.Millisecond) // no leader or lease: do not spin

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 )
@@ -132,7 +132,7 @@ func TestLogs_StateChangesOnceNoLinePerRequest(t *testing.T) {
 
 	// 200 acquires and releases, through the leader and a follower.
 	before := book.infoCount()
-	fronts := []*api{newAPI(t, c, li), newAPI(t, c, fi)}
+	fronts := []*nodeAPI{newAPI(t, c, li), newAPI(t, c, fi)}
 	sessions := []string{fronts[0].session(time.Minute, 0), fronts[1].session(time.Minute, 0)}
 	for i := range 200 {
 		a, s := fronts[i%2], sessions[i%2]
@@ -140,7 +140,7 @@ func TestLogs_StateChangesOnceNoLinePerRequest(t *testing.T) {
 		if _, st, e := a.acquire(name, s, 0); st != 200 {
 			t.Fatalf("acquire %s: %d %s", name, st, e.Message)
 		}
-		a.must("POST", "/v1/locks/"+name+"/release", wire.SessionRequest{Session: s}, nil)
+		a.must("POST", "/v1/locks/"+name+"/release", api.SessionRequest{Session: s}, nil)
 	}
 	if grew := book.infoCount() - before; grew > 5 {
 		book.dump(t)
@@ -176,7 +176,7 @@ func TestLogs_StateChangesOnceNoLinePerRequest(t *testing.T) {
 	gone := c.Nodes[c.Follower(li)]
 	l.must("DELETE", "/v1/cluster/members/"+gone.ID(), nil, nil)
 	once(leader, "removed member", "id="+gone.ID())
-	l.must("POST", "/v1/cluster/members", wire.Member{ID: gone.ID(), Peer: gone.PeerAddr(), HTTP: gone.HTTPURL()}, nil)
+	l.must("POST", "/v1/cluster/members", api.Member{ID: gone.ID(), Peer: gone.PeerAddr(), HTTP: gone.HTTPURL()}, nil)
 	once(leader, "added voter", "id="+gone.ID())
 	if n := len(book.find("", "member added")) + len(book.find("", "member removed")); n != 0 {
 		t.Fatalf("the API logged the membership requests at info as well (%d lines)", n)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
@@ -28,17 +28,17 @@ func waitRemoved(t *testing.T, s *server.Server, within time.Duration) {
 
 // mustAnswerRemoved checks that the node at base answers the API 410
 // removed, /readyz 503 removed, and /healthz 200.
-func mustAnswerRemoved(t *testing.T, a *api) {
+func mustAnswerRemoved(t *testing.T, a *nodeAPI) {
 	t.Helper()
 	for _, path := range []string{"/v1/locks", "/v1/cluster"} {
-		if st, e := a.do("GET", path, nil, nil); st != 410 || e.Code != wire.CodeRemoved {
+		if st, e := a.do("GET", path, nil, nil); st != 410 || e.Code != api.CodeRemoved {
 			t.Errorf("GET %s on a removed node = %d %q, want 410 removed", path, st, e.Code)
 		}
 	}
-	if st, e := a.do("POST", "/v1/sessions", wire.CreateSessionRequest{}, nil); st != 410 || e.Code != wire.CodeRemoved {
+	if st, e := a.do("POST", "/v1/sessions", api.CreateSessionRequest{}, nil); st != 410 || e.Code != api.CodeRemoved {
 		t.Errorf("POST /v1/sessions on a removed node = %d %q, want 410 removed (not forwarded)", st, e.Code)
 	}
-	if st, e := a.do("GET", "/readyz", nil, nil); st != 503 || e.Code != wire.CodeRemoved {
+	if st, e := a.do("GET", "/readyz", nil, nil); st != 503 || e.Code != api.CodeRemoved {
 		t.Errorf("/readyz on a removed node = %d %q, want 503 removed", st, e.Code)
 	}
 	if st, _ := a.do("GET", "/healthz", nil, nil); st != 200 {
@@ -80,7 +80,7 @@ func TestCluster_RemovedFollowerStopsServing(t *testing.T) {
 	}
 
 	// Added back by an operator, it serves again.
-	l.must("POST", "/v1/cluster/members", wire.Member{ID: id, Peer: peer, HTTP: httpURL}, nil)
+	l.must("POST", "/v1/cluster/members", api.Member{ID: id, Peer: peer, HTTP: httpURL}, nil)
 	servertest.WaitFor(t, 10*time.Second, "the node added back to serve", func() bool {
 		st, _ := fol.do("GET", "/readyz", nil, nil)
 		return st == 200
@@ -152,7 +152,7 @@ func TestCluster_RemovedNodeJoinsAgainWithEmptyData(t *testing.T) {
 	for range 300 {
 		l.session(time.Hour, 0) // and more between the removal and the addition
 	}
-	l.must("POST", "/v1/cluster/members", wire.Member{ID: id, Peer: peer, HTTP: httpURL}, nil)
+	l.must("POST", "/v1/cluster/members", api.Member{ID: id, Peer: peer, HTTP: httpURL}, nil)
 	// The leader's messages reach it late, as on a slow link or a busy
 	// machine: its replay takes many round trips, and the node looks at
 	// its configuration between them.
@@ -180,13 +180,13 @@ func TestCluster_RemovedNodeJoinsAgainWithEmptyData(t *testing.T) {
 func TestCluster_MemberErrors(t *testing.T) {
 	c := servertest.New(t, 1)
 	l := newAPI(t, c, c.WaitLeader())
-	if st, e := l.do("DELETE", "/v1/cluster/members/n9", nil, nil); st != 404 || e.Code != wire.CodeNotFound {
+	if st, e := l.do("DELETE", "/v1/cluster/members/n9", nil, nil); st != 404 || e.Code != api.CodeNotFound {
 		t.Errorf("removing an unknown member = %d %q, want 404 not_found", st, e.Code)
 	}
-	if st, e := l.do("DELETE", "/v1/cluster/members/n1", nil, nil); st != 400 || e.Code != wire.CodeBadRequest {
+	if st, e := l.do("DELETE", "/v1/cluster/members/n1", nil, nil); st != 400 || e.Code != api.CodeBadRequest {
 		t.Errorf("removing the last voter = %d %q %s, want 400 bad_request", st, e.Code, e.Message)
 	}
-	if st, e := l.do("POST", "/v1/cluster/leader-transfer", nil, nil); st != 400 || e.Code != wire.CodeBadRequest {
+	if st, e := l.do("POST", "/v1/cluster/leader-transfer", nil, nil); st != 400 || e.Code != api.CodeBadRequest {
 		t.Errorf("transfer in a one-node cluster = %d %q %s, want 400 bad_request", st, e.Code, e.Message)
 	}
 	if c.Nodes[0].Node().Removal() != nil {
@@ -216,10 +216,10 @@ func TestCluster_LeaderTransfer(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"n9", 404, wire.CodeNotFound},
-		{c.Nodes[leader].ID(), 400, wire.CodeBadRequest},
+		{"n9", 404, api.CodeNotFound},
+		{c.Nodes[leader].ID(), 400, api.CodeBadRequest},
 	} {
-		if st, e := via.do("POST", "/v1/cluster/leader-transfer", wire.TransferRequest{To: tt.to}, nil); st != tt.status || e.Code != tt.code {
+		if st, e := via.do("POST", "/v1/cluster/leader-transfer", api.TransferRequest{To: tt.to}, nil); st != tt.status || e.Code != tt.code {
 			t.Errorf("transfer to %s = %d %q %s, want %d %s", tt.to, st, e.Code, e.Message, tt.status, tt.code)
 		}
 	}
@@ -244,16 +244,16 @@ func TestCluster_LeaderTransfer(t *testing.T) {
 				return
 			default:
 			}
-			a := &api{t: t, base: c.URL(i % 3)}
+			a := &nodeAPI{t: t, base: c.URL(i % 3)}
 			seq++
-			var r wire.AcquireResponse
-			st, e := a.do("POST", "/v1/locks/moving/acquire", wire.AcquireRequest{Session: sid, Seq: seq}, &r)
+			var r api.AcquireResponse
+			st, e := a.do("POST", "/v1/locks/moving/acquire", api.AcquireRequest{Session: sid, Seq: seq}, &r)
 			if st == 200 {
 				mu.Lock()
 				tokens = append(tokens, r.Token)
 				mu.Unlock()
 			}
-			if st == 200 || e.Code == wire.CodeTimeout || st == 0 {
+			if st == 200 || e.Code == api.CodeTimeout || st == 0 {
 				// Held, or perhaps held: release before the next round.
 				for range 200 {
 					seq++
@@ -269,8 +269,8 @@ func TestCluster_LeaderTransfer(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 
 	target := c.Nodes[other].ID()
-	var res wire.TransferResponse
-	via.must("POST", "/v1/cluster/leader-transfer", wire.TransferRequest{To: target}, &res)
+	var res api.TransferResponse
+	via.must("POST", "/v1/cluster/leader-transfer", api.TransferRequest{To: target}, &res)
 	if res.From != c.Nodes[leader].ID() || res.Leader.ID != target {
 		t.Fatalf("transfer answered %+v, want from %s to %s", res, c.Nodes[leader].ID(), target)
 	}
@@ -321,9 +321,9 @@ func TestCluster_LeaderTransfer(t *testing.T) {
 
 // release releases the lock moving; nil when the session no longer
 // holds it.
-func (a *api) release(sid string, seq uint64) error {
-	st, e := a.do("POST", "/v1/locks/moving/release", wire.SessionRequest{Session: sid, Seq: seq}, nil)
-	if st == 200 || e.Code == wire.CodeNotHolder {
+func (a *nodeAPI) release(sid string, seq uint64) error {
+	st, e := a.do("POST", "/v1/locks/moving/release", api.SessionRequest{Session: sid, Seq: seq}, nil)
+	if st == 200 || e.Code == api.CodeNotHolder {
 		return nil
 	}
 	return fmt.Errorf("%d %s", st, e.Code)
@@ -340,7 +340,7 @@ func TestCluster_TransferToUnreachableRefused(t *testing.T) {
 	t.Cleanup(func() { c.Heal(f) })
 	time.Sleep(c.Nodes[leader].Config().Node.HeartbeatTimeout * 2)
 	l := newAPI(t, c, leader)
-	if st, e := l.do("POST", "/v1/cluster/leader-transfer", wire.TransferRequest{To: c.Nodes[f].ID()}, nil); st != 504 || e.Code != wire.CodeTimeout {
+	if st, e := l.do("POST", "/v1/cluster/leader-transfer", api.TransferRequest{To: c.Nodes[f].ID()}, nil); st != 504 || e.Code != api.CodeTimeout {
 		t.Fatalf("transfer to a cut-off node = %d %q %s, want 504 timeout", st, e.Code, e.Message)
 	}
 	if ok, _ := c.Nodes[leader].Node().Leader(); !ok || c.Nodes[leader].Node().Ready(t.Context()) != nil {
@@ -360,8 +360,8 @@ func TestCluster_FailedTransferHandsOver(t *testing.T) {
 	l := newAPI(t, c, leader)
 	c.Isolate(f)
 	t.Cleanup(func() { c.Heal(f) })
-	st, e := l.do("POST", "/v1/cluster/leader-transfer", wire.TransferRequest{To: c.Nodes[f].ID()}, nil)
-	if st != 504 || e.Code != wire.CodeTimeout || !strings.Contains(e.Message, "failed") {
+	st, e := l.do("POST", "/v1/cluster/leader-transfer", api.TransferRequest{To: c.Nodes[f].ID()}, nil)
+	if st != 504 || e.Code != api.CodeTimeout || !strings.Contains(e.Message, "failed") {
 		t.Skipf("the transfer was not tried and failed (%d %q %s): the precheck ran after the cut", st, e.Code, e.Message)
 	}
 	if c.Nodes[leader].Node().Ready(t.Context()) == nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 )
@@ -56,12 +56,12 @@ func TestMetrics_ServedAndBounded(t *testing.T) {
 	c := servertest.NewWith(t, 3, func(_ int, cfg *server.Config) { cfg.Metrics = prometheus.NewRegistry() })
 	leader := c.WaitLeader()
 	follower := c.Follower(leader)
-	api := aclClient{t: t, base: c.URL(follower)}
-	var s wire.Session
-	api.must("", "POST", "/v1/sessions", wire.CreateSessionRequest{}, 201, &s)
+	ac := aclClient{t: t, base: c.URL(follower)}
+	var s api.Session
+	ac.must("", "POST", "/v1/sessions", api.CreateSessionRequest{}, 201, &s)
 	cycle := func(name string) {
-		api.must("", "POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: s.ID}, 200, nil)
-		api.must("", "POST", "/v1/locks/"+name+"/release", wire.SessionRequest{Session: s.ID}, 200, nil)
+		ac.must("", "POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: s.ID}, 200, nil)
+		ac.must("", "POST", "/v1/locks/"+name+"/release", api.SessionRequest{Session: s.ID}, 200, nil)
 	}
 	cycle("m/0")
 	lead := scrape(t, c.URL(leader))
@@ -103,11 +103,11 @@ func TestMetrics_NeedsATokenWithACLs(t *testing.T) {
 		cfg.ACL = true
 		cfg.Node.ACLBootstrapSecret = bootSecret
 	})
-	api := aclClient{t: t, base: c.URL(c.WaitLeader())}
+	ac := aclClient{t: t, base: c.URL(c.WaitLeader())}
 	servertest.WaitFor(t, 10e9, "the bootstrap token", func() bool {
-		return api.do(bearer(bootSecret), "GET", "/metrics", nil).status == 200
+		return ac.do(bearer(bootSecret), "GET", "/metrics", nil).status == 200
 	})
-	if a := api.do("", "GET", "/metrics", nil); a.status != 401 {
+	if a := ac.do("", "GET", "/metrics", nil); a.status != 401 {
 		t.Fatalf("/metrics without a token: %d", a.status)
 	}
 }

@@ -9,8 +9,8 @@ import (
 // withPprof serves the profiles under /debug/pprof/ and leaves every
 // other path to the API.
 func TestWithPprof(t *testing.T) {
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	h := withPprof(api)
+	nodeAPI := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h := withPprof(nodeAPI)
 	for path, want := range map[string]int{
 		"/debug/pprof/":        http.StatusOK,
 		"/debug/pprof/cmdline": http.StatusOK,

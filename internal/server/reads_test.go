@@ -12,7 +12,7 @@ import (
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/lease"
 )
 
@@ -27,20 +27,20 @@ func TestCluster_BlockingQueryReturnsOnChangeOrAtWait(t *testing.T) {
 	c := servertest.New(t, 3)
 	f := newAPI(t, c, c.Follower(c.WaitLeader()))
 	a, b := f.session(30*time.Second, 0), f.session(30*time.Second, 0)
-	acquireShared := func(name, sid string) wire.AcquireResponse {
+	acquireShared := func(name, sid string) api.AcquireResponse {
 		t.Helper()
-		var r wire.AcquireResponse
-		f.must("POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: sid, Mode: "shared"}, &r)
+		var r api.AcquireResponse
+		f.must("POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: sid, Mode: "shared"}, &r)
 		return r
 	}
 	first := acquireShared("bq", a)
-	var l wire.Lock
+	var l api.Lock
 	f.must("GET", "/v1/locks/bq", nil, &l)
 	if l.ModifyIndex != first.Token {
 		t.Fatalf("lock bq at modify_index %d, want %d (its grant)", l.ModifyIndex, first.Token)
 	}
 
-	q := blockingGet[wire.Lock](f, fmt.Sprintf("/v1/locks/bq?index=%d&wait=20s", l.ModifyIndex))
+	q := blockingGet[api.Lock](f, fmt.Sprintf("/v1/locks/bq?index=%d&wait=20s", l.ModifyIndex))
 	q.expectPending(t, "before any write")
 	acquireShared("other", a)
 	f.session(30*time.Second, 0)
@@ -53,20 +53,20 @@ func TestCluster_BlockingQueryReturnsOnChangeOrAtWait(t *testing.T) {
 	}
 
 	// Nothing changes: it returns at wait with the same index.
-	idle := blockingGet[wire.Lock](f, fmt.Sprintf("/v1/locks/bq?index=%d&wait=1500ms", got.ModifyIndex))
+	idle := blockingGet[api.Lock](f, fmt.Sprintf("/v1/locks/bq?index=%d&wait=1500ms", got.ModifyIndex))
 	idle.expectPending(t, "with no write")
 	if same := idle.result(t, 10*time.Second); same.ModifyIndex != got.ModifyIndex {
 		t.Fatalf("idle blocking query returned modify_index %d, want %d", same.ModifyIndex, got.ModifyIndex)
 	}
 
 	// Elections have blocking queries too.
-	var e wire.Election
+	var e api.Election
 	f.must("GET", "/v1/elections/boss", nil, &e)
-	eq := blockingGet[wire.Election](f, fmt.Sprintf("/v1/elections/boss?index=%d&wait=20s", e.ModifyIndex))
+	eq := blockingGet[api.Election](f, fmt.Sprintf("/v1/elections/boss?index=%d&wait=20s", e.ModifyIndex))
 	eq.expectPending(t, "before the campaign")
 	acquireShared("bq", f.session(30*time.Second, 0))
 	eq.expectPending(t, "after a write to a lock")
-	f.must("POST", "/v1/elections/boss/campaign", wire.CampaignRequest{Session: a, Value: "v"}, nil)
+	f.must("POST", "/v1/elections/boss/campaign", api.CampaignRequest{Session: a, Value: "v"}, nil)
 	if ge := eq.result(t, 10*time.Second); ge.Session != a || ge.ModifyIndex <= e.ModifyIndex {
 		t.Fatalf("election blocking query returned leader %q at %d, want %q after %d", ge.Session, ge.ModifyIndex, a, e.ModifyIndex)
 	}
@@ -81,10 +81,10 @@ type pendingGet[T any] struct {
 type pendingResult[T any] struct {
 	v   T
 	st  int
-	err wire.Error
+	err api.Error
 }
 
-func blockingGet[T any](a *api, path string) *pendingGet[T] {
+func blockingGet[T any](a *nodeAPI, path string) *pendingGet[T] {
 	q := &pendingGet[T]{path: path, done: make(chan pendingResult[T], 1)}
 	go func() {
 		var r pendingResult[T]
@@ -124,12 +124,12 @@ func TestCluster_ConsistentReadsConfirmQuorum(t *testing.T) {
 	c := servertest.New(t, 3, func(nc *lease.Config) { nc.LeaderLeaseTimeout = nc.HeartbeatTimeout })
 	leader := c.WaitLeader()
 	l := newAPI(t, c, leader)
-	var lk wire.Lock
+	var lk api.Lock
 	l.must("GET", "/v1/locks/c?consistent", nil, &lk)
 	c.Isolate(leader)
 	// Cut off, the leader cannot confirm a quorum: consistent reads fail
 	// at once, whatever the lease says.
-	if st, e := l.do("GET", "/v1/locks/c?consistent", nil, nil); st != 503 || e.Code != wire.CodeNoLeader {
+	if st, e := l.do("GET", "/v1/locks/c?consistent", nil, nil); st != 503 || e.Code != api.CodeNoLeader {
 		t.Fatalf("consistent read on a cut-off leader = %d %q, want 503 no_leader", st, e.Code)
 	}
 	// Stale reads are still answered locally.
@@ -158,7 +158,7 @@ func TestCluster_JoinAndRemoveMember(t *testing.T) {
 		return false
 	})
 	// The new member serves the API by forwarding.
-	four := &api{t: t, base: s4.HTTPURL()}
+	four := &nodeAPI{t: t, base: s4.HTTPURL()}
 	servertest.WaitFor(t, 10*time.Second, "n4 to be ready", func() bool {
 		st, _ := four.do("GET", "/readyz", nil, nil)
 		return st == 200
@@ -171,7 +171,7 @@ func TestCluster_JoinAndRemoveMember(t *testing.T) {
 			t.Fatalf("n4 still a member after removal: %+v", m)
 		}
 	}
-	if st, e := l.do("DELETE", "/v1/cluster/members/n9", nil, nil); st != 404 || e.Code != wire.CodeNotFound {
+	if st, e := l.do("DELETE", "/v1/cluster/members/n9", nil, nil); st != 404 || e.Code != api.CodeNotFound {
 		t.Fatalf("removing an unknown member = %d %q, want 404 not_found", st, e.Code)
 	}
 }
@@ -193,7 +193,7 @@ func TestCluster_GracefulLeaderCloseHandsOver(t *testing.T) {
 	if next == leader {
 		t.Fatal("closed node still leads")
 	}
-	var got wire.Lock
+	var got api.Lock
 	newAPI(t, c, next).must("GET", "/v1/locks/g", nil, &got)
 	if len(got.Holders) != 1 || got.Holders[0].Token != r.Token {
 		t.Fatalf("lock after handover = %+v", got)
@@ -220,12 +220,12 @@ func TestCluster_RawBadInput(t *testing.T) {
 		status     int
 		code       string
 	}{
-		{"/v1/sessions", `{"ttl":`, 400, wire.CodeBadRequest},
-		{"/v1/sessions", `{"ttl":"25h"}`, 400, wire.CodeBadRequest},
-		{"/v1/sessions", `{"lock_delay":"2m"}`, 400, wire.CodeBadRequest},
-		{"/v1/locks/a/acquire", `not json`, 400, wire.CodeBadRequest},
-		{"/v1/locks/a/acquire", `{"session":"x"} trailing`, 400, wire.CodeBadRequest},
-		{"/v1/sessions", `{"name":"` + strings.Repeat("x", 1<<20) + `"}`, 413, wire.CodeTooLarge},
+		{"/v1/sessions", `{"ttl":`, 400, api.CodeBadRequest},
+		{"/v1/sessions", `{"ttl":"25h"}`, 400, api.CodeBadRequest},
+		{"/v1/sessions", `{"lock_delay":"2m"}`, 400, api.CodeBadRequest},
+		{"/v1/locks/a/acquire", `not json`, 400, api.CodeBadRequest},
+		{"/v1/locks/a/acquire", `{"session":"x"} trailing`, 400, api.CodeBadRequest},
+		{"/v1/sessions", `{"name":"` + strings.Repeat("x", 1<<20) + `"}`, 413, api.CodeTooLarge},
 	}
 	for _, tt := range tests {
 		st, body := post(tt.path, tt.body)
@@ -246,15 +246,15 @@ func TestCluster_LateRequestIsIgnored(t *testing.T) {
 	c := servertest.New(t, 3)
 	l := newAPI(t, c, c.WaitLeader())
 	sid := l.session(30*time.Second, 0)
-	acq := wire.AcquireRequest{Session: sid, Seq: 1}
+	acq := api.AcquireRequest{Session: sid, Seq: 1}
 	l.must("POST", "/v1/locks/z/acquire", acq, nil)
-	l.must("POST", "/v1/locks/z/release", wire.SessionRequest{Session: sid, Seq: 2}, nil)
+	l.must("POST", "/v1/locks/z/release", api.SessionRequest{Session: sid, Seq: 2}, nil)
 	// The lock is free: the refusal says the request repeats one applied,
 	// not that another session holds the lock.
-	if st, e := l.do("POST", "/v1/locks/z/acquire", acq, nil); st != 409 || e.Code != wire.CodeRepeated {
+	if st, e := l.do("POST", "/v1/locks/z/acquire", acq, nil); st != 409 || e.Code != api.CodeRepeated {
 		t.Fatalf("late acquire = %d %q, want 409 request_repeated", st, e.Code)
 	}
-	var lk wire.Lock
+	var lk api.Lock
 	l.must("GET", "/v1/locks/z", nil, &lk)
 	if len(lk.Holders) != 0 {
 		t.Fatalf("late acquire re-granted the lock: %+v", lk.Holders)

@@ -21,9 +21,9 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/classic"
 	"github.com/lockd/lockd/httpapi"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/connlimit"
 	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/peerhttp"
@@ -221,9 +221,9 @@ func Start(cfg Config) (*Server, error) {
 		hc.Faults = faultInjector{s.mux.Faults()}
 		hc.Clock = skew
 	}
-	api := httpapi.New(hc)
+	handler := httpapi.New(hc)
 	if cfg.Metrics != nil {
-		err := errors.Join(node.RegisterMetrics(cfg.Metrics), api.RegisterMetrics(cfg.Metrics),
+		err := errors.Join(node.RegisterMetrics(cfg.Metrics), handler.RegisterMetrics(cfg.Metrics),
 			cfg.Metrics.Register(newConnCollector(s.conns)))
 		if s.el != nil && err == nil {
 			err = cfg.Metrics.Register(newClassicCollector(s.el, s.el.Stats().Algorithm))
@@ -235,9 +235,9 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
-	s.api = api
-	s.serveLogged("forwarded requests", func() error { return peerhttp.Serve(fwd, api, s.log) })
-	var h http.Handler = api
+	s.api = handler
+	s.serveLogged("forwarded requests", func() error { return peerhttp.Serve(fwd, handler, s.log) })
+	var h http.Handler = handler
 	if cfg.Pprof {
 		h = withPprof(h)
 	}
@@ -297,11 +297,11 @@ func (s *Server) newNode() (*lease.Node, error) {
 }
 
 // describeClassic adds the elector's view and counters to GET /v1/cluster.
-func (s *Server) describeClassic(c *wire.Cluster) {
+func (s *Server) describeClassic(c *api.Cluster) {
 	st := s.el.Stats()
 	c.Mode = string(st.Algorithm)
-	es := &wire.ElectionStats{Algorithm: string(st.Algorithm), InElection: st.InElection,
-		ElectionsStarted: st.ElectionsStarted, LastElection: wire.Duration(st.LastElection),
+	es := &api.ElectionStats{Algorithm: string(st.Algorithm), InElection: st.InElection,
+		ElectionsStarted: st.ElectionsStarted, LastElection: api.Duration(st.LastElection),
 		Sent: map[string]uint64{}, Received: map[string]uint64{}, Group: st.Group,
 		Role: st.Role, Slaves: st.Slaves}
 	for k, v := range st.Sent {
@@ -389,7 +389,7 @@ func (s *Server) Abort() error {
 func (s *Server) register() {
 	defer s.wg.Done()
 	nc := s.cfg.Node
-	m := wire.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr, Voter: !nc.NonVoter}
+	m := api.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr, Voter: !nc.NonVoter}
 	target := strings.TrimRight(nc.Join, "/")
 	if target != "" && !strings.Contains(target, "://") {
 		target = s.scheme() + target
@@ -456,7 +456,7 @@ func httpHost(addr string) string {
 	return strings.TrimRight(addr, "/")
 }
 
-func (s *Server) registered(m wire.Member) bool {
+func (s *Server) registered(m api.Member) bool {
 	return s.Registered(m.ID, m.Peer, m.HTTP) && s.inConfiguration()
 }
 
@@ -548,8 +548,8 @@ func permanentJoinError(err error) bool {
 	return false
 }
 
-func postMember(hc *http.Client, base string, m wire.Member, token string) error {
-	add := wire.AddMember{Member: m}
+func postMember(hc *http.Client, base string, m api.Member, token string) error {
+	add := api.AddMember{Member: m}
 	if !m.Voter {
 		add.Voter = &m.Voter // a non-voter (--non-voter); a member keeps its role anyway
 	}
@@ -570,7 +570,7 @@ func postMember(hc *http.Client, base string, m wire.Member, token string) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e wire.Error
+		var e api.Error
 		_ = json.NewDecoder(resp.Body).Decode(&e) // without the API's error body, the status says it
 		return &joinRefused{status: resp.StatusCode, msg: e.Message}
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/connlimit"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
@@ -64,7 +64,7 @@ func slowBodyAuth(from, addr, path, auth string, within time.Duration) slowAnswe
 		}
 		return slowAnswer{ended: time.Since(start)} // closed without an answer
 	}
-	var e wire.Error
+	var e api.Error
 	_ = json.NewDecoder(resp.Body).Decode(&e)
 	_ = resp.Body.Close()
 	// The node closes the connection after such an answer.
@@ -123,14 +123,14 @@ func TestSlowBodies_CapsAndTheBodyTimeoutKeepTheNodeServing(t *testing.T) {
 		switch {
 		case a.err != nil:
 			t.Errorf("slow connection %d: %v", i, a.err)
-		case a.status == http.StatusRequestTimeout && a.code == wire.CodeRequestTimeout:
+		case a.status == http.StatusRequestTimeout && a.code == api.CodeRequestTimeout:
 			held++
 			// Liveness, not speed: the bound is the timeout plus a slack
 			// that a loaded machine cannot reach.
 			if a.ended < bodyTimeout || a.ended > bodyTimeout+8*time.Second {
 				t.Errorf("slow connection %d: answered 408 after %v, want about %v", i, a.ended, bodyTimeout)
 			}
-		case a.status == http.StatusTooManyRequests && a.code == wire.CodeTooMany, a.status == 0:
+		case a.status == http.StatusTooManyRequests && a.code == api.CodeTooMany, a.status == 0:
 			refused++
 		default:
 			t.Errorf("slow connection %d: answered %d %q", i, a.status, a.code)
@@ -192,12 +192,12 @@ func TestConnLimits_TotalAnswers503(t *testing.T) {
 			return false
 		}
 		defer resp.Body.Close()
-		var e wire.Error
+		var e api.Error
 		_ = json.NewDecoder(resp.Body).Decode(&e)
 		if resp.StatusCode == http.StatusOK {
 			return false
 		}
-		if resp.StatusCode != http.StatusServiceUnavailable || e.Code != wire.CodeOverloaded || resp.Header.Get("Retry-After") == "" || !resp.Close {
+		if resp.StatusCode != http.StatusServiceUnavailable || e.Code != api.CodeOverloaded || resp.Header.Get("Retry-After") == "" || !resp.Close {
 			t.Fatalf("past the total: %s %q, Retry-After %q, close %v; want 503 overloaded, Retry-After, Connection: close",
 				resp.Status, e.Code, resp.Header.Get("Retry-After"), resp.Close)
 		}
@@ -250,10 +250,10 @@ func refusedConns(t *testing.T, reg *prometheus.Registry, limit string) float64 
 // arrives here, so an answer other than 408 shows the order.
 func TestSlowBodies_NoTokenIsRefusedBeforeTheBody(t *testing.T) {
 	c, leader := aclCluster(t, 3)
-	api := aclClient{t: t, base: c.URL(leader)}
-	var ro wire.Token
+	ac := aclClient{t: t, base: c.URL(leader)}
+	var ro api.Token
 	rule, _ := acl.ParseRule("lock:a/:read")
-	api.must(bearer(bootSecret), "POST", "/v1/acl/tokens", wire.CreateTokenRequest{Rules: []acl.Rule{rule}}, http.StatusCreated, &ro)
+	ac.must(bearer(bootSecret), "POST", "/v1/acl/tokens", api.CreateTokenRequest{Rules: []acl.Rule{rule}}, http.StatusCreated, &ro)
 	fol := c.Follower(leader)
 	servertest.WaitFor(t, 10*time.Second, "the follower to know the new token", func() bool {
 		_, ok := c.Nodes[fol].Node().ResolveToken(ro.Secret)
@@ -262,9 +262,9 @@ func TestSlowBodies_NoTokenIsRefusedBeforeTheBody(t *testing.T) {
 	for _, node := range []int{leader, fol} {
 		addr := strings.TrimPrefix(c.URL(node), "http://")
 		for _, tc := range []struct{ auth, path, code string }{
-			{"", "/v1/sessions", wire.CodeUnauthorized},
-			{"Basic abc", "/v1/sessions", wire.CodeUnauthorized},
-			{bearer(ro.Secret), "/v1/locks/b/x/acquire", wire.CodeForbidden},
+			{"", "/v1/sessions", api.CodeUnauthorized},
+			{"Basic abc", "/v1/sessions", api.CodeUnauthorized},
+			{bearer(ro.Secret), "/v1/locks/b/x/acquire", api.CodeForbidden},
 		} {
 			got := slowBodyAuth("127.0.0.9", addr, tc.path, tc.auth, 30*time.Second)
 			if got.err != nil || got.code != tc.code {

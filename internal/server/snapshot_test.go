@@ -3,7 +3,7 @@ package server_test
 import (
 	"testing"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
 )
@@ -19,7 +19,7 @@ func TestCluster_SnapshotConfirmsQuorum(t *testing.T) {
 		t.Fatalf("snapshot from the leader = %d %+v", st, e)
 	}
 	c.Isolate(leader)
-	if st, e := l.do("GET", "/v1/snapshot", nil, nil); st != 503 || e.Code != wire.CodeNoLeader {
+	if st, e := l.do("GET", "/v1/snapshot", nil, nil); st != 503 || e.Code != api.CodeNoLeader {
 		t.Fatalf("snapshot from a cut-off leader = %d %q, want 503 no_leader", st, e.Code)
 	}
 	c.Heal(leader)

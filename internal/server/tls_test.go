@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/internal/servertest"
@@ -53,11 +53,11 @@ func TestTLS_HTTPSAndPeerMTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plain HTTP: %v", err)
 	}
-	var perr wire.Error
+	var perr api.Error
 	derr := json.NewDecoder(resp.Body).Decode(&perr)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" || derr != nil ||
-		perr.Code != wire.CodeBadRequest || !strings.Contains(perr.Message, "use an https:// URL") {
+		perr.Code != api.CodeBadRequest || !strings.Contains(perr.Message, "use an https:// URL") {
 		t.Fatalf("plain HTTP answered %s %q %+v (%v), want 400 bad_request in JSON", resp.Status, resp.Header.Get("Content-Type"), perr, derr)
 	}
 
@@ -81,12 +81,12 @@ func TestTLS_HTTPSAndPeerMTLS(t *testing.T) {
 		}
 		return resp.Header
 	}
-	var s wire.Session
+	var s api.Session
 	hdr := post(c.URL(follower)+"/v1/sessions", `{"ttl":"10s"}`, &s)
-	if got := hdr.Get(wire.HeaderLeader); got != c.URL(leader) {
+	if got := hdr.Get(api.HeaderLeader); got != c.URL(leader) {
 		t.Fatalf("X-Lockd-Leader through the follower = %q, want %q", got, c.URL(leader))
 	}
-	var a wire.AcquireResponse
+	var a api.AcquireResponse
 	post(c.URL(follower)+"/v1/locks/tls/a/acquire", `{"session":"`+s.ID+`"}`, &a)
 	if a.Token == 0 {
 		t.Fatalf("acquire through the follower: %+v", a)

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/proccluster"
 )
 
@@ -99,7 +99,7 @@ func (k *killVoter) Heal(ctx context.Context, env *Env) error {
 		k.victim = nil
 		return v.Start(env.Binary)
 	}
-	var ms []wire.Member
+	var ms []api.Member
 	for {
 		leader := env.Cluster.Leader(ctx)
 		if leader != nil {
@@ -155,7 +155,7 @@ func rejoinAsNonVoter(ctx context.Context, env *Env, n *proccluster.Node) error 
 	}
 }
 
-func hasMember(ms []wire.Member, id string) bool {
+func hasMember(ms []api.Member, id string) bool {
 	for _, m := range ms {
 		if m.ID == id {
 			return true

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
@@ -325,7 +325,7 @@ func behind(ctx context.Context, leader, n *proccluster.Node) bool {
 
 // lastIndex is the index of a node's last log entry, which Raft's vote
 // check compares (the applied index where the node does not say).
-func lastIndex(st wire.Cluster) uint64 {
+func lastIndex(st api.Cluster) uint64 {
 	if st.LastLogIndex != 0 {
 		return st.LastLogIndex
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/proccluster"
 )
 
@@ -148,7 +148,7 @@ func TestFaultKill(t *testing.T) {
 }
 
 // delayedOn returns the node that has delay rules in force and its rules.
-func delayedOn(t *testing.T, env *Env) (*proccluster.Node, map[string]wire.FaultRules) {
+func delayedOn(t *testing.T, env *Env) (*proccluster.Node, map[string]api.FaultRules) {
 	t.Helper()
 	for _, n := range env.Cluster.Nodes {
 		if r := faultRules(t, n); len(r) > 0 {

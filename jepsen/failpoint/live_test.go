@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 )
@@ -58,7 +58,7 @@ func liveEnv(t *testing.T) *Env {
 }
 
 // status reads a node's GET /v1/cluster (zero on error).
-func status(n *proccluster.Node) wire.Cluster {
+func status(n *proccluster.Node) api.Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	st, _ := n.Status(ctx)
@@ -93,7 +93,7 @@ func holdsFor(d time.Duration, cond func() bool) bool {
 func write(n *proccluster.Node) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return n.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Minute)}, nil)
+	return n.Do(ctx, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(time.Minute)}, nil)
 }
 
 // leaderAmong waits until one of ns leads with a master lease and returns
@@ -237,10 +237,10 @@ func TestFaultPartitions(t *testing.T) {
 }
 
 // faultRules reads the transport fault rules in force on n, by peer.
-func faultRules(t *testing.T, n *proccluster.Node) map[string]wire.FaultRules {
+func faultRules(t *testing.T, n *proccluster.Node) map[string]api.FaultRules {
 	t.Helper()
 	var out struct {
-		Faults map[string]wire.FaultRules `json:"faults"`
+		Faults map[string]api.FaultRules `json:"faults"`
 	}
 	if err := n.Do(context.Background(), "GET", "/v1/debug/faults", nil, &out); err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
@@ -112,7 +112,7 @@ func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, re
 			}
 			r.Seen = fmt.Sprintf("leader %s token %d", l.Session, l.Token)
 		} else {
-			var lk wire.Lock
+			var lk api.Lock
 			lk, err = cl.Lock(rctx, d.Name, client.Consistent)
 			r.Token = holderToken(lk, s.ID())
 			r.Seen = fmt.Sprintf("holders %v", lk.Holders)
@@ -139,7 +139,7 @@ func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, re
 		len(survivors), survivorCheck, survivorTTL))
 	v.Cover(len(want)+len(survivors), "names and sessions", "%d locks and elections and %d sessions compared across kill -9 and restart of every node",
 		len(want), len(survivors))
-	var st wire.Cluster
+	var st api.Cluster
 	for _, n := range c.Nodes {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		st, err = n.Status(rctx)
@@ -225,7 +225,7 @@ func compareDurable(want []durableName, got map[string]durableName) []string {
 	return out
 }
 
-func holderToken(l wire.Lock, session string) uint64 {
+func holderToken(l api.Lock, session string) uint64 {
 	for _, h := range l.Holders {
 		if h.Session == session {
 			return h.Token
@@ -269,16 +269,16 @@ func takeSurvivors(ctx context.Context, c *proccluster.Cluster) ([]survivor, err
 	if err != nil {
 		return nil, err
 	}
-	ttl, zero := wire.Duration(survivorTTL), wire.Duration(0)
+	ttl, zero := api.Duration(survivorTTL), api.Duration(0)
 	var out []survivor
 	for i := range survivorCount {
-		var s wire.Session
-		if err := l.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: ttl, LockDelay: &zero, Name: "survivor"}, &s); err != nil {
+		var s api.Session
+		if err := l.Do(ctx, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: ttl, LockDelay: &zero, Name: "survivor"}, &s); err != nil {
 			return nil, err
 		}
 		sv := survivor{ID: s.ID, Lock: fmt.Sprintf("%s%d", survivorLock, i)}
-		var r wire.AcquireResponse
-		if err := l.Do(ctx, "POST", "/v1/locks/"+sv.Lock+"/acquire", wire.AcquireRequest{Session: s.ID}, &r); err != nil {
+		var r api.AcquireResponse
+		if err := l.Do(ctx, "POST", "/v1/locks/"+sv.Lock+"/acquire", api.AcquireRequest{Session: s.ID}, &r); err != nil {
 			return nil, err
 		}
 		sv.Token = r.Token
@@ -315,7 +315,7 @@ func seeSurvivors(ctx context.Context, c *proccluster.Cluster, survivors []survi
 	out := make([]survivorSeen, len(survivors))
 	for i, sv := range survivors {
 		out[i].Exists = live[sv.ID]
-		var lk wire.Lock
+		var lk api.Lock
 		if err := l.Do(ctx, "GET", "/v1/locks/"+sv.Lock+"?consistent", nil, &lk); err != nil {
 			out[i].Err = err.Error()
 		}
@@ -384,5 +384,5 @@ const keepAliveTries = 30
 // definite reports whether a keepalive's outcome says whether the session
 // lives: accepted, or refused as expired.
 func definite(err error) bool {
-	return err == nil || wire.CodeOf(err) == wire.CodeSessionExpired
+	return err == nil || api.CodeOf(err) == api.CodeSessionExpired
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
@@ -150,9 +150,9 @@ func TestDurability_OnlyADefiniteKeepaliveDecides(t *testing.T) {
 		want bool
 	}{
 		{nil, true},
-		{&wire.Error{Code: wire.CodeSessionExpired}, true},
-		{&wire.Error{Code: wire.CodeNoLeader}, false},
-		{&wire.Error{Code: wire.CodeTimeout}, false},
+		{&api.Error{Code: api.CodeSessionExpired}, true},
+		{&api.Error{Code: api.CodeNoLeader}, false},
+		{&api.Error{Code: api.CodeTimeout}, false},
 		{errors.New("connection refused"), false},
 	} {
 		if got := definite(tc.err); got != tc.want {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
@@ -74,7 +74,7 @@ func staleLagPhase(ctx context.Context, c *proccluster.Cluster, rec *history.Rec
 	if err == nil {
 		err = m.Unlock(sctx)
 	}
-	var lk wire.Lock
+	var lk api.Lock
 	if err == nil {
 		lk, err = cl.Lock(sctx, lagLock, client.Consistent)
 	}
@@ -121,12 +121,12 @@ func quietWindow(ctx context.Context, c *proccluster.Cluster, rec *history.Recor
 		w.Skipped = "no leader: " + err.Error()
 		return w
 	}
-	ttl := wire.Duration(5 * time.Second)
-	zero := wire.Duration(0)
+	ttl := api.Duration(5 * time.Second)
+	zero := api.Duration(0)
 	ours := map[string]bool{}
 	for range quietSessions {
-		var s wire.Session
-		if err := l.Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: ttl, LockDelay: &zero, Name: "quiet"}, &s); err != nil {
+		var s api.Session
+		if err := l.Do(ctx, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: ttl, LockDelay: &zero, Name: "quiet"}, &s); err != nil {
 			w.Skipped = "create a quiet session: " + err.Error()
 			return w
 		}

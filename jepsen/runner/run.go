@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
@@ -442,7 +442,7 @@ func trafficConfig(cfg Config, c *proccluster.Cluster, rec *history.Recorder) tr
 		TLS: c.ClientTLS(), CAFile: c.TLSFile(certs.CAFile), CertFile: c.TLSFile(certs.ClientFile), KeyFile: c.TLSFile(certs.ClientKeyFile)}
 	if c.AdminToken() != "" {
 		tc.NewToken = func(ctx context.Context, description string, rules []acl.Rule) (string, error) {
-			tok, err := c.CreateToken(ctx, wire.CreateTokenRequest{Description: description, Rules: rules})
+			tok, err := c.CreateToken(ctx, api.CreateTokenRequest{Description: description, Rules: rules})
 			return tok.Secret, err
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/jepsen/history"
 )
@@ -115,7 +115,7 @@ func RunFenceClient() int {
 			switch st, code := status(err); {
 			case st == history.Unknown && pending == 0:
 				pending = max(call, 1) // 1: since the start, when the resource did not answer
-			case st == history.Fail && pending != 0 && (code == wire.CodeLockHeld || code == wire.CodeLockDelay):
+			case st == history.Fail && pending != 0 && (code == api.CodeLockHeld || code == api.CodeLockDelay):
 				pending = max(call, pending) // not held when refused: a pending attempt can land only after
 			}
 			continue

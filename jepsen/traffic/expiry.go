@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -63,16 +63,16 @@ func (t *Traffic) abandonOne(ctx context.Context, hc *http.Client, id int, ep st
 		return
 	}
 	created := t.rec.Now()
-	zero := wire.Duration(0)
-	var s wire.Session
-	if rawCall(ctx, hc, ep, "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(expiryTTL), LockDelay: &zero, Name: "abandoned"}, &s) != nil {
+	zero := api.Duration(0)
+	var s api.Session
+	if rawCall(ctx, hc, ep, "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(expiryTTL), LockDelay: &zero, Name: "abandoned"}, &s) != nil {
 		return
 	}
 	l := LockNames[rng.IntN(len(LockNames))]
 	t.count("abandon")
 	op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Acquire, Session: s.ID})
-	var r wire.AcquireResponse
-	err := rawCall(ctx, hc, ep, "/v1/locks/"+l+"/acquire", wire.AcquireRequest{Session: s.ID}, &r)
+	var r api.AcquireResponse
+	err := rawCall(ctx, hc, ep, "/v1/locks/"+l+"/acquire", api.AcquireRequest{Session: s.ID}, &r)
 	st, code := status(err)
 	op.Token, op.Code, op.Err = r.Token, code, errString(err)
 	t.rec.Complete(op, st)
@@ -97,11 +97,11 @@ func rawCall(ctx context.Context, hc *http.Client, base, path string, in, out an
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode >= 300 {
-		e := &wire.Error{}
+		e := &api.Error{}
 		if json.Unmarshal(raw, e) == nil && e.Code != "" {
 			return e
 		}
-		return &wire.Error{Code: "http", Message: resp.Status}
+		return &api.Error{Code: "http", Message: resp.Status}
 	}
 	return json.Unmarshal(raw, out)
 }

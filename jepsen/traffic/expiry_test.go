@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
@@ -28,9 +28,9 @@ func TestAbandonOne_EndsAtTheServersPromise(t *testing.T) {
 		switch {
 		case r.URL.Path == "/v1/sessions":
 			arrived.Store(rec.Now())
-			v = wire.Session{ID: "abandoned-a", TTL: wire.Duration(time.Second)}
+			v = api.Session{ID: "abandoned-a", TTL: api.Duration(time.Second)}
 		case strings.HasSuffix(r.URL.Path, "/acquire"):
-			v = wire.AcquireResponse{Token: 5}
+			v = api.AcquireResponse{Token: 5}
 		default:
 			w.WriteHeader(http.StatusNotFound)
 			return

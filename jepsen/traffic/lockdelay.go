@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -48,15 +48,15 @@ func (t *Traffic) abandonHolding(ctx context.Context, hc *http.Client, id int, e
 	}
 	ttl := t.cfg.TTL
 	created := t.rec.Now()
-	ld := wire.Duration(delay)
-	var s wire.Session
-	if rawCall(ctx, hc, ep, "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &ld, Name: "delayed"}, &s) != nil {
+	ld := api.Duration(delay)
+	var s api.Session
+	if rawCall(ctx, hc, ep, "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &ld, Name: "delayed"}, &s) != nil {
 		return
 	}
 	t.count("acquire")
-	op := t.rec.Invoke(history.Op{Client: id, Lock: lock, Kind: history.Acquire, Session: s.ID, Mode: wire.ModeExclusive})
-	var r wire.AcquireResponse
-	err := rawCall(ctx, hc, ep, "/v1/locks/"+lock+"/acquire", wire.AcquireRequest{Session: s.ID, Seq: 1}, &r)
+	op := t.rec.Invoke(history.Op{Client: id, Lock: lock, Kind: history.Acquire, Session: s.ID, Mode: api.ModeExclusive})
+	var r api.AcquireResponse
+	err := rawCall(ctx, hc, ep, "/v1/locks/"+lock+"/acquire", api.AcquireRequest{Session: s.ID, Seq: 1}, &r)
 	st, code := status(err)
 	op.Token, op.Code, op.Err = r.Token, code, errString(err)
 	t.rec.Complete(op, st)

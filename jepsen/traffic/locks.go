@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -120,16 +120,16 @@ func (w *worker) acquireWith(ctx context.Context, m *client.Mutex, lock, mode st
 		}
 		recordGiveBack(rec, gb)
 	}
-	if code == wire.CodeLockDelay {
+	if code == api.CodeLockDelay {
 		w.t.count("lock-delay refusals")
 	}
 	if st != history.OK {
 		return 0, false
 	}
-	if mode == wire.ModeShared {
+	if mode == api.ModeShared {
 		w.t.count("shared grants")
 	}
-	w.watchHoldMode(ctx, lock, op.Token, m.Lost(), s, mode == wire.ModeShared)
+	w.watchHoldMode(ctx, lock, op.Token, m.Lost(), s, mode == api.ModeShared)
 	return op.Token, true
 }
 

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -62,7 +62,7 @@ func (t *Traffic) staleElection(ctx context.Context, hc *http.Client, node int) 
 	r := history.StaleRead{Node: t.cfg.NodeIDs[node], Proc: before, Lock: ElectionName, Call: t.rec.Now()}
 	octx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	var e wire.Election
+	var e api.Election
 	err := rawGet(octx, hc, t.cfg.Endpoints[node]+"/v1/elections/"+ElectionName+"?stale", &e)
 	r.Return = t.rec.Now()
 	if err != nil || proc() != before {

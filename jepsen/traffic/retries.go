@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -62,12 +62,12 @@ func (t *Traffic) retryWorker(ctx context.Context, rng *rand.Rand) {
 		ep := t.cfg.Endpoints[rng.IntN(len(t.cfg.Endpoints))]
 		do := func(step, verb string, n uint64) Retry {
 			r := Retry{Session: s.ID(), Seq: n, Step: step}
-			var in any = wire.SessionRequest{Session: s.ID(), Seq: n}
+			var in any = api.SessionRequest{Session: s.ID(), Seq: n}
 			if verb == "acquire" {
-				in = wire.AcquireRequest{Session: s.ID(), Seq: n}
+				in = api.AcquireRequest{Session: s.ID(), Seq: n}
 			}
 			r.Call = t.rec.Now()
-			var out wire.AcquireResponse
+			var out api.AcquireResponse
 			err := postJSON(ctx, hc, ep+"/v1/locks/"+RetryLock+"/"+verb, in, &out)
 			r.Return = t.rec.Now()
 			r.Status, r.Code = status(err)
@@ -118,7 +118,7 @@ func postJSON(ctx context.Context, hc *http.Client, url string, in, out any) err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		var e wire.Error
+		var e api.Error
 		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Code == "" {
 			return fmt.Errorf("HTTP %d", resp.StatusCode)
 		}

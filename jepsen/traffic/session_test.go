@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
@@ -44,19 +44,19 @@ func (f *sessionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == "POST" && r.URL.Path == "/v1/sessions":
 		f.arrived, f.answered = append(f.arrived, now), append(f.answered, f.rec.Now())
-		reply(http.StatusCreated, wire.Session{ID: "session-a", TTL: wire.Duration(f.ttl)})
+		reply(http.StatusCreated, api.Session{ID: "session-a", TTL: api.Duration(f.ttl)})
 	case r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/keepalive"):
 		if len(f.arrived) > f.acks {
-			reply(http.StatusServiceUnavailable, wire.Error{Code: wire.CodeNoLeader, Message: "no leader"})
+			reply(http.StatusServiceUnavailable, api.Error{Code: api.CodeNoLeader, Message: "no leader"})
 			return
 		}
 		f.arrived, f.answered = append(f.arrived, now), append(f.answered, f.rec.Now())
-		reply(http.StatusOK, wire.KeepAliveResponse{ID: "session-a", TTL: wire.Duration(f.ttl)})
+		reply(http.StatusOK, api.KeepAliveResponse{ID: "session-a", TTL: api.Duration(f.ttl)})
 	case r.Method == "DELETE":
 		f.deleted = now
-		reply(http.StatusNotFound, wire.Error{Code: wire.CodeSessionExpired, Message: "expired"})
+		reply(http.StatusNotFound, api.Error{Code: api.CodeSessionExpired, Message: "expired"})
 	default:
-		reply(http.StatusNotFound, wire.Error{Code: "not_found", Message: r.URL.Path})
+		reply(http.StatusNotFound, api.Error{Code: "not_found", Message: r.URL.Path})
 	}
 }
 

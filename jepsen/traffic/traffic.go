@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/ctxsleep"
 	"github.com/lockd/lockd/jepsen/history"
 )
@@ -290,10 +290,10 @@ func status(err error) (history.Status, string) {
 	if err == nil {
 		return history.OK, ""
 	}
-	code := wire.CodeOf(err)
+	code := api.CodeOf(err)
 	switch code {
-	case wire.CodeLockHeld, wire.CodeNotHolder, wire.CodeLockDelay, wire.CodeSessionExpired, wire.CodeBadRequest,
-		wire.CodeRepeated:
+	case api.CodeLockHeld, api.CodeNotHolder, api.CodeLockDelay, api.CodeSessionExpired, api.CodeBadRequest,
+		api.CodeRepeated:
 		return history.Fail, code
 	}
 	if errors.Is(err, client.ErrSessionLost) {

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -68,10 +68,10 @@ func (t *Traffic) sharedWorker(ctx context.Context, rng *rand.Rand) {
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		mode := wire.ModeShared
+		mode := api.ModeShared
 		var opts []client.MutexOption
 		if rng.IntN(4) == 0 {
-			mode = wire.ModeExclusive
+			mode = api.ModeExclusive
 		} else {
 			opts = append(opts, client.Shared())
 		}

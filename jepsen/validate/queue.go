@@ -1,7 +1,7 @@
 package validate
 
 import (
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -105,7 +105,7 @@ func CheckQueue(ops []history.Op) Verdict {
 				continue
 			}
 			refused++
-			if at, why := mayLeave(a); a.Code == wire.CodeLockHeld && a.Return < at {
+			if at, why := mayLeave(a); a.Code == api.CodeLockHeld && a.Return < at {
 				v.addf("waiter dropped from %s's queue: a read at %s saw %s queued, and its acquire (wait %v, invoked at %s) was refused at %s, before %s (%s at the earliest)",
 					r.Lock, history.Seconds(r.Return), short(a.Session), a.Wait, history.Seconds(a.Call), history.Seconds(a.Return), why, history.Seconds(at))
 			}
@@ -123,7 +123,7 @@ func CheckQueue(ops []history.Op) Verdict {
 				if !reported[p] {
 					pairs++
 				}
-				if a.Status == history.Unknown && a.Mode == wire.ModeShared && b.Mode == wire.ModeShared {
+				if a.Status == history.Unknown && a.Mode == api.ModeShared && b.Mode == api.ModeShared {
 					continue // a shared A granted unbeknownst to its client admits a shared B
 				}
 				if b.Return < at && !reported[p] {

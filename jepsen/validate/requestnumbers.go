@@ -1,7 +1,7 @@
 package validate
 
 import (
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 )
@@ -52,7 +52,7 @@ func CheckRequestNumbers(retries []traffic.Retry) Verdict {
 			case r.Status == history.OK && r.Token != f.Token:
 				v.addf("%s: session %s's request %d was granted token %d, and its repeat while it held the lock answered token %d (at %s)",
 					traffic.RetryLock, short(r.Session), r.Seq, f.Token, r.Token, history.Seconds(r.Call))
-			case r.Status == history.Fail && r.Code != wire.CodeSessionExpired:
+			case r.Status == history.Fail && r.Code != api.CodeSessionExpired:
 				v.addf("%s: session %s's request %d was granted token %d, and its repeat while it held the lock was refused (%s, at %s)",
 					traffic.RetryLock, short(r.Session), r.Seq, f.Token, r.Code, history.Seconds(r.Call))
 			}

@@ -3,7 +3,7 @@ package validate
 import (
 	"sort"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/jepsen/history"
 )
 
@@ -184,4 +184,4 @@ func effectiveCalls(grants, ops []history.Op) []history.Op {
 // refusal reports whether a failed acquire's code says the lock was not
 // the session's when the server decided (held by another session, or free
 // in its lock-delay), rather than that the request was not decided.
-func refusal(code string) bool { return code == wire.CodeLockHeld || code == wire.CodeLockDelay }
+func refusal(code string) bool { return code == api.CodeLockHeld || code == api.CodeLockDelay }

@@ -18,8 +18,8 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/httpapi"
-	"github.com/lockd/lockd/httpapi/wire"
 )
 
 // apiDoc returns docs/api.md.
@@ -147,15 +147,15 @@ type codeService struct {
 
 func (codeService) Removal() error { return nil }
 
-func (s codeService) Cluster(context.Context) (wire.Cluster, error) {
-	return wire.Cluster{}, &wire.Error{Code: s.code, Message: "for the docs test"}
+func (s codeService) Cluster(context.Context) (api.Cluster, error) {
+	return api.Cluster{}, &api.Error{Code: s.code, Message: "for the docs test"}
 }
 
-// errorCodes returns the values of the Code constants of httpapi/wire.
+// errorCodes returns the values of the Code constants of package api.
 func errorCodes(t *testing.T) []string {
 	t.Helper()
 	var codes []string
-	for _, f := range parseDir(t, "../../httpapi/wire") {
+	for _, f := range parseDir(t, "../../api") {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {
@@ -185,7 +185,7 @@ func TestAPIDocCoversEveryErrorCode(t *testing.T) {
 	doc := apiDoc(t)
 	codes := errorCodes(t)
 	if len(codes) < 14 {
-		t.Fatalf("found %d error codes in httpapi/wire (%v): the scan is broken", len(codes), codes)
+		t.Fatalf("found %d error codes in package api (%v): the scan is broken", len(codes), codes)
 	}
 	for _, code := range codes {
 		srv := httpapi.New(httpapi.Config{Service: codeService{code: code}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -207,13 +207,13 @@ func TestAPIDocCoversEveryErrorCode(t *testing.T) {
 func TestAPIDocCoversEveryField(t *testing.T) {
 	doc := apiDoc(t)
 	types := []any{
-		wire.CreateSessionRequest{}, wire.Session{}, wire.KeepAliveResponse{}, wire.SessionList{},
-		wire.AcquireRequest{}, wire.AcquireResponse{}, wire.SessionRequest{}, wire.Holder{}, wire.Waiter{},
-		wire.Lock{}, wire.LockList{}, wire.CheckRequest{}, wire.CheckResponse{},
-		wire.CampaignRequest{}, wire.ProclaimRequest{}, wire.Election{}, wire.ElectionList{},
-		wire.Member{}, wire.LeaderInfo{}, wire.Cluster{}, wire.ElectionStats{},
-		wire.CreateTokenRequest{}, wire.Token{}, wire.TokenList{}, acl.Rule{},
-		wire.FaultRequest{}, wire.FaultList{}, wire.FaultRules{}, wire.ClockSkew{}, wire.Error{},
+		api.CreateSessionRequest{}, api.Session{}, api.KeepAliveResponse{}, api.SessionList{},
+		api.AcquireRequest{}, api.AcquireResponse{}, api.SessionRequest{}, api.Holder{}, api.Waiter{},
+		api.Lock{}, api.LockList{}, api.CheckRequest{}, api.CheckResponse{},
+		api.CampaignRequest{}, api.ProclaimRequest{}, api.Election{}, api.ElectionList{},
+		api.Member{}, api.LeaderInfo{}, api.Cluster{}, api.ElectionStats{},
+		api.CreateTokenRequest{}, api.Token{}, api.TokenList{}, acl.Rule{},
+		api.FaultRequest{}, api.FaultList{}, api.FaultRules{}, api.ClockSkew{}, api.Error{},
 	}
 	fields := []string{"index", "wait", "stale", "consistent", "limit", "after"}
 	for _, v := range types {

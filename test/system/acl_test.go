@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/proccluster"
 )
@@ -39,7 +39,7 @@ func TestCLI_ACLTokensAndLock(t *testing.T) {
 		return out, exitCodeOf(err)
 	}
 	out, code := as(boot, "acl", "token", "create", "--json", "--description", "jobs", "--rule", "lock:jobs/:write")
-	var tok wire.Token
+	var tok api.Token
 	if code != 0 || json.Unmarshal(out, &tok) != nil || tok.Secret == "" {
 		t.Fatalf("acl token create: exit %d, %s", code, out)
 	}
@@ -83,7 +83,7 @@ func TestCLI_LockOnASecuredCluster(t *testing.T) {
 	c, _ := startSecuredCluster(t, proccluster.Config{Nodes: 3, TLS: true, ACL: true, Plain: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tok, err := c.CreateToken(ctx, wire.CreateTokenRequest{Description: "cli",
+	tok, err := c.CreateToken(ctx, api.CreateTokenRequest{Description: "cli",
 		Rules: []acl.Rule{{Kind: acl.Lock, Prefix: "jobs/", Access: acl.Write}}})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // TestClassic_BullyClusterServesAndFailsOver runs a 3-node cluster whose
@@ -25,7 +25,7 @@ func TestClassic_BullyClusterServesAndFailsOver(t *testing.T) {
 	if st != 200 || tok == 0 {
 		t.Fatalf("acquire through n1: %d %s", st, e.Message)
 	}
-	var cl wire.Cluster
+	var cl api.Cluster
 	mustDo(t, front, "GET", "/v1/cluster", nil, &cl)
 	if cl.Mode != "bully" || cl.Coordinator != "n3" || cl.Election == nil {
 		t.Fatalf("cluster view = mode %q coordinator %q stats %+v", cl.Mode, cl.Coordinator, cl.Election)
@@ -33,7 +33,7 @@ func TestClassic_BullyClusterServesAndFailsOver(t *testing.T) {
 
 	c.procs[coord].kill9()
 	waitFor(t, 15*time.Second, "n2 to take over", func() bool {
-		var cl wire.Cluster
+		var cl api.Cluster
 		st, _ := doJSON(c.procs[1].http, "GET", "/v1/cluster", nil, &cl)
 		return st == 200 && cl.State == "coordinator" && cl.MasterLeaseRemaining != nil
 	})
@@ -70,7 +70,7 @@ func TestClassic_EmergentClusterRolesAndFailover(t *testing.T) {
 			if i == skip {
 				continue
 			}
-			var cl wire.Cluster
+			var cl api.Cluster
 			if st, _ := doJSON(p.http, "GET", "/v1/cluster", nil, &cl); st != 200 || cl.Election == nil {
 				return nil, false
 			}

@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // cliSessions lists the sessions through the CLI's JSON output; nil when
 // the command fails.
-func cliSessions(t *testing.T, c *procCluster) []wire.Session {
+func cliSessions(t *testing.T, c *procCluster) []api.Session {
 	t.Helper()
 	out, err := lockdCmd(t, c, "sessions", "--json").Output()
-	var ss []wire.Session
+	var ss []api.Session
 	if err != nil || json.Unmarshal(out, &ss) != nil {
 		return nil
 	}
@@ -58,7 +58,7 @@ func TestCLI_SessionsAreNamedAfterHostPidAndCommand(t *testing.T) {
 		return n == 2
 	})
 	want := fmt.Sprintf("%s:%d:sleep", host, holder.Process.Pid)
-	byName := map[string]wire.Session{}
+	byName := map[string]api.Session{}
 	for _, s := range cliSessions(t, c) {
 		byName[s.Name] = s
 	}
@@ -163,7 +163,7 @@ func TestCLI_LockWithoutCommandHoldsUntilInterrupted(t *testing.T) {
 		}
 		waitFor(t, 15*time.Second, "the waiter to queue", func() bool {
 			out, _ := lockdCmd(t, c, "locks", "--json").Output()
-			var ls []wire.Lock
+			var ls []api.Lock
 			return json.Unmarshal(out, &ls) == nil && len(ls) == 1 && len(ls[0].Waiters) == 1
 		})
 		if err := holder.Process.Signal(sig); err != nil {
@@ -202,12 +202,12 @@ func TestCLI_SessionsShowTimeLeftAndLastRenewal(t *testing.T) {
 	leader := c.waitLeader(15 * time.Second)
 	follower := (leader + 1) % 3
 	lb, fb := c.procs[leader].http, c.procs[follower].http
-	var s wire.Session
-	mustDo(t, lb, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(time.Minute), Name: "timed"}, &s)
+	var s api.Session
+	mustDo(t, lb, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(time.Minute), Name: "timed"}, &s)
 
-	read := func(base, query string) wire.Session {
+	read := func(base, query string) api.Session {
 		t.Helper()
-		var got wire.Session
+		var got api.Session
 		mustDo(t, base, "GET", "/v1/sessions/"+s.ID+query, nil, &got)
 		return got
 	}
@@ -266,7 +266,7 @@ func TestCLI_SessionsShowTimeLeftAndLastRenewal(t *testing.T) {
 	if f := row(cli(fb, "sessions", "--stale")); len(f) < 5 || f[3] != "-" || f[4] != "-" {
 		t.Fatalf("lockd sessions --stale on a follower: row %q, want LEFT and RENEWED as -", f)
 	}
-	var one wire.Session
+	var one api.Session
 	if err := json.Unmarshal([]byte(cli(lb, "sessions", "--json", s.ID)), &one); err != nil || one.ID != s.ID || one.TTLRemaining == nil {
 		t.Fatalf("lockd sessions --json ID: %+v, %v", one, err)
 	}
@@ -352,21 +352,21 @@ func TestCLI_WatchStreamsChangesWithoutTakingPart(t *testing.T) {
 		t.Fatalf("watching made sessions: %+v", ss)
 	}
 
-	var s wire.Session
-	mustDo(t, base, "POST", "/v1/sessions", wire.CreateSessionRequest{Name: "watched"}, &s)
+	var s api.Session
+	mustDo(t, base, "POST", "/v1/sessions", api.CreateSessionRequest{Name: "watched"}, &s)
 	ws, sessLines := startLines(t, c, "watch", "session", s.ID)
 	expectLine(t, sessLines, "the new session", "session="+s.ID, `name="watched"`, "locks=- elections=-")
 
-	var got wire.AcquireResponse
-	mustDo(t, base, "POST", "/v1/locks/jobs/a/acquire", wire.AcquireRequest{Session: s.ID}, &got)
+	var got api.AcquireResponse
+	mustDo(t, base, "POST", "/v1/locks/jobs/a/acquire", api.AcquireRequest{Session: s.ID}, &got)
 	expectLine(t, lockLines, "the grant", "mode=exclusive", fmt.Sprintf("holders=%s:%d", s.ID[:8], got.Token))
 	expectLine(t, sessLines, "the session's lock", "locks=jobs/a")
-	mustDo(t, base, "POST", "/v1/elections/boss/campaign", wire.CampaignRequest{Session: s.ID, Value: "v1"}, nil)
+	mustDo(t, base, "POST", "/v1/elections/boss/campaign", api.CampaignRequest{Session: s.ID, Value: "v1"}, nil)
 	for _, ch := range []<-chan string{electLines, listenLines} {
 		expectLine(t, ch, "the new leader", "leader="+s.ID, `value="v1"`)
 	}
 	expectLine(t, sessLines, "the session's election", "elections=boss")
-	mustDo(t, base, "POST", "/v1/locks/jobs/a/release", wire.SessionRequest{Session: s.ID}, nil)
+	mustDo(t, base, "POST", "/v1/locks/jobs/a/release", api.SessionRequest{Session: s.ID}, nil)
 	expectLine(t, lockLines, "the release", "mode=- holders=-")
 	mustDo(t, base, "DELETE", "/v1/sessions/"+s.ID, nil, nil)
 	for _, ch := range []<-chan string{electLines, listenLines} {
@@ -417,7 +417,7 @@ func TestCLI_ACLTokenExpires(t *testing.T) {
 		return out.String(), errb.String(), exitCodeOf(err)
 	}
 	out, errOut, code := as(boot, "acl", "token", "create", "--json", "--expiration-ttl", "1h", "--rule", "lock:jobs/:write")
-	var tok wire.Token
+	var tok api.Token
 	if code != 0 || json.Unmarshal([]byte(out), &tok) != nil || tok.ExpirationTime == nil {
 		t.Fatalf("acl token create --expiration-ttl 1h: exit %d, %s%s", code, out, errOut)
 	}
@@ -435,8 +435,8 @@ func TestCLI_ACLTokenExpires(t *testing.T) {
 	if out, errOut, code := as(tok.Secret, "lock", "jobs/a", "--", "true"); code != 0 {
 		t.Fatalf("lock with the token before its expiry: exit %d, %s%s", code, out, errOut)
 	}
-	step := wire.Duration(2 * time.Hour)
-	if st, e := doJSONAs(boot, c.procs[0].http, "POST", "/v1/debug/clock", wire.ClockSkew{WallStep: &step}, nil); st != 200 {
+	step := api.Duration(2 * time.Hour)
+	if st, e := doJSONAs(boot, c.procs[0].http, "POST", "/v1/debug/clock", api.ClockSkew{WallStep: &step}, nil); st != 200 {
 		t.Fatalf("step the wall clock: %d %+v", st, e)
 	}
 	_, errOut, code = as(tok.Secret, "lock", "jobs/a", "--", "true")

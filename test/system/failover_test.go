@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 func TestSystem_DefaultsFromEnvironmentAndRecoverAfterRestart(t *testing.T) {
@@ -58,7 +58,7 @@ func TestSystem_DefaultsFromEnvironmentAndRecoverAfterRestart(t *testing.T) {
 	}
 	startIn()
 	c.waitLeader(15 * time.Second)
-	var l wire.Lock
+	var l api.Lock
 	mustDo(t, p.http, "GET", "/v1/locks/jobs/nightly", nil, &l)
 	if len(l.Holders) != 1 || l.Holders[0].Session != sid || l.Holders[0].Token != tok {
 		t.Fatalf("after restart lock = %+v, want holder %s token %d", l, sid, tok)
@@ -91,7 +91,7 @@ func TestSystem_KillLeader(t *testing.T) {
 	// The killed node comes back and catches up.
 	c.procs[leader].start()
 	waitFor(t, 10*time.Second, "the restarted node to catch up", func() bool {
-		var l wire.Lock
+		var l api.Lock
 		st, _ := doJSON(c.procs[leader].http, "GET", "/v1/locks/b?stale", nil, &l)
 		return st == 200 && len(l.Holders) == 1 && l.Holders[0].Token == after
 	})
@@ -127,7 +127,7 @@ func TestSystem_PauseLeaderServesNothingStaleOnResume(t *testing.T) {
 	// Whatever the old leader answers from now on must be current.
 	oks := 0
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		var l wire.Lock
+		var l api.Lock
 		if st, _ := doJSON(old, "GET", "/v1/locks/a", nil, &l); st == 200 {
 			oks++
 			if len(l.Holders) != 1 || l.Holders[0].Session != second {
@@ -159,8 +159,8 @@ func TestSystem_RestartAllKeepsAcknowledgedState(t *testing.T) {
 		}
 		acked = append(acked, held{name, sid, tok})
 	}
-	var el wire.Election
-	mustDo(t, l, "POST", "/v1/elections/svc/campaign", wire.CampaignRequest{Session: acked[0].session, Value: "10.0.0.1:80"}, &el)
+	var el api.Election
+	mustDo(t, l, "POST", "/v1/elections/svc/campaign", api.CampaignRequest{Session: acked[0].session, Value: "10.0.0.1:80"}, &el)
 
 	for _, p := range c.procs {
 		p.kill9()
@@ -174,7 +174,7 @@ func TestSystem_RestartAllKeepsAcknowledgedState(t *testing.T) {
 		checkHolder(t, l, h.name, h.session, h.token)
 		maxTok = max(maxTok, h.token)
 	}
-	var got wire.Election
+	var got api.Election
 	mustDo(t, l, "GET", "/v1/elections/svc", nil, &got)
 	if got.Session != acked[0].session || got.Value != "10.0.0.1:80" || got.Token != el.Token {
 		t.Fatalf("election after restart = %+v, want %+v", got, el)
@@ -201,7 +201,7 @@ func acquireWithin(t *testing.T, base, name, session string, within time.Duratio
 
 func checkHolder(t *testing.T, base, name, session string, token uint64) {
 	t.Helper()
-	var l wire.Lock
+	var l api.Lock
 	mustDo(t, base, "GET", "/v1/locks/"+name, nil, &l)
 	if len(l.Holders) != 1 || l.Holders[0].Session != session || l.Holders[0].Token != token {
 		t.Fatalf("lock %s = %+v, want holder %s with token %d", name, l, session, token)

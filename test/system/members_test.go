@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/validate"
 )
@@ -181,17 +181,17 @@ func mustCLI(t *testing.T, addrs []string, args ...string) string {
 }
 
 // cliMembers lists the members through the CLI's JSON output.
-func cliMembers(t *testing.T, addrs []string) []wire.Member {
+func cliMembers(t *testing.T, addrs []string) []api.Member {
 	t.Helper()
 	out, _, code := lockdCLI(t, addrs, "members", "--json")
-	var ms []wire.Member
+	var ms []api.Member
 	if code != 0 || json.Unmarshal([]byte(out), &ms) != nil {
 		return nil
 	}
 	return ms
 }
 
-func voterIDs(ms []wire.Member) []string {
+func voterIDs(ms []api.Member) []string {
 	var ids []string
 	for _, m := range ms {
 		if m.Voter {
@@ -350,9 +350,9 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the restarted removed node to answer 410 removed", func() bool {
-		var e *wire.Error
+		var e *api.Error
 		_, err := n4.Status(ctx)
-		return err != nil && errors.As(err, &e) && e.Code == wire.CodeRemoved
+		return err != nil && errors.As(err, &e) && e.Code == api.CodeRemoved
 	})
 	time.Sleep(2 * time.Second) // the node would have asked to join by now
 	if ids := voterIDs(cliMembers(t, all)); !slices.Equal(ids, []string{"n1", "n3", "n5"}) {
@@ -368,12 +368,12 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 // workers' sessions.
 func (w *memberWorkload) checkFinal(ctx context.Context, t *testing.T, endpoints []string, after string) {
 	t.Helper()
-	var ls []wire.Lock
+	var ls []api.Lock
 	out := mustCLI(t, endpoints, "locks", "--json")
 	if err := json.Unmarshal([]byte(out), &ls); err != nil {
 		t.Fatalf("lockd locks --json: %v\n%s", err, out)
 	}
-	locks := map[string]wire.Lock{}
+	locks := map[string]api.Lock{}
 	for _, l := range ls {
 		locks[l.Name] = l
 	}

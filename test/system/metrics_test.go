@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 )
 
 // The binary serves /metrics with the Go runtime's metrics and
@@ -128,14 +128,14 @@ func equal(n float64) func(float64) bool   { return func(v float64) bool { retur
 // acquireWait sends an acquire that may wait, and returns its status and
 // error code.
 func acquireWait(base, name, session string, wait time.Duration) (int, string) {
-	var r wire.AcquireResponse
-	st, e := doJSON(base, "POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: session, Wait: wire.Duration(wait)}, &r)
+	var r api.AcquireResponse
+	st, e := doJSON(base, "POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: session, Wait: api.Duration(wait)}, &r)
 	return st, e.Code
 }
 
 func release(t *testing.T, base, name, session string) {
 	t.Helper()
-	mustDo(t, base, "POST", "/v1/locks/"+name+"/release", wire.SessionRequest{Session: session}, nil)
+	mustDo(t, base, "POST", "/v1/locks/"+name+"/release", api.SessionRequest{Session: session}, nil)
 }
 
 // TestMetrics_BusyClusterShowsEveryMetric runs a lock workload on a
@@ -170,7 +170,7 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 				}
 				acked.Add(1)
 				time.Sleep(2 * time.Millisecond)
-				if st, e := doJSON(base, "POST", "/v1/locks/hot/release", wire.SessionRequest{Session: s}, nil); st != 200 {
+				if st, e := doJSON(base, "POST", "/v1/locks/hot/release", api.SessionRequest{Session: s}, nil); st != 200 {
 					t.Errorf("release hot: %d %s", st, e.Code)
 					return
 				}
@@ -190,7 +190,7 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 	got := make(chan int, 1)
 	go func() { st, _ := acquireWait(fol, "baton", b, 20*time.Second); got <- st }()
 	waitFor(t, 10*time.Second, "a waiter on baton", func() bool {
-		var l wire.Lock
+		var l api.Lock
 		st, _ := doJSON(lead, "GET", "/v1/locks/baton", nil, &l)
 		return st == 200 && len(l.Waiters) == 1
 	})
@@ -204,16 +204,16 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 	released.Add(1)
 
 	// An expiry with a lock-delay, and an acquire refused inside it.
-	delay := wire.Duration(30 * time.Second)
-	var doomed wire.Session
-	mustDo(t, lead, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(wire.MinTTL), LockDelay: &delay}, &doomed)
+	delay := api.Duration(30 * time.Second)
+	var doomed api.Session
+	mustDo(t, lead, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(api.MinTTL), LockDelay: &delay}, &doomed)
 	if st, code := acquireWait(lead, "delayed", doomed.ID, 0); st != 200 {
 		t.Fatalf("acquire delayed: %d %s", st, code)
 	}
 	acked.Add(1)
 	waitFor(t, 15*time.Second, "a lock_delay refusal after the holder expired", func() bool {
 		st, code := acquireWait(lead, "delayed", a, 0)
-		return st == http.StatusConflict && code == wire.CodeLockDelay
+		return st == http.StatusConflict && code == api.CodeLockDelay
 	})
 	released.Add(1) // the expiry ended the holding
 
@@ -222,7 +222,7 @@ func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 		t.Fatalf("acquire final: %d %s", st, code)
 	}
 	acked.Add(1)
-	mustDo(t, lead, "POST", "/v1/elections/leader/campaign", wire.CampaignRequest{Session: b, Value: "me"}, nil)
+	mustDo(t, lead, "POST", "/v1/elections/leader/campaign", api.CampaignRequest{Session: b, Value: "me"}, nil)
 
 	m := scrapeMetrics(t, lead)
 	m.check("lockd_leader", "1", equal(1))
@@ -333,7 +333,7 @@ func TestClassic_LearnsHTTPAddressesAndShowsElectionMetrics(t *testing.T) {
 	if _, st, e := acquire(front, "jobs", sid); st != 200 {
 		t.Fatalf("acquire through n1: %d %s %s", st, e.Code, e.Message)
 	}
-	var cl wire.Cluster
+	var cl api.Cluster
 	mustDo(t, front, "GET", "/v1/cluster", nil, &cl)
 	for _, m := range cl.Members {
 		if want := c.procs[m.ID[1]-'1'].http; m.HTTP != want {
@@ -366,7 +366,7 @@ func TestClassic_LearnsHTTPAddressesAndShowsElectionMetrics(t *testing.T) {
 	// n2 takes over; n1 learns its address from its heartbeats.
 	c.procs[2].kill9()
 	waitFor(t, 15*time.Second, "n2 to coordinate", func() bool {
-		var cl wire.Cluster
+		var cl api.Cluster
 		st, _ := doJSON(c.procs[1].http, "GET", "/v1/cluster", nil, &cl)
 		return st == 200 && cl.State == "coordinator" && cl.MasterLeaseRemaining != nil
 	})

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/httpapi/wire"
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/testnet"
 )
 
@@ -191,7 +191,7 @@ func (c *procCluster) waitLeader(within time.Duration) int {
 			if !p.running() {
 				continue
 			}
-			var cl wire.Cluster
+			var cl api.Cluster
 			if st, _ := doJSONAs(c.token, p.http, "GET", "/v1/cluster", nil, &cl); st == 200 &&
 				(cl.State == "Leader" || cl.State == "coordinator") && cl.MasterLeaseRemaining != nil && cl.MasterLeaseRemaining.D() > 0 {
 				leader = i
@@ -217,12 +217,12 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 var httpClient = &http.Client{Timeout: 3 * time.Second}
 
 // doJSON sends a request and decodes a 2xx JSON answer into out.
-func doJSON(base, method, path string, in, out any) (int, wire.Error) {
+func doJSON(base, method, path string, in, out any) (int, api.Error) {
 	return doJSONAs("", base, method, path, in, out)
 }
 
 // doJSONAs is doJSON with the ACL token secret token ("" sends none).
-func doJSONAs(token, base, method, path string, in, out any) (int, wire.Error) {
+func doJSONAs(token, base, method, path string, in, out any) (int, api.Error) {
 	var body io.Reader
 	if in != nil {
 		b, _ := json.Marshal(in)
@@ -234,21 +234,21 @@ func doJSONAs(token, base, method, path string, in, out any) (int, wire.Error) {
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return 0, wire.Error{Code: "transport", Message: err.Error()}
+		return 0, api.Error{Code: "transport", Message: err.Error()}
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		var e wire.Error
+		var e api.Error
 		_ = json.Unmarshal(raw, &e)
 		return resp.StatusCode, e
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return 0, wire.Error{Code: "decode", Message: fmt.Sprintf("%s %s answered %d with %q: %v", method, path, resp.StatusCode, raw, err)}
+			return 0, api.Error{Code: "decode", Message: fmt.Sprintf("%s %s answered %d with %q: %v", method, path, resp.StatusCode, raw, err)}
 		}
 	}
-	return resp.StatusCode, wire.Error{}
+	return resp.StatusCode, api.Error{}
 }
 
 func mustDo(t *testing.T, base, method, path string, in, out any) {
@@ -260,9 +260,9 @@ func mustDo(t *testing.T, base, method, path string, in, out any) {
 
 func newSession(t *testing.T, base string, ttl time.Duration) string {
 	t.Helper()
-	zero := wire.Duration(0)
-	var s wire.Session
-	req := wire.CreateSessionRequest{TTL: wire.Duration(ttl), LockDelay: &zero}
+	zero := api.Duration(0)
+	var s api.Session
+	req := api.CreateSessionRequest{TTL: api.Duration(ttl), LockDelay: &zero}
 	// A node that does not know the leader yet (just after start) answers
 	// 503 no_leader, which promises nothing was applied: ask again.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -270,7 +270,7 @@ func newSession(t *testing.T, base string, ttl time.Duration) string {
 		if st == http.StatusCreated {
 			return s.ID
 		}
-		if st != http.StatusServiceUnavailable || e.Code != wire.CodeNoLeader {
+		if st != http.StatusServiceUnavailable || e.Code != api.CodeNoLeader {
 			t.Fatalf("POST %s/v1/sessions: %d %s %s", base, st, e.Code, e.Message)
 		}
 	}
@@ -278,8 +278,8 @@ func newSession(t *testing.T, base string, ttl time.Duration) string {
 	return s.ID
 }
 
-func acquire(base, name, session string) (uint64, int, wire.Error) {
-	var r wire.AcquireResponse
-	st, e := doJSON(base, "POST", "/v1/locks/"+name+"/acquire", wire.AcquireRequest{Session: session}, &r)
+func acquire(base, name, session string) (uint64, int, api.Error) {
+	var r api.AcquireResponse
+	st, e := doJSON(base, "POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: session}, &r)
 	return r.Token, st, e
 }

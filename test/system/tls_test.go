@@ -18,8 +18,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/httpapi/wire"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/mux"
 	"github.com/lockd/lockd/internal/proccluster"
@@ -249,8 +249,8 @@ func TestTLS_IntrudersCannotJoinOrDisturb(t *testing.T) {
 		// A client of the cluster asks to add each intruder: the leader
 		// must find that its peer port has no certificate of the CA.
 		for _, in := range intruders {
-			err := c.Nodes[1].Do(ctx, "POST", "/v1/cluster/members", wire.Member{ID: in.id, Peer: in.peer, HTTP: "https://" + in.proc.http}, nil)
-			if wire.CodeOf(err) != wire.CodeBadRequest {
+			err := c.Nodes[1].Do(ctx, "POST", "/v1/cluster/members", api.Member{ID: in.id, Peer: in.peer, HTTP: "https://" + in.proc.http}, nil)
+			if api.CodeOf(err) != api.CodeBadRequest {
 				t.Errorf("round %d: adding %s as a voter: %v, want bad_request", round, in.id, err)
 			}
 		}
@@ -341,8 +341,8 @@ func TestTLS_FaultRulesCutPeers(t *testing.T) {
 }
 
 // sameMembers compares member tables by id, peer, HTTP address and vote.
-func sameMembers(a, b []wire.Member) bool {
-	key := func(ms []wire.Member) []string {
+func sameMembers(a, b []api.Member) bool {
+	key := func(ms []api.Member) []string {
 		var out []string
 		for _, m := range ms {
 			out = append(out, fmt.Sprintf("%s %s %s %v", m.ID, m.Peer, m.HTTP, m.Voter))
@@ -368,9 +368,9 @@ type lockWorkload struct {
 func startLockWorkload(t *testing.T, c *proccluster.Cluster) *lockWorkload {
 	t.Helper()
 	ctx := context.Background()
-	zero := wire.Duration(0)
-	var s wire.Session
-	if err := c.Nodes[1].Do(ctx, "POST", "/v1/sessions", wire.CreateSessionRequest{TTL: wire.Duration(60 * time.Second), LockDelay: &zero}, &s); err != nil {
+	zero := api.Duration(0)
+	var s api.Session
+	if err := c.Nodes[1].Do(ctx, "POST", "/v1/sessions", api.CreateSessionRequest{TTL: api.Duration(60 * time.Second), LockDelay: &zero}, &s); err != nil {
 		t.Fatalf("session through a node: %v", err)
 	}
 	w := &lockWorkload{done: make(chan struct{})}
@@ -385,10 +385,10 @@ func startLockWorkload(t *testing.T, c *proccluster.Cluster) *lockWorkload {
 			default:
 			}
 			n := c.Nodes[i%len(c.Nodes)]
-			var r wire.AcquireResponse
-			err := n.Do(ctx, "POST", "/v1/locks/tls/work/acquire", wire.AcquireRequest{Session: s.ID}, &r)
+			var r api.AcquireResponse
+			err := n.Do(ctx, "POST", "/v1/locks/tls/work/acquire", api.AcquireRequest{Session: s.ID}, &r)
 			if err == nil {
-				err = n.Do(ctx, "POST", "/v1/locks/tls/work/release", wire.SessionRequest{Session: s.ID}, nil)
+				err = n.Do(ctx, "POST", "/v1/locks/tls/work/release", api.SessionRequest{Session: s.ID}, nil)
 			}
 			w.mu.Lock()
 			if err != nil {

@@ -1,4 +1,4 @@
-package wire
+package api
 
 import (
 	"errors"
@@ -51,7 +51,7 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Is reports whether target is an *Error with the same code, so that
-// errors.Is(err, &wire.Error{Code: wire.CodeLockHeld}) works.
+// errors.Is(err, &api.Error{Code: api.CodeLockHeld}) works.
 func (e *Error) Is(target error) bool {
 	var t *Error
 	if errors.As(target, &t) {

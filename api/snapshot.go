@@ -1,4 +1,4 @@
-package wire
+package api
 
 // Headers of the answer to GET /v1/snapshot, whose body is a backup file
 // (application/octet-stream) rather than JSON.
