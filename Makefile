@@ -5,8 +5,10 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build run test test-deps test-short race lint golangci-lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
 
+# bin/lockd (the server and its CLI) and bin/lockd-bench (the benchmarks).
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockd
+	$(GO) build -o $(dir $(BIN))lockd-bench ./cmd/lockd-bench
 
 # A single-node cluster on 127.0.0.1:7400, data in ./lockd-data.
 run:
@@ -63,7 +65,7 @@ golangci-lint:
 # Message counts and time to agreement of ring, bully, invitation and Raft
 # (README "Election modes compared"); writes bench-out/elections.{csv,svg}.
 bench:
-	$(GO) run ./cmd/lockd bench elections --out bench-out
+	$(GO) run ./cmd/lockd-bench elections --out bench-out
 
 # The serving path on a 3-node cluster this target starts and stops itself
 # (ports 7410-7431): uncontended lock cycles, hand-offs and keepalives at

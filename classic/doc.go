@@ -17,7 +17,7 @@
 //   - Sim, a deterministic in-memory network with a virtual clock and a
 //     seeded random source for delays, drops, crashes and partitions. It
 //     runs thousands of elections a second and is how the textbook message
-//     counts are pinned and how `lockd bench elections` measures them.
+//     counts are pinned and how `lockd-bench elections` measures them.
 //   - Node, one elector over a real Transport with real timers.
 //     MuxTransport carries it over internal/mux, on the algorithm's own
 //     protocol byte (Algorithm.Proto), so mux's fault rules partition it

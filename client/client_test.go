@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 func TestSession_SurvivesLeaderCrash(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/server"
 )
 
 // startExampleServer runs a single-node lockd in this process so that the

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 func mustClient(t *testing.T, endpoints ...string) *client.Client {

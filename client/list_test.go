@@ -13,7 +13,7 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // pagingServer serves GET /v1/sessions from ids in pages of at most

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // How a lossyFront loses the answers to acquires and campaigns.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // The paused-holder test runs the lock holder in a child process (this test

@@ -10,7 +10,7 @@
 // that only the leader may answer, so clients never have to find the leader.
 //
 // It does not own a listener, TLS, server timeouts or connection limits
-// (internal/server does); what it bounds itself is a request body's
+// (server does); what it bounds itself is a request body's
 // arrival (Config.BodyTimeout) and forwarding (how long a follower waits
 // for the leader's answer, and for a leader at all). It holds no state of
 // its own: locks, sessions and leadership live behind Service. The

@@ -21,7 +21,7 @@ import (
 const earlyMaxHeaderBytes = 4 << 10
 
 // startEarly starts the API over a fake leader behind EarlyAnswers, with
-// TLS above it when tls is true, as internal/server does.
+// TLS above it when tls is true, as server does.
 func startEarly(t *testing.T, h http.Handler, withTLS bool) *httptest.Server {
 	t.Helper()
 	if h == nil {

@@ -34,11 +34,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/report"
 	"github.com/lockd/lockd/jepsen/runner"
 	"github.com/lockd/lockd/jepsen/traffic"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // options are the command's flags.

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/report"
 	"github.com/lockd/lockd/jepsen/runner"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // TestMain lets the test binary serve as the child fence client, which the

@@ -6,8 +6,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // slowTimers gives Raft timeouts long enough to tell a follower at rate 4

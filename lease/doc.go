@@ -107,5 +107,5 @@
 // The safety argument above is about Raft mode (a classic-mode coordinator
 // has no quorum behind its lease). Node implements the Service
 // interface httpapi declares. It knows nothing
-// of HTTP: internal/server wires the two together.
+// of HTTP: server wires the two together.
 package lease

@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/jepsen/validate"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // leaseLogCluster starts three nodes that log their master leases into

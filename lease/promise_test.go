@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // A follower promises only to the leader it follows, in the term it is in,

@@ -13,9 +13,9 @@ import (
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/fsm"
-	"github.com/lockd/lockd/internal/server"
-	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/server"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // seedState returns a state whose entries end at index 1004: session s1

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/server"
-	"github.com/lockd/lockd/internal/servertest"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/server"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // The fault harness's wall-step fault (jepsen/failpoint/wallstep.go) sets

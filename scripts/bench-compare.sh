@@ -10,7 +10,7 @@
 # restarted by `bench-compare.sh restart`, trial after trial), and stops
 # it by the PIDs it started; only the cluster being measured runs.
 # lockd's failover trials run after its cluster stopped, on a cluster of
-# their own (`lockd bench failover`'s). Ends with the table and
+# their own (`lockd-bench failover`'s). Ends with the table and
 # bench-out/compare.{json,md}. Every process it starts is stopped when it
 # exits, whatever happens.
 #
@@ -299,7 +299,7 @@ measure() {
 
 # failover SYSTEM VERSION: the failover trials: etcd's and ZooKeeper's on
 # their running cluster (killing and restarting members), lockd's on a
-# cluster of its own (`lockd bench failover`'s, internal/failbench).
+# cluster of its own (`lockd-bench failover`'s, bench/failover).
 failover() {
   local s=$1 version=$2 args
   if [ "$s" = lockd ]; then

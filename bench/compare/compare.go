@@ -1,5 +1,5 @@
-// Package compare runs lockd's serving rows (internal/load: locks,
-// handoff, keepalive) and its failover trials (internal/failbench, and
+// Package compare runs lockd's serving rows (bench/load: locks,
+// handoff, keepalive) and its failover trials (bench/failover, and
 // their counterparts here) against lockd, etcd and ZooKeeper, one system
 // at a time, and compares the results: a table with lockd/etcd and
 // lockd/ZooKeeper ratios, the targets lockd is held to, JSON, and a
@@ -17,7 +17,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockd/lockd/internal/load"
+	"github.com/lockd/lockd/bench/load"
 )
 
 // The systems, in the order the report shows them.
@@ -85,8 +85,8 @@ type system interface {
 }
 
 // open returns the System of opts.System; nil for lockd, whose System
-// internal/load builds from the endpoints (with the connection pool
-// `lockd bench` uses).
+// bench/load builds from the endpoints (with the connection pool
+// `lockd-bench` uses).
 func open(name string, endpoints []string) (system, error) {
 	switch name {
 	case Lockd:

@@ -11,7 +11,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
-	"github.com/lockd/lockd/internal/load"
+	"github.com/lockd/lockd/bench/load"
 )
 
 // etcd is the System of an etcd cluster, through etcd's own Go client:

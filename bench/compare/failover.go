@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockd/lockd/bench/failover"
+	"github.com/lockd/lockd/bench/load"
 	"github.com/lockd/lockd/internal/ctxsleep"
-	"github.com/lockd/lockd/internal/failbench"
-	"github.com/lockd/lockd/internal/load"
 )
 
 // Failover is one system's failover trials: the leader killed with
@@ -32,7 +32,7 @@ type Failover struct {
 	Workers int     `json:"workers"`
 	Settle  float64 `json:"settle_seconds"`
 	// Kill times a session created before the kill, as lockd's own
-	// `lockd bench failover` does: the row and the target use it.
+	// `lockd-bench failover` does: the row and the target use it.
 	Kill Times `json:"kill"`
 	// NewSession (ZooKeeper only) times, over the same kills, tries that
 	// each open a new session to one survivor.
@@ -56,7 +56,7 @@ type Times struct {
 }
 
 // Stats returns the smallest, median (the lower one of an even count, as
-// `lockd bench failover` takes it) and largest time; ok is false without
+// `lockd-bench failover` takes it) and largest time; ok is false without
 // a successful trial.
 func (t Times) Stats() (lo, p50, hi time.Duration, ok bool) {
 	if len(t.Times) == 0 {
@@ -69,7 +69,7 @@ func (t Times) Stats() (lo, p50, hi time.Duration, ok bool) {
 // FailoverHow says how the failover trials are run, for the report.
 const FailoverHow = "each system at its default timing settings (etcd: heartbeat 100 ms, election 1000 ms; " +
 	"ZooKeeper: tickTime 2000; lockd: `lockd serve`'s defaults, on a 3-node cluster of its own that " +
-	"`lockd bench failover` starts). A trial waits until every member is up and one leads, lets the cluster " +
+	"`lockd-bench failover` starts). A trial waits until every member is up and one leads, lets the cluster " +
 	"settle, creates a session through a survivor, kills the leader with SIGKILL, and from then on tries " +
 	"to take a lock of a fresh name through every survivor every 10 ms (each try bounded to 2 s) until " +
 	"one succeeds: the trial's time runs from the signal to that answer. The killed member is then " +
@@ -100,7 +100,7 @@ type FailoverOptions struct {
 	Endpoints []string
 	PIDFiles  []string
 	Restart   []string
-	// Binary and Dir are for lockd: the lockd binary `lockd bench
+	// Binary and Dir are for lockd: the lockd binary `lockd-bench
 	// failover`'s cluster runs, and the directory for its nodes' data.
 	Binary, Dir string
 	Trials      int
@@ -119,10 +119,10 @@ const (
 	wholeLimit = 90 * time.Second      // for every member to be up, with one leader
 )
 
-// DefaultFailoverOptions are lockd's `lockd bench failover` defaults
+// DefaultFailoverOptions are lockd's `lockd-bench failover` defaults
 // (workers, settle) with 5 trials.
 func DefaultFailoverOptions() FailoverOptions {
-	d := failbench.DefaultConfig()
+	d := failover.DefaultConfig()
 	return FailoverOptions{Trials: 5, Workers: d.Workers, Settle: d.Settle, TTL: 30 * time.Second}
 }
 
@@ -176,12 +176,12 @@ func RunFailover(ctx context.Context, opts FailoverOptions) (Result, error) {
 	return res, err
 }
 
-// lockdFailover is `lockd bench failover --faults kill` (internal/
-// failbench) on a cluster of its own: 127.0.0.1 or 127.x.y.z loopback
+// lockdFailover is `lockd-bench failover --faults kill` (internal/
+// bench/failover) on a cluster of its own: 127.0.0.1 or 127.x.y.z loopback
 // addresses, ports between 10000 and the ephemeral range, so never the
 // comparison's own (which are below 8000).
 func lockdFailover(ctx context.Context, opts FailoverOptions, f *Failover) error {
-	cfg := failbench.DefaultConfig()
+	cfg := failover.DefaultConfig()
 	cfg.Binary, cfg.Dir, cfg.Trials, cfg.Kinds = opts.Binary, opts.Dir, opts.Trials, []string{"kill"}
 	if abs, err := filepath.Abs(cfg.Binary); err == nil {
 		cfg.Binary = abs
@@ -190,7 +190,7 @@ func lockdFailover(ctx context.Context, opts FailoverOptions, f *Failover) error
 	if p := opts.Progress; p != nil {
 		cfg.Progress = func(line string) { p(Lockd + ": " + line) }
 	}
-	rows, err := failbench.Run(ctx, cfg)
+	rows, err := failover.Run(ctx, cfg)
 	for _, r := range rows {
 		if r.Kind == "kill" {
 			f.Trials = r.Trials

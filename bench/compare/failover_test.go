@@ -25,7 +25,7 @@ func TestTimes_Stats(t *testing.T) {
 	if _, _, _, ok := (Times{Failed: 3}).Stats(); ok {
 		t.Error("stats without a successful trial")
 	}
-	// An even count takes the lower median, as `lockd bench failover` does.
+	// An even count takes the lower median, as `lockd-bench failover` does.
 	lo, p50, hi, ok := Times{Times: secs(4, 1, 3, 2)}.Stats()
 	if !ok || lo != time.Second || p50 != 2*time.Second || hi != 4*time.Second {
 		t.Errorf("stats %v %v %v %v", lo, p50, hi, ok)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/load"
+	"github.com/lockd/lockd/bench/load"
 )
 
 func row(bench string, n int, rate float64, p50, p99 time.Duration) load.Row {

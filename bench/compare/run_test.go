@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/load"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/bench/load"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 func smallRows() load.Config {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/lockd/lockd/internal/load"
+	"github.com/lockd/lockd/bench/load"
 )
 
 // zookeeper is the System of a ZooKeeper ensemble, through

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 const aclUsage = `lockd acl token create [--description TEXT] [--expiration-ttl DURATION] (--admin | --rule KIND:PREFIX:ACCESS ...) [--addr ADDRS] [--json]
@@ -34,7 +35,7 @@ func (r *rulesFlag) Set(s string) error {
 
 // aclCmd runs "lockd acl token ...".
 func aclCmd(args []string) int {
-	fs := newFlagSet("lockd acl token", aclUsage)
+	fs := cli.NewFlagSet("lockd acl token", aclUsage)
 	var f clientFlags
 	f.register(fs, true)
 	var rules rulesFlag
@@ -43,18 +44,18 @@ func aclCmd(args []string) int {
 	fs.Var(&rules, "rule", "create: a rule KIND:PREFIX:ACCESS; repeat for more")
 	expiry := fs.Duration("expiration-ttl", 0, "create: the token expires this long after its creation (1s to 87600h; default: never)")
 	if len(args) < 2 || args[0] != "token" {
-		return usageErr(fs, "want: lockd acl token create|list|self|revoke")
+		return cli.UsageErr(fs, "want: lockd acl token create|list|self|revoke")
 	}
 	verb := args[1]
-	pos, command, err := parseArgs(fs, args[2:])
+	pos, command, err := cli.ParseArgs(fs, args[2:])
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	if len(command) > 0 || (verb == "revoke") != (len(pos) == 1) || (verb != "revoke" && len(pos) > 0) {
-		return usageErr(fs, "unexpected arguments")
+		return cli.UsageErr(fs, "unexpected arguments")
 	}
 	if verb != "create" && (*admin || len(rules) > 0 || *desc != "" || *expiry != 0) {
-		return usageErr(fs, "--admin, --rule, --description and --expiration-ttl are for create")
+		return cli.UsageErr(fs, "--admin, --rule, --description and --expiration-ttl are for create")
 	}
 	c, err := f.client()
 	if err != nil {
@@ -67,7 +68,7 @@ func aclCmd(args []string) int {
 	switch verb {
 	case "create":
 		if *admin == (len(rules) > 0) {
-			return usageErr(fs, "give --admin or at least one --rule, not both")
+			return cli.UsageErr(fs, "give --admin or at least one --rule, not both")
 		}
 		tok, e := c.CreateToken(ctx, api.CreateTokenRequest{Description: *desc, Admin: *admin, Rules: rules,
 			ExpirationTTL: api.Duration(*expiry)})
@@ -85,7 +86,7 @@ func aclCmd(args []string) int {
 		err = c.RevokeToken(ctx, pos[0])
 		v, table = struct{}{}, func(io.Writer) {}
 	default:
-		return usageErr(fs, "unknown verb %q (want create, list, self or revoke)", verb)
+		return cli.UsageErr(fs, "unknown verb %q (want create, list, self or revoke)", verb)
 	}
 	if err != nil {
 		return fail(os.Stderr, fs.Name()+" "+verb, err)

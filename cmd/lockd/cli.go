@@ -1,20 +1,17 @@
 package main
 
 import (
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/certs"
+	"github.com/lockd/lockd/internal/cli"
 )
 
-// Exit codes of the client commands, beyond exitOK, exitError, exitUsage.
+// Exit codes of the client commands, beyond cli.ExitOK, cli.ExitError, cli.ExitUsage.
 const (
 	// exitNotAcquired: the lock was held (or the wait ran out); for
 	// "leader", nobody leads.
@@ -24,26 +21,15 @@ const (
 	exitLost = 4
 )
 
-// defaultAddr is the address client commands use without --addr;
-// defaultTLSAddr replaces it with --cacert, --cert or --key.
-const (
-	defaultAddr    = "http://127.0.0.1:7400"
-	defaultTLSAddr = "https://127.0.0.1:7400"
-)
-
 // clientFlags are the flags every client command takes.
 type clientFlags struct {
-	addr              string
-	caCert, cert, key string
-	aclToken          string
-	jsonOut           bool
+	cli.Endpoint
+	aclToken string
+	jsonOut  bool
 }
 
 func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
-	fs.StringVar(&f.addr, "addr", defaultAddr, "comma-separated HTTP addresses of cluster members (host:port means https:// with --cacert or --cert)")
-	fs.StringVar(&f.caCert, "cacert", "", "HTTPS: verify the cluster's certificates against the CA(s) in this PEM file (default: the system's roots)")
-	fs.StringVar(&f.cert, "cert", "", "HTTPS: present this PEM client certificate (with --key), for a cluster started with --client-ca")
-	fs.StringVar(&f.key, "key", "", "PEM private key of --cert")
+	f.Endpoint.Register(fs)
 	fs.StringVar(&f.aclToken, "acl-token", "", "the secret of the ACL token to send, when the cluster has ACLs on (prefer env LOCKD_ACL_TOKEN: a flag shows in ps)")
 	if withJSON {
 		fs.BoolVar(&f.jsonOut, "json", false, "print JSON for scripts instead of a table")
@@ -55,7 +41,7 @@ func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
 var tokenGiven bool
 
 func (f *clientFlags) client() (*client.Client, error) {
-	addrs, tlsCfg, err := f.endpoints()
+	addrs, tlsCfg, err := f.Endpoints()
 	if err != nil {
 		return nil, err
 	}
@@ -63,66 +49,9 @@ func (f *clientFlags) client() (*client.Client, error) {
 	return client.NewWithConfig(client.Config{Endpoints: addrs, TLS: tlsCfg, BearerToken: f.aclToken})
 }
 
-// endpoints returns the addresses of --addr and the TLS configuration of
-// --cacert, --cert and --key (nil without them). With TLS, the default
-// address is https://, as are addresses given as host:port (the client
-// library makes them so).
-func (f *clientFlags) endpoints() ([]string, *tls.Config, error) {
-	tlsCfg, err := certs.ClientTLS(f.caCert, f.cert, f.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	addrs := strings.Split(f.addr, ",")
-	if tlsCfg != nil && f.addr == defaultAddr {
-		addrs = []string{defaultTLSAddr}
-	}
-	return addrs, tlsCfg, nil
-}
-
-// parseArgs parses flags that may come before and after the positional
-// arguments, up to a "--" after which everything is the command to run.
-// It applies LOCKD_* environment variables to flags not given.
-func parseArgs(fs *flag.FlagSet, args []string) (positional, command []string, err error) {
-	for i, a := range args {
-		if a == "--" {
-			args, command = args[:i], args[i+1:] //nolint:gosec // G602: i indexes args, so i+1 <= len(args)
-			break
-		}
-	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	return positional, command, applyEnv(fs)
-}
-
-// newFlagSet returns a FlagSet whose usage names the command.
-func newFlagSet(name, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// usageErr prints a usage error for a client command and returns exitUsage.
-func usageErr(fs *flag.FlagSet, format string, args ...any) int {
-	fmt.Fprintf(os.Stderr, "%s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
-	fs.SetOutput(os.Stderr)
-	fs.Usage()
-	return exitUsage
-}
-
 func fail(w io.Writer, cmd string, err error) int {
 	fmt.Fprintf(w, "%s: %v\n", cmd, explain(err, tokenGiven))
-	return exitError
+	return cli.ExitError
 }
 
 // explain rewrites a 401 unauthorized in the CLI's terms: the server's
@@ -142,12 +71,4 @@ func explain(err error, given bool) error {
 		msg = e.Message
 	}
 	return fmt.Errorf("the cluster refused the token of LOCKD_ACL_TOKEN (or --acl-token): %s", msg)
-}
-
-// flagErr turns a flag parsing error into an exit code: -h is not an error.
-func flagErr(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
 }

@@ -10,10 +10,11 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 func electCmd(args []string) int {
-	fs := newFlagSet("lockd elect", "lockd elect [flags] NAME [-- CMD [ARGS...]]\n"+
+	fs := cli.NewFlagSet("lockd elect", "lockd elect [flags] NAME [-- CMD [ARGS...]]\n"+
 		"       lockd elect --listen NAME   (observe: print the leader and each change, without campaigning)")
 	var f holdFlags
 	f.registerHold(fs)
@@ -22,23 +23,23 @@ func electCmd(args []string) int {
 	fs.StringVar(&value, "value", "", "the value to lead with (e.g. this process's address)")
 	fs.BoolVar(&listen, "listen", false, "do not campaign: print the leader, then each change, until interrupted (as lockd watch election NAME); no session is made")
 	fs.BoolVar(&jsonOut, "json", false, "with --listen: print JSON, one object a line")
-	pos, command, err := parseArgs(fs, args)
+	pos, command, err := cli.ParseArgs(fs, args)
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	if len(pos) != 1 {
-		return usageErr(fs, "want one election NAME")
+		return cli.UsageErr(fs, "want one election NAME")
 	}
 	name := pos[0]
 	if err := api.ValidateName(name); err != nil {
-		return usageErr(fs, "%v", err)
+		return cli.UsageErr(fs, "%v", err)
 	}
 	if jsonOut && !listen {
-		return usageErr(fs, "--json is for --listen")
+		return cli.UsageErr(fs, "--json is for --listen")
 	}
 	if listen {
 		if len(command) > 0 || value != "" {
-			return usageErr(fs, "--listen takes no command and no --value: it does not campaign")
+			return cli.UsageErr(fs, "--listen takes no command and no --value: it does not campaign")
 		}
 		c, err := f.client()
 		if err != nil {
@@ -81,7 +82,7 @@ func (h *holder) watchElection(e *client.Election, value string) int {
 		select {
 		case l, ok := <-changes:
 			if !ok {
-				return exitOK
+				return cli.ExitOK
 			}
 			if l.Session == "" {
 				fmt.Println("leader: none")
@@ -102,7 +103,7 @@ func (h *holder) watchElection(e *client.Election, value string) int {
 			_ = e.Resign(rctx) // if this fails, closing the session (deferred) ends the leadership
 			rcancel()
 			fmt.Fprintf(os.Stderr, "%s: %v: resigned\n", h.cmd, sig)
-			return exitOK
+			return cli.ExitOK
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 // holdFlags are the flags of "lockd lock" and "lockd elect".
@@ -90,7 +91,7 @@ func (w *waitFlag) Set(s string) error {
 }
 
 func lockCmd(args []string) int {
-	fs := newFlagSet("lockd lock", "lockd lock [flags] NAME [-- CMD [ARGS...]]\n\n"+
+	fs := cli.NewFlagSet("lockd lock", "lockd lock [flags] NAME [-- CMD [ARGS...]]\n\n"+
 		"With CMD, run it holding the lock, and release the lock when it exits.\n"+
 		"Without CMD, print the lock's name and fencing token once it is held, and hold it\n"+
 		"until lockd is interrupted (SIGINT, SIGTERM, SIGHUP), then release it.")
@@ -100,16 +101,16 @@ func lockCmd(args []string) int {
 	var shared bool
 	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` such as 30s, 0 to try once (exit 3 if held), or forever, also spelt -1")
 	fs.BoolVar(&shared, "shared", false, "take the lock in shared mode")
-	pos, command, err := parseArgs(fs, args)
+	pos, command, err := cli.ParseArgs(fs, args)
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	if len(pos) != 1 {
-		return usageErr(fs, "want one lock NAME (then, optionally, -- and the command to run)")
+		return cli.UsageErr(fs, "want one lock NAME (then, optionally, -- and the command to run)")
 	}
 	name := pos[0]
 	if err := api.ValidateName(name); err != nil {
-		return usageErr(fs, "%v", err)
+		return cli.UsageErr(fs, "%v", err)
 	}
 	h, code := f.open("lockd lock", command)
 	if h == nil {
@@ -154,7 +155,7 @@ func (h *holder) hold(lost <-chan struct{}, what, line string) int {
 	select {
 	case sig := <-h.sigs:
 		fmt.Fprintf(os.Stderr, "%s: %v: releasing %s\n", h.cmd, sig, what)
-		return exitOK
+		return cli.ExitOK
 	case <-lost:
 		fmt.Fprintf(os.Stderr, "%s: %s lost (%v)\n", h.cmd, what, h.s.Err())
 		return exitLost

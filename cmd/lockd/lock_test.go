@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lockd/lockd/internal/cli"
 )
 
 // --wait of lockd lock: forever by default, spelt forever or -1; a
@@ -41,8 +43,8 @@ func TestWaitFlag(t *testing.T) {
 			t.Errorf("--wait %q accepted", bad)
 		}
 	}
-	if code := run([]string{"lock", "--wait", "soon", "x"}); code != exitUsage {
-		t.Errorf("lockd lock --wait soon: exit %d, want %d", code, exitUsage)
+	if code := run([]string{"lock", "--wait", "soon", "x"}); code != cli.ExitUsage {
+		t.Errorf("lockd lock --wait soon: exit %d, want %d", code, cli.ExitUsage)
 	}
 }
 

@@ -10,7 +10,6 @@
 //	lockd members [add ID PEER --http URL | remove ID]  list, add or remove members
 //	lockd leader-transfer [--to ID]      hand leadership to another voter
 //	lockd snapshot save|inspect|restore FILE  back up, check a backup, seed a new cluster
-//	lockd bench elections [flags]        compare election algorithms: messages and time to agreement
 //	lockd tls init DIR [flags]           a development CA and certificates for a cluster
 //	lockd version                        print the version
 //
@@ -25,17 +24,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/lockd/lockd/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
-)
 
 func main() {
 	os.Exit(run(os.Args[1:]))
@@ -44,7 +39,7 @@ func main() {
 func run(args []string) int {
 	if len(args) == 0 {
 		usage()
-		return exitUsage
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "serve":
@@ -58,7 +53,9 @@ func run(args []string) int {
 	case "status", "locks", "sessions", "elections", "leader":
 		return infoCmd(args[0], args[1:])
 	case "bench":
-		return benchCmd(args[1:])
+		fmt.Fprintln(os.Stderr, "lockd: the benchmarks are a command of their own: lockd-bench "+strings.Join(args[1:], " ")+
+			"\n(make build puts it in bin/; or: go run ./cmd/lockd-bench)")
+		return cli.ExitUsage
 	case "tls":
 		return tlsCmd(args[1:])
 	case "acl":
@@ -71,14 +68,14 @@ func run(args []string) int {
 		return snapshotCmd(args[1:], os.Stdout, os.Stderr)
 	case "version", "--version", "-version":
 		printVersion(os.Stdout)
-		return exitOK
+		return cli.ExitOK
 	case "help", "-h", "--help":
 		usage()
-		return exitOK
+		return cli.ExitOK
 	}
 	fmt.Fprintf(os.Stderr, "lockd: unknown command %q\n\n", args[0])
 	usage()
-	return exitUsage
+	return cli.ExitUsage
 }
 
 func usage() {
@@ -106,8 +103,6 @@ Usage:
   lockd snapshot save|inspect|restore FILE
                                         back up the cluster's state, check a backup, seed a
                                         new cluster from one (README "Backup and restore")
-  lockd bench elections [flags]         messages and time to elect a leader: ring, bully,
-                                        invitation and raft for N=3..16 (table, CSV, SVG)
   lockd tls init DIR [--nodes N] [--hosts H,...]
                                         a development CA, a certificate per node and a
                                         client certificate, for --tls-cert, --peer-cert, ...
@@ -122,5 +117,7 @@ environment variable LOCKD_<FLAG>, e.g. LOCKD_HTTP=127.0.0.1:8400.
 
 Exit codes: 0 ok (or CMD's own), 1 error, 2 usage, 3 not acquired / no
 leader, 4 lock or leadership lost while CMD ran, 128+N CMD killed by signal N.
+
+The benchmarks are the command lockd-bench.
 `)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 const membersUsage = `lockd members [--addr ADDRS] [--json]
@@ -22,7 +23,7 @@ const membersTimeout = 30 * time.Second
 
 // membersCmd runs "lockd members [add|remove]".
 func membersCmd(args []string) int {
-	fs := newFlagSet("lockd members", membersUsage)
+	fs := cli.NewFlagSet("lockd members", membersUsage)
 	var f clientFlags
 	f.register(fs, true)
 	httpAddr := fs.String("http", "", "add: the new member's HTTP URL (http://host:port or https://...)")
@@ -31,19 +32,19 @@ func membersCmd(args []string) int {
 	if len(args) > 0 && (args[0] == "add" || args[0] == "remove" || args[0] == "list") {
 		verb, args = args[0], args[1:]
 	}
-	pos, command, err := parseArgs(fs, args)
+	pos, command, err := cli.ParseArgs(fs, args)
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	want := map[string]int{"list": 0, "add": 2, "remove": 1}[verb]
 	if len(command) > 0 || len(pos) != want {
-		return usageErr(fs, "%s takes %d argument(s), got %q", verb, want, pos)
+		return cli.UsageErr(fs, "%s takes %d argument(s), got %q", verb, want, pos)
 	}
 	if (verb == "add") != (*httpAddr != "") {
-		return usageErr(fs, "--http is required with add, and only with add")
+		return cli.UsageErr(fs, "--http is required with add, and only with add")
 	}
 	if *nonVoter && verb != "add" {
-		return usageErr(fs, "--non-voter is only for add")
+		return cli.UsageErr(fs, "--non-voter is only for add")
 	}
 	c, err := f.client()
 	if err != nil {
@@ -62,13 +63,13 @@ func membersCmd(args []string) int {
 			return fail(os.Stderr, fs.Name()+" add", err)
 		}
 		fmt.Printf("added %s (peer %s, http %s) as %s, unless it was a member already (a member keeps its role)\n", m.ID, m.Peer, m.HTTP, role)
-		return exitOK
+		return cli.ExitOK
 	case "remove":
 		if err := c.RemoveMember(ctx, pos[0]); err != nil {
 			return fail(os.Stderr, fs.Name()+" remove", err)
 		}
 		fmt.Printf("removed %s; it stops serving and exits\n", pos[0])
-		return exitOK
+		return cli.ExitOK
 	}
 	cl, err := leaderView(ctx, c, f)
 	if err != nil {
@@ -86,7 +87,7 @@ func leaderView(ctx context.Context, c *client.Client, f clientFlags) (api.Clust
 		return cl, err
 	}
 	lf := f
-	lf.addr = cl.Leader.HTTP
+	lf.Addr = cl.Leader.HTTP
 	lc, err := lf.client()
 	if err != nil {
 		return cl, nil
@@ -127,16 +128,16 @@ func memberRole(m api.Member) string {
 
 // transferCmd runs "lockd leader-transfer [--to ID]".
 func transferCmd(args []string) int {
-	fs := newFlagSet("lockd leader-transfer", "lockd leader-transfer [--to ID] [--addr ADDRS] [--json]")
+	fs := cli.NewFlagSet("lockd leader-transfer", "lockd leader-transfer [--to ID] [--addr ADDRS] [--json]")
 	var f clientFlags
 	f.register(fs, true)
 	to := fs.String("to", "", "the voter to hand leadership to (default: the one the leader finds most up to date)")
-	pos, command, err := parseArgs(fs, args)
+	pos, command, err := cli.ParseArgs(fs, args)
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	if len(pos) > 0 || len(command) > 0 {
-		return usageErr(fs, "unexpected arguments")
+		return cli.UsageErr(fs, "unexpected arguments")
 	}
 	c, err := f.client()
 	if err != nil {

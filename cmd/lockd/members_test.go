@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/api"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 func TestMembersCmd_UsageErrors(t *testing.T) {
@@ -18,8 +19,8 @@ func TestMembersCmd_UsageErrors(t *testing.T) {
 		{"members", "--no-such-flag"},
 		{"members", "remove", "n4", "--non-voter"}, // --non-voter is for add
 	} {
-		if code := run(args); code != exitUsage {
-			t.Errorf("lockd %v exited %d, want %d", args, code, exitUsage)
+		if code := run(args); code != cli.ExitUsage {
+			t.Errorf("lockd %v exited %d, want %d", args, code, cli.ExitUsage)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"testing"
+
+	"github.com/lockd/lockd/internal/cli"
 )
 
 // A status command whose output cannot be written (a full disk, here
@@ -24,10 +26,10 @@ func TestOutput_WriteErrorFails(t *testing.T) {
 	defer func() { _ = os.Stderr.Close(); os.Stdout, os.Stderr = stdout, stderr }()
 
 	table := func(w io.Writer) { fmt.Fprintln(w, "NAME\tHOLDER") }
-	if code := output(true, map[string]string{"name": "a"}, table); code != exitError {
-		t.Errorf("--json to a full disk: exit %d, want %d", code, exitError)
+	if code := output(true, map[string]string{"name": "a"}, table); code != cli.ExitError {
+		t.Errorf("--json to a full disk: exit %d, want %d", code, cli.ExitError)
 	}
-	if code := output(false, nil, table); code != exitError {
-		t.Errorf("table to a full disk: exit %d, want %d", code, exitError)
+	if code := output(false, nil, table); code != cli.ExitError {
+		t.Errorf("table to a full disk: exit %d, want %d", code, cli.ExitError)
 	}
 }

@@ -16,9 +16,10 @@ import (
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/internal/certs"
+	"github.com/lockd/lockd/internal/cli"
 	"github.com/lockd/lockd/internal/connlimit"
-	"github.com/lockd/lockd/internal/server"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/server"
 )
 
 // serveFlags holds the flags of "lockd serve".
@@ -124,37 +125,37 @@ func serve(args []string) int {
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+			return cli.ExitOK
 		}
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockd serve: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return cli.ExitUsage
 	}
-	if err := applyEnv(fs); err != nil {
+	if err := cli.ApplyEnv(fs); err != nil {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	logger, err := f.logger()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cfg, err := f.config(logger)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cfg.Version = version
 	if cfg.Metrics, err = newMetrics(); err != nil {
 		fmt.Fprintf(os.Stderr, "lockd serve: metrics: %v\n", err)
-		return exitError
+		return cli.ExitError
 	}
 	srv, err := server.Start(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
-		return exitError
+		return cli.ExitError
 	}
 	logger.Info("lockd serving", "id", cfg.Node.ID, "http", srv.HTTPURL(), "peer", srv.PeerAddr(),
 		"data", cfg.Node.DataDir, "client_certs", cfg.HTTPTLS != nil && cfg.HTTPTLS.ClientCAs != nil,
@@ -178,13 +179,13 @@ func serve(args []string) int {
 		signal.Stop(sig)
 		_ = srv.Close()
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", srv.Err())
-		return exitError
+		return cli.ExitError
 	}
 	signal.Stop(sig)
 	if err := srv.Close(); err != nil {
 		logger.Warn("shutdown", "err", err)
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func (f *serveFlags) logger() (*slog.Logger, error) {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"flag"
-	"github.com/lockd/lockd/lease"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/lockd/lockd/internal/cli"
+	"github.com/lockd/lockd/lease"
 )
 
 func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags, error) {
@@ -20,7 +22,7 @@ func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	return &f, applyEnv(fs)
+	return &f, cli.ApplyEnv(fs)
 }
 
 func TestServeFlags_EnvironmentFillsUnsetFlags(t *testing.T) {
@@ -79,29 +81,20 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 }
 
 func TestRun_ExitCodes(t *testing.T) {
-	if got := run([]string{"frobnicate"}); got != exitUsage {
-		t.Errorf("unknown command exit = %d, want %d", got, exitUsage)
+	if got := run([]string{"frobnicate"}); got != cli.ExitUsage {
+		t.Errorf("unknown command exit = %d, want %d", got, cli.ExitUsage)
 	}
-	if got := run(nil); got != exitUsage {
-		t.Errorf("no command exit = %d, want %d", got, exitUsage)
+	if got := run(nil); got != cli.ExitUsage {
+		t.Errorf("no command exit = %d, want %d", got, cli.ExitUsage)
 	}
-	if got := run([]string{"serve", "--election", "ring", "--data", t.TempDir()}); got != exitUsage { // no members named
-		t.Errorf("bad serve flag exit = %d, want %d", got, exitUsage)
+	if got := run([]string{"serve", "--election", "ring", "--data", t.TempDir()}); got != cli.ExitUsage { // no members named
+		t.Errorf("bad serve flag exit = %d, want %d", got, cli.ExitUsage)
 	}
-	if got := run([]string{"version"}); got != exitOK {
+	if got := run([]string{"version"}); got != cli.ExitOK {
 		t.Errorf("version exit = %d", got)
 	}
-	for _, args := range [][]string{
-		{"bench", "locks", "--workers", "1,x"},
-		{"bench", "handoff", "--waiters", "0"},
-		{"bench", "keepalive", "--ttl", "1s"},
-		{"bench", "serving", "--duration", "0s"},
-		{"bench", "locks", "extra"},
-		{"bench", "frobnicate"},
-	} {
-		if got := run(args); got != exitUsage {
-			t.Errorf("%q exit = %d, want %d", args, got, exitUsage)
-		}
+	if got := run([]string{"bench", "elections"}); got != cli.ExitUsage { // moved to lockd-bench
+		t.Errorf("bench exit = %d, want %d", got, cli.ExitUsage)
 	}
 }
 

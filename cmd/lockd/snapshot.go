@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockd/lockd/fsm"
 	"github.com/lockd/lockd/internal/backup"
+	"github.com/lockd/lockd/internal/cli"
 	"github.com/lockd/lockd/lease"
 )
 
@@ -31,7 +32,7 @@ const snapshotTimeout = 2 * time.Minute
 func snapshotCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, "lockd snapshot: want save, inspect or restore\nusage: %s\n", snapshotUsage)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "save":
@@ -42,28 +43,28 @@ func snapshotCmd(args []string, stdout, stderr io.Writer) int {
 		return snapshotRestore(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprintf(stdout, "usage: %s\n", snapshotUsage)
-		return exitOK
+		return cli.ExitOK
 	}
 	fmt.Fprintf(stderr, "lockd snapshot: unknown verb %q (want save, inspect or restore)\nusage: %s\n", args[0], snapshotUsage)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 // snapshotFlagSet returns a FlagSet for one verb, writing to stderr.
 func snapshotFlagSet(verb string, stderr io.Writer) *flag.FlagSet {
-	fs := newFlagSet("lockd snapshot "+verb, snapshotUsage)
+	fs := cli.NewFlagSet("lockd snapshot "+verb, snapshotUsage)
 	fs.SetOutput(stderr)
 	return fs
 }
 
 // oneFile parses args (flags before or after FILE) and returns FILE.
 func oneFile(fs *flag.FlagSet, args []string, stderr io.Writer) (string, int) {
-	pos, command, err := parseArgs(fs, args)
+	pos, command, err := cli.ParseArgs(fs, args)
 	if err != nil {
-		return "", flagErr(err)
+		return "", cli.FlagErr(err)
 	}
 	if len(pos) != 1 || len(command) > 0 {
 		fmt.Fprintf(stderr, "%s: want exactly one FILE\n", fs.Name())
-		return "", exitUsage
+		return "", cli.ExitUsage
 	}
 	return pos[0], -1
 }
@@ -79,7 +80,7 @@ func snapshotSave(args []string, stdout, stderr io.Writer) int {
 	}
 	if _, err := os.Lstat(path); err == nil && !*force {
 		fmt.Fprintf(stderr, "%s: %s exists; give --force to overwrite it\n", fs.Name(), path)
-		return exitError
+		return cli.ExitError
 	}
 	c, err := f.client()
 	if err != nil {
@@ -98,7 +99,7 @@ func snapshotSave(args []string, stdout, stderr io.Writer) int {
 		return writeJSON(stdout, describe(path, file, nil))
 	}
 	fmt.Fprintf(stdout, "saved %s: index %d, term %d, %d bytes, sha256 %s\n", path, file.Header.Index, file.Header.Term, file.Size, file.SumHex())
-	return exitOK
+	return cli.ExitOK
 }
 
 // saveFile writes a backup file to path.tmp with write, syncs it, reads it
@@ -221,9 +222,9 @@ func writeJSON(w io.Writer, v any) int {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func snapshotInspect(args []string, stdout, stderr io.Writer) int {
@@ -253,7 +254,7 @@ func snapshotInspect(args []string, stdout, stderr io.Writer) int {
 		c.Sessions, c.Locks, c.LocksHeld, c.LockDelays, c.Elections, c.ElectionsLed, c.Waiters)
 	fmt.Fprintf(tw, "ACL tokens\t%d\nhighest fencing token\t%d\n", c.ACLTokens, c.HighestToken)
 	tw.Flush()
-	return exitOK
+	return cli.ExitOK
 }
 
 func snapshotRestore(args []string, stdout, stderr io.Writer) int {
@@ -268,15 +269,15 @@ func snapshotRestore(args []string, stdout, stderr io.Writer) int {
 	switch {
 	case f.join != "":
 		fmt.Fprintf(stderr, "%s: --join: a node that joins gets the state from the cluster; restore only the nodes of --initial-cluster (or a single node)\n", fs.Name())
-		return exitUsage
+		return cli.ExitUsage
 	case f.election != "raft":
 		fmt.Fprintf(stderr, "%s: --election %s keeps no replicated state to restore; restore seeds Raft mode only\n", fs.Name(), f.election)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	voters, err := restoreVoters(&f)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	file, err := readFile(path)
 	if err != nil {
@@ -296,7 +297,7 @@ func snapshotRestore(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "restored %s into %s as node %s of a new cluster of %d voter(s): index %d, %d sessions, %d locks, %d elections, %d waiters\n",
 		path, f.dataDir, f.id, len(voters), index, c.Sessions, c.Locks, c.Elections, c.Waiters)
 	fmt.Fprintf(stdout, "now start it with lockd serve and the same flags; every token it grants will be above %d\n", index)
-	return exitOK
+	return cli.ExitOK
 }
 
 // restoreVoters returns the voters of the new cluster: --initial-cluster,

@@ -20,9 +20,10 @@ import (
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
 	"github.com/lockd/lockd/internal/backup"
-	"github.com/lockd/lockd/internal/server"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/internal/cli"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/server"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // call sends one JSON request to base and decodes a success into out.
@@ -166,13 +167,13 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	leader := src.c.WaitLeader()
 	file := filepath.Join(t.TempDir(), "backup.snap")
 	code, out, errOut := runCLI("lockd", "snapshot", "save", file, "--addr", src.c.URL(src.c.Follower(leader)))
-	if code != exitOK || !strings.Contains(out, "saved "+file) {
+	if code != cli.ExitOK || !strings.Contains(out, "saved "+file) {
 		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := runCLI("lockd", "snapshot", "save", file, "--addr", src.c.URL(leader)); code != exitError || !strings.Contains(errOut, "--force") {
+	if code, _, errOut := runCLI("lockd", "snapshot", "save", file, "--addr", src.c.URL(leader)); code != cli.ExitError || !strings.Contains(errOut, "--force") {
 		t.Fatalf("save over an existing file: exit %d, %s", code, errOut)
 	}
-	if code, out, errOut := runCLI("lockd", "snapshot", "save", file, "--force", "--addr", src.c.URL(leader)); code != exitOK {
+	if code, out, errOut := runCLI("lockd", "snapshot", "save", file, "--force", "--addr", src.c.URL(leader)); code != cli.ExitOK {
 		t.Fatalf("save --force: exit %d\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(file + ".tmp"); !os.IsNotExist(err) {
@@ -193,7 +194,7 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	// inspect counts what the file holds.
 	code, out, errOut = runCLI("lockd", "snapshot", "inspect", file, "--json")
 	var rep fileReport
-	if code != exitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Content == nil {
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &rep) != nil || rep.Content == nil {
 		t.Fatalf("inspect: exit %d\n%s%s", code, out, errOut)
 	}
 	highest := uint64(0)
@@ -219,7 +220,7 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 		}
 		code, out, errOut := runCLI("lockd", "snapshot", "restore", file, "--id", cfg.Node.ID, "--data", cfg.Node.DataDir,
 			"--initial-cluster", strings.Join(ic, ","))
-		if code != exitOK || !strings.Contains(out, fmt.Sprintf("index %d", rep.Header.Index)) {
+		if code != cli.ExitOK || !strings.Contains(out, fmt.Sprintf("index %d", rep.Header.Index)) {
 			t.Fatalf("restore %s: exit %d\n%s%s", cfg.Node.ID, code, out, errOut)
 		}
 	})
@@ -307,7 +308,7 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 	goodFile := write("good.snap", good)
 	used := filepath.Join(dir, "used")
 	t.Setenv("LOCKD_PEER", "127.0.0.1:7451") // restore reads the variables serve reads
-	if code, out, errOut := runCLI("lockd", "snapshot", "restore", goodFile, "--data", used, "--id", "n5", "--min-index", "50"); code != exitOK || !strings.Contains(out, "index 50") {
+	if code, out, errOut := runCLI("lockd", "snapshot", "restore", goodFile, "--data", used, "--id", "n5", "--min-index", "50"); code != cli.ExitOK || !strings.Contains(out, "index 50") {
 		t.Fatalf("restore of a good file: exit %d\n%s%s", code, out, errOut)
 	}
 	// Without --initial-cluster the node alone is the new cluster, and the
@@ -331,15 +332,15 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 		exit int
 		want string
 	}{
-		{"flipped byte", []string{write("flipped.snap", flipped)}, exitError, "checksum mismatch"},
-		{"truncated", []string{write("short.snap", good[:len(good)-10])}, exitError, "truncated"},
-		{"not a backup", []string{write("x.json", state)}, exitError, `does not start with "LOCKDSNP"`},
-		{"missing", []string{filepath.Join(dir, "none.snap")}, exitError, "no such file"},
-		{"used data dir", []string{goodFile, "--data", used}, exitError, "already holds Raft state"},
-		{"id not a voter", []string{goodFile, "--id", "n4", "--initial-cluster", "n1=127.0.0.1:7401"}, exitUsage, "not one of --initial-cluster"},
-		{"join", []string{goodFile, "--join", "http://127.0.0.1:7400"}, exitUsage, "--join"},
-		{"classic mode", []string{goodFile, "--election", "bully"}, exitUsage, "Raft mode only"},
-		{"no file", nil, exitUsage, "exactly one FILE"},
+		{"flipped byte", []string{write("flipped.snap", flipped)}, cli.ExitError, "checksum mismatch"},
+		{"truncated", []string{write("short.snap", good[:len(good)-10])}, cli.ExitError, "truncated"},
+		{"not a backup", []string{write("x.json", state)}, cli.ExitError, `does not start with "LOCKDSNP"`},
+		{"missing", []string{filepath.Join(dir, "none.snap")}, cli.ExitError, "no such file"},
+		{"used data dir", []string{goodFile, "--data", used}, cli.ExitError, "already holds Raft state"},
+		{"id not a voter", []string{goodFile, "--id", "n4", "--initial-cluster", "n1=127.0.0.1:7401"}, cli.ExitUsage, "not one of --initial-cluster"},
+		{"join", []string{goodFile, "--join", "http://127.0.0.1:7400"}, cli.ExitUsage, "--join"},
+		{"classic mode", []string{goodFile, "--election", "bully"}, cli.ExitUsage, "Raft mode only"},
+		{"no file", nil, cli.ExitUsage, "exactly one FILE"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,7 +356,7 @@ func TestSnapshot_RestoreRefusesABadFileOrAUsedDataDir(t *testing.T) {
 		})
 	}
 	for name, want := range map[string]string{"flipped.snap": "checksum mismatch", "short.snap": "truncated", "x.json": `does not start with "LOCKDSNP"`} {
-		if code, _, errOut := runCLI("lockd", "snapshot", "inspect", filepath.Join(dir, name)); code != exitError || !strings.Contains(errOut, want) {
+		if code, _, errOut := runCLI("lockd", "snapshot", "inspect", filepath.Join(dir, name)); code != cli.ExitError || !strings.Contains(errOut, want) {
 			t.Fatalf("inspect %s: exit %d, %q; want exit 1 saying %q", name, code, errOut, want)
 		}
 	}

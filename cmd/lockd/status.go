@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 // infoCmd runs one of the read-only commands: status, locks, sessions,
@@ -27,20 +28,20 @@ func infoCmd(name string, args []string) int {
 			"Every session, or the one with ID, with its time left and last renewal as the leader sees them\n" +
 			"(LEFT and RENEWED are - in a follower's --stale answer: only the leader sees keepalives)."
 	}
-	fs := newFlagSet("lockd "+name, usage)
+	fs := cli.NewFlagSet("lockd "+name, usage)
 	var f clientFlags
 	f.register(fs, true)
 	var stale bool
 	if name == "sessions" {
 		fs.BoolVar(&stale, "stale", false, "let the node asked answer from its own state, leader or not")
 	}
-	pos, command, err := parseArgs(fs, args)
+	pos, command, err := cli.ParseArgs(fs, args)
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	maxPos := map[string]int{"leader": 1, "sessions": 1}[name]
 	if len(command) > 0 || len(pos) > maxPos || (name == "leader" && len(pos) == 0) {
-		return usageErr(fs, "unexpected arguments")
+		return cli.UsageErr(fs, "unexpected arguments")
 	}
 	cons := client.Default
 	if stale {
@@ -109,14 +110,14 @@ func output(jsonOut bool, v any, table func(io.Writer)) int {
 		if err := enc.Encode(v); err != nil {
 			return fail(os.Stderr, "lockd", fmt.Errorf("write output: %w", err))
 		}
-		return exitOK
+		return cli.ExitOK
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	table(tw)
 	if err := tw.Flush(); err != nil {
 		return fail(os.Stderr, "lockd", fmt.Errorf("write output: %w", err))
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 func printCluster(w io.Writer, c api.Cluster) {

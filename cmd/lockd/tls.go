@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockd/lockd/internal/certs"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 const tlsUsage = `lockd tls init DIR [--nodes N] [--hosts HOST,...]
@@ -39,7 +40,7 @@ certificates it signed.`
 
 // tlsCmd runs "lockd tls init".
 func tlsCmd(args []string) int {
-	fs := newFlagSet("lockd tls init", tlsUsage)
+	fs := cli.NewFlagSet("lockd tls init", tlsUsage)
 	nodes := fs.Int("nodes", 3, "how many node certificates: n1 ... nN (1..99)")
 	hosts := fs.String("hosts", "127.0.0.1,localhost", "comma-separated IP addresses and DNS names every node certificate is valid for")
 	fs.Usage = func() {
@@ -50,19 +51,19 @@ func tlsCmd(args []string) int {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fs.SetOutput(os.Stderr)
 			fs.Usage()
-			return exitOK
+			return cli.ExitOK
 		}
-		return usageErr(fs, "want: lockd tls init DIR")
+		return cli.UsageErr(fs, "want: lockd tls init DIR")
 	}
-	pos, command, err := parseArgs(fs, args[1:])
+	pos, command, err := cli.ParseArgs(fs, args[1:])
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	if len(pos) != 1 || len(command) > 0 {
-		return usageErr(fs, "want one directory")
+		return cli.UsageErr(fs, "want one directory")
 	}
 	if *nodes < 1 || *nodes > 99 {
-		return usageErr(fs, "--nodes %d: want 1..99", *nodes)
+		return cli.UsageErr(fs, "--nodes %d: want 1..99", *nodes)
 	}
 	var hs []string
 	for _, h := range strings.Split(*hosts, ",") {
@@ -71,7 +72,7 @@ func tlsCmd(args []string) int {
 		}
 	}
 	if len(hs) == 0 {
-		return usageErr(fs, "--hosts: name at least one host")
+		return cli.UsageErr(fs, "--hosts: name at least one host")
 	}
 	ids := make([]string, *nodes)
 	for i := range ids {
@@ -92,5 +93,5 @@ func tlsCmd(args []string) int {
 	for _, p := range written {
 		fmt.Println(p)
 	}
-	return exitOK
+	return cli.ExitOK
 }

@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/internal/certs"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 func TestTLSInit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tls")
-	if got := run([]string{"tls", "init", dir, "--nodes", "2", "--hosts", "10.1.2.3,db.example"}); got != exitOK {
+	if got := run([]string{"tls", "init", dir, "--nodes", "2", "--hosts", "10.1.2.3,db.example"}); got != cli.ExitOK {
 		t.Fatalf("tls init exit %d", got)
 	}
 	for _, f := range []string{"ca.pem", "ca-key.pem", "n1.pem", "n1-key.pem", "n2.pem", "n2-key.pem", "client.pem", "client-key.pem"} {
@@ -26,13 +27,13 @@ func TestTLSInit(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "n3.pem")); err == nil {
 		t.Error("--nodes 2 made n3")
 	}
-	if got := run([]string{"tls", "init", dir}); got != exitError {
-		t.Errorf("tls init over existing files exit %d, want %d", got, exitError)
+	if got := run([]string{"tls", "init", dir}); got != cli.ExitError {
+		t.Errorf("tls init over existing files exit %d, want %d", got, cli.ExitError)
 	}
 	for _, args := range [][]string{{"tls"}, {"tls", "make", dir}, {"tls", "init"}, {"tls", "init", dir, "--nodes", "0"},
 		{"tls", "init", dir, "--hosts", " , "}, {"tls", "init", "a", "b"}} {
-		if got := run(args); got != exitUsage {
-			t.Errorf("%q exit %d, want %d", args, got, exitUsage)
+		if got := run(args); got != cli.ExitUsage {
+			t.Errorf("%q exit %d, want %d", args, got, cli.ExitUsage)
 		}
 	}
 }
@@ -107,34 +108,34 @@ func TestServeFlags_TLS(t *testing.T) {
 
 func TestClientFlags_TLS(t *testing.T) {
 	f := tlsFiles(t)
-	cf := clientFlags{addr: defaultAddr}
-	if addrs, cfg, err := cf.endpoints(); err != nil || cfg != nil || addrs[0] != defaultAddr {
+	cf := clientFlags{Endpoint: cli.Endpoint{Addr: cli.DefaultAddr}}
+	if addrs, cfg, err := cf.Endpoints(); err != nil || cfg != nil || addrs[0] != cli.DefaultAddr {
 		t.Fatalf("plain: %v %v %v", addrs, cfg, err)
 	}
-	cf.caCert = f("ca.pem")
-	if addrs, cfg, err := cf.endpoints(); err != nil || cfg == nil || cfg.RootCAs == nil || addrs[0] != defaultTLSAddr {
+	cf.CACert = f("ca.pem")
+	if addrs, cfg, err := cf.Endpoints(); err != nil || cfg == nil || cfg.RootCAs == nil || addrs[0] != cli.DefaultTLSAddr {
 		t.Fatalf("--cacert: %v %v %v", addrs, cfg, err)
 	}
-	cf.addr = "10.0.0.1:7400,http://10.0.0.2:7400"
-	cf.cert, cf.key = f("client.pem"), f("client-key.pem")
-	addrs, cfg, err := cf.endpoints()
+	cf.Addr = "10.0.0.1:7400,http://10.0.0.2:7400"
+	cf.Cert, cf.Key = f("client.pem"), f("client-key.pem")
+	addrs, cfg, err := cf.Endpoints()
 	if err != nil || len(cfg.Certificates) != 1 || len(addrs) != 2 {
 		t.Fatalf("--cert/--key: %v %v %v", addrs, cfg, err)
 	}
-	cf.key = ""
-	if _, _, err := cf.endpoints(); err == nil {
+	cf.Key = ""
+	if _, _, err := cf.Endpoints(); err == nil {
 		t.Fatal("--cert without --key accepted")
 	}
 	for k, v := range map[string]string{"LOCKD_CACERT": f("ca.pem"), "LOCKD_CERT": f("client.pem"), "LOCKD_KEY": f("client-key.pem")} {
 		t.Setenv(k, v)
 	}
-	fs := newFlagSet("lockd status", "")
+	fs := cli.NewFlagSet("lockd status", "")
 	var fromEnv clientFlags
 	fromEnv.register(fs, true)
-	if _, _, err := parseArgs(fs, nil); err != nil {
+	if _, _, err := cli.ParseArgs(fs, nil); err != nil {
 		t.Fatal(err)
 	}
-	if fromEnv.caCert != f("ca.pem") || fromEnv.cert != f("client.pem") || fromEnv.key != f("client-key.pem") {
+	if fromEnv.CACert != f("ca.pem") || fromEnv.Cert != f("client.pem") || fromEnv.Key != f("client-key.pem") {
 		t.Fatalf("from the environment: %+v", fromEnv)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 const watchUsage = `lockd watch lock|election|session NAME [--addr ADDRS] [--json]
@@ -30,33 +31,33 @@ const watchWait = time.Minute
 
 // watchCmd runs "lockd watch KIND NAME".
 func watchCmd(args []string) int {
-	fs := newFlagSet("lockd watch", watchUsage)
+	fs := cli.NewFlagSet("lockd watch", watchUsage)
 	var f clientFlags
 	f.register(fs, true)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 			fs.SetOutput(os.Stderr)
 			fs.Usage()
-			return exitOK
+			return cli.ExitOK
 		}
-		return usageErr(fs, "want lock, election or session, then a NAME")
+		return cli.UsageErr(fs, "want lock, election or session, then a NAME")
 	}
 	kind := args[0]
-	pos, command, err := parseArgs(fs, args[1:])
+	pos, command, err := cli.ParseArgs(fs, args[1:])
 	if err != nil {
-		return flagErr(err)
+		return cli.FlagErr(err)
 	}
 	if len(pos) != 1 || len(command) > 0 {
-		return usageErr(fs, "want one NAME")
+		return cli.UsageErr(fs, "want one NAME")
 	}
 	switch kind {
 	case "lock", "election":
 		if err := api.ValidateName(pos[0]); err != nil {
-			return usageErr(fs, "%v", err)
+			return cli.UsageErr(fs, "%v", err)
 		}
 	case "session":
 	default:
-		return usageErr(fs, "unknown kind %q (want lock, election or session)", kind)
+		return cli.UsageErr(fs, "unknown kind %q (want lock, election or session)", kind)
 	}
 	c, err := f.client()
 	if err != nil {
@@ -107,10 +108,10 @@ func watch(ctx context.Context, out io.Writer, cmd string, w watcher, jsonOut bo
 		v, next, line, err := w(ctx, index, wait)
 		switch {
 		case ctx.Err() != nil:
-			return exitOK
+			return cli.ExitOK
 		case errors.Is(err, client.ErrSessionExpired) && !first:
 			fmt.Fprintf(out, "%s ended\n", strings.Fields(last)[0])
-			return exitOK
+			return cli.ExitOK
 		case err != nil:
 			return fail(os.Stderr, cmd, err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
+	"github.com/lockd/lockd/internal/cli"
 )
 
 // watch prints the first read, then only reads that show something new,
@@ -34,7 +35,7 @@ func TestWatch_PrintsOneLinePerChange(t *testing.T) {
 		return s, s.Index, sessionLine(s), nil
 	}
 	var out strings.Builder
-	if code := watch(context.Background(), &out, "test", w, false); code != exitOK {
+	if code := watch(context.Background(), &out, "test", w, false); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	want := `session=s1 name="" locks=- elections=- index=5

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // testTasks is the size of the job in the acceptance tests: at 50ms a task,

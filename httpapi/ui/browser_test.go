@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/server"
-	"github.com/lockd/lockd/internal/servertest"
+	"github.com/lockd/lockd/server"
+	"github.com/lockd/lockd/test/servertest"
 )
 
 // screenshot, when set, makes TestStatusPage_Screenshot write a PNG of the

@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // clockFault changes one node's clock (POST /v1/debug/clock): a jump of

@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // diskFull fills one node's disk (half the time the leader's): its data

@@ -36,9 +36,9 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/internal/ctxsleep"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // Env is what a fault acts on.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // killVoter kills a voter with SIGKILL for good, in a cluster that keeps

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // TestFaultKillVoter measures kill-voter on 3 voters and 2 non-voters

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/traffic"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // lateAnswer is aimed at a master lease that counts late answers. A leader

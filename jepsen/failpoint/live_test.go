@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // The tests in this file measure what each fault does to a live cluster

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // membership removes a node from the cluster through the API and adds it

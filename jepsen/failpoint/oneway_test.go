@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // filterMu serializes the tests' iptables rules: every fault of one

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // partition cuts links between nodes, through their transport fault hooks

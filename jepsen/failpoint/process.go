@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/traffic"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // kill sends SIGKILL to a node (or the leader) and restarts it on heal.

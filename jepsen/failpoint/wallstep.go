@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // wallStep steps one node's wall clock by hours, forward or back, as an

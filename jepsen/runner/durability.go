@@ -9,10 +9,10 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // checkDurability is checker 5. After the workloads stopped, one session

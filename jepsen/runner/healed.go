@@ -7,10 +7,10 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // lagLock is the lock the stale-lag phase writes and reads.

@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // readLeaseLogs reads every node's lease log after the run, for the

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // allSessions reads every session from node l, page by page.

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // pollEvery is how often the poller asks every node GET /v1/cluster.

@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lockd/lockd/httpapi"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // probeEvery is how often the prober asks each node for a lease read.

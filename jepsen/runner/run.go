@@ -21,12 +21,12 @@ import (
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/certs"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/failpoint"
 	"github.com/lockd/lockd/jepsen/history"
 	"github.com/lockd/lockd/jepsen/traffic"
 	"github.com/lockd/lockd/jepsen/validate"
 	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // Config configures one run.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/traffic"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // adminAccess is how the run's own checks reach cluster c: its client

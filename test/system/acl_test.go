@@ -15,7 +15,7 @@ import (
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/internal/certs"
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // A cluster with ACLs on, run by the binary as an operator would: the

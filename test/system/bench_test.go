@@ -7,23 +7,23 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lockd/lockd/internal/failbench"
+	"github.com/lockd/lockd/bench/failover"
 )
 
-// lockd bench failover starts its own cluster, times a failover of each
+// lockd-bench failover starts its own cluster, times a failover of each
 // kind through a survivor, and writes what it measured.
 func TestBench_FailoverRunsOnItsOwnCluster(t *testing.T) {
-	bin := mustBuild(t)
+	bin := mustBuildBench(t)
 	out := filepath.Join(t.TempDir(), "failover.json")
-	cmd := exec.Command(bin, "bench", "failover", "--trials", "1", "--workers", "2", "--settle", "100ms", "--quiet", "--json", out)
+	cmd := exec.Command(bin, "failover", "--trials", "1", "--workers", "2", "--settle", "100ms", "--quiet", "--json", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("lockd bench failover: %v\n%s", err, b)
+		t.Fatalf("lockd-bench failover: %v\n%s", err, b)
 	}
 	raw, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep struct{ Rows []failbench.Row }
+	var rep struct{ Rows []failover.Row }
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -42,9 +42,9 @@ func TestBench_FailoverRunsOnItsOwnCluster(t *testing.T) {
 
 // Bad flags are refused before any process starts.
 func TestBench_FailoverRefusesBadFlags(t *testing.T) {
-	bin := mustBuild(t)
+	bin := mustBuildBench(t)
 	for _, args := range [][]string{{"--nodes", "4"}, {"--faults", "reboot"}, {"--trials", "0"}} {
-		cmd := exec.Command(bin, append([]string{"bench", "failover"}, args...)...)
+		cmd := exec.Command(bin, append([]string{"failover"}, args...)...)
 		b, err := cmd.CombinedOutput()
 		if exitCodeOf(err) != 2 {
 			t.Errorf("%v: exit %v, want 2 (usage)\n%s", args, err, b)

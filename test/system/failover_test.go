@@ -81,7 +81,7 @@ func TestSystem_KillLeader(t *testing.T) {
 	c.procs[leader].kill9()
 	after := acquireWithin(t, survivor, "b", other, 10*time.Second)
 	took := time.Since(killed)
-	// How fast is measured by lockd bench failover, not asserted here
+	// How fast is measured by lockd-bench failover, not asserted here
 	// (acquireWithin's bound is liveness only).
 	t.Logf("first acquire through a survivor %v after kill -9 of the leader", took)
 	checkHolder(t, survivor, "a", holder, before)

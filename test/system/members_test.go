@@ -16,8 +16,8 @@ import (
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
-	"github.com/lockd/lockd/internal/proccluster"
 	"github.com/lockd/lockd/jepsen/validate"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // hold is one acknowledged acquire of the membership workload: the lock

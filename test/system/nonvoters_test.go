@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockd/lockd/internal/proccluster"
+	"github.com/lockd/lockd/test/proccluster"
 )
 
 // TestNonVoters_DeadVotersReplaced starts 5 processes, 3 voters and 2

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
-	"github.com/lockd/lockd/internal/testnet"
+	"github.com/lockd/lockd/test/testnet"
 )
 
 var (
@@ -38,7 +38,8 @@ func mustBuild(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "lockd")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+			"github.com/lockd/lockd/cmd/lockd", "github.com/lockd/lockd/cmd/lockd-bench").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
@@ -49,8 +50,14 @@ func mustBuild(t *testing.T) string {
 	return binPath
 }
 
+// mustBuildBench returns lockd-bench, built beside mustBuild's lockd (which
+// it starts).
+func mustBuildBench(t *testing.T) string {
+	return filepath.Join(filepath.Dir(mustBuild(t)), "lockd-bench")
+}
+
 // freePorts returns n distinct free addresses on 127.0.0.1 (see
-// internal/testnet for why not port 0).
+// test/testnet for why not port 0).
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
 	addrs, err := testnet.Ports("127.0.0.1", n)

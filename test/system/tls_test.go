@@ -22,8 +22,8 @@ import (
 	"github.com/lockd/lockd/client"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/mux"
-	"github.com/lockd/lockd/internal/proccluster"
-	"github.com/lockd/lockd/internal/testnet"
+	"github.com/lockd/lockd/test/proccluster"
+	"github.com/lockd/lockd/test/testnet"
 )
 
 // startTLSCluster starts a secured cluster of n processes (HTTPS with

@@ -1,5 +1,5 @@
 // Command lockd-compare measures lockd, etcd or ZooKeeper with the rows of
-// `lockd bench` and compares the results:
+// `lockd-bench` and compares the results:
 //
 //	lockd-compare run --system lockd|etcd|zookeeper --endpoints A,B,C --out FILE [row flags]
 //	lockd-compare failover --system etcd|zookeeper --endpoints A,B,C --pid-files P1,P2,P3 --restart CMD --out FILE [flags]
@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/bench/compare"
-	"github.com/lockd/lockd/internal/load"
+	"github.com/lockd/lockd/bench/load"
 )
 
 const usage = `usage:
