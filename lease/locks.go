@@ -108,9 +108,9 @@ func (n *Node) acquireOnce(ctx context.Context, ns namespace, cmd fsm.Command) (
 func (n *Node) refusedAtOnce(ctx context.Context, cmd fsm.Command, what string) (refused bool, err error) {
 	cmd.Now = wallNow(n.clock).UTC()
 	var refusal error
-	if _, err := read(ctx, n, api.ReadOptions{}, func() (struct{}, uint64) {
+	if _, err := read(ctx, n, api.ReadOptions{}, fsm.AppliedTopic(), n.fsm.AppliedIndex, func() struct{} {
 		refusal = n.fsm.Refusal(cmd)
-		return struct{}{}, 0
+		return struct{}{}
 	}); err != nil {
 		return true, err
 	}
@@ -249,10 +249,9 @@ func (n *Node) simple(ctx context.Context, ns namespace, cmd fsm.Command) error 
 
 // Lock reads one lock; a lock that does not exist reads as free.
 func (n *Node) Lock(ctx context.Context, name string, opt api.ReadOptions) (api.Lock, error) {
-	l, err := readOn(ctx, n, opt, fsm.ObjectTopic(false, name), func() (api.Lock, uint64) {
-		l := n.fsm.Lock(name)
-		return wireLock(l), l.ModifyIndex
-	})
+	l, err := read(ctx, n, opt, fsm.ObjectTopic(false, name),
+		func() uint64 { return n.fsm.Lock(name).ModifyIndex },
+		func() api.Lock { return wireLock(n.fsm.Lock(name)) })
 	if err == nil && opt.Stale && n.cfg.Unsafe.StaleGoesBack {
 		l = n.unsafe.stale.answer(name, l, l.ModifyIndex, lockIndex)
 	}
@@ -279,17 +278,16 @@ func lockName(l fsm.Lock) string { return l.Name }
 // Check tells whether token belongs to a current holder of the lock
 // (Chubby's CheckSequencer), as a default read.
 func (n *Node) Check(ctx context.Context, name string, token uint64) (bool, error) {
-	return read(ctx, n, api.ReadOptions{}, func() (bool, uint64) {
-		return n.fsm.Check(name, token), 0
+	return read(ctx, n, api.ReadOptions{}, fsm.AppliedTopic(), n.fsm.AppliedIndex, func() bool {
+		return n.fsm.Check(name, token)
 	})
 }
 
 // Election reads the leader of an election; Session is empty when nobody leads.
 func (n *Node) Election(ctx context.Context, name string, opt api.ReadOptions) (api.Election, error) {
-	e, err := readOn(ctx, n, opt, fsm.ObjectTopic(true, name), func() (api.Election, uint64) {
-		e := n.fsm.Election(name)
-		return wireElection(e), e.ModifyIndex
-	})
+	e, err := read(ctx, n, opt, fsm.ObjectTopic(true, name),
+		func() uint64 { return n.fsm.Election(name).ModifyIndex },
+		func() api.Election { return wireElection(n.fsm.Election(name)) })
 	if err == nil && opt.Wait > 0 && n.cfg.Unsafe.ObserveStale {
 		e = n.unsafe.observe.answer(name, e, e.Token, electionToken)
 	}

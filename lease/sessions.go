@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"time"
 
 	"github.com/lockd/lockd/api"
@@ -106,18 +105,18 @@ func (n *Node) DestroySession(ctx context.Context, id string) error {
 // Session reads one session with the locks it holds.
 func (n *Node) Session(ctx context.Context, id string, opt api.ReadOptions) (api.Session, error) {
 	var found bool
-	s, err := read(ctx, n, opt, func() (api.Session, uint64) {
+	s, err := read(ctx, n, opt, fsm.AppliedTopic(), n.fsm.AppliedIndex, func() api.Session {
 		// The index first: the session, read after, is at least as new,
 		// so a blocking query from this index misses no change.
 		index := n.fsm.AppliedIndex()
 		s, ok := n.fsm.Session(id)
 		found = ok
 		if !ok {
-			return api.Session{}, index
+			return api.Session{}
 		}
 		ws := n.wireSession(s)
 		ws.Index = index
-		return ws, index
+		return ws
 	})
 	if err == nil && !found {
 		err = n.apiErr(fsm.ErrSessionNotFound, id, "")
@@ -131,44 +130,6 @@ func (n *Node) Session(ctx context.Context, id string, opt api.ReadOptions) (api
 func (n *Node) Sessions(ctx context.Context, opt api.ListOptions) (api.SessionList, error) {
 	p, err := readPage(ctx, n, opt, fsm.AppliedTopic(), n.fsm.AppliedIndex, n.fsm.SessionsAfter, n.wireSession, func(s fsm.Session) string { return s.ID })
 	return api.SessionList{Sessions: p.items, Index: p.index, Next: p.next}, err
-}
-
-// page is one page of a list: its items, the list's index, and the cursor
-// of the next page ("" for the last).
-type page[W any] struct {
-	items []W
-	index uint64
-	next  string
-}
-
-// readPage reads one page of a list as opt asks: the first opt.Limit
-// items (in key order) after opt.After, read from the state by after and
-// converted by conv. A blocking query wakes for the entries that change
-// topic and waits on index alone, so that each wake-up costs no more than
-// reading the index.
-func readPage[S, W any](ctx context.Context, n *Node, opt api.ListOptions, topic fsm.Topic, index func() uint64,
-	after func(string, int) ([]S, bool), conv func(S) W, key func(S) string) (page[W], error) {
-	return readWith(ctx, n, opt.ReadOptions, topic, index, func() page[W] {
-		p := page[W]{index: index()}
-		items, more := after(opt.After, listLimit(opt.Limit))
-		p.items = make([]W, 0, len(items))
-		for _, it := range items {
-			p.items = append(p.items, conv(it))
-		}
-		if more && len(items) > 0 {
-			p.next = key(items[len(items)-1])
-		}
-		return p
-	})
-}
-
-// listLimit is the page size of a list: limit, or the default for 0,
-// within the API's bound.
-func listLimit(limit int) int {
-	if limit <= 0 {
-		return api.DefaultListLimit
-	}
-	return min(limit, api.MaxListLimit)
 }
 
 func (n *Node) wireSession(s fsm.Session) api.Session {
@@ -213,106 +174,4 @@ func randomHex(n int) string {
 		panic("lease: crypto/rand failed: " + err.Error())
 	}
 	return hex.EncodeToString(b)
-}
-
-// read serves a GET of state with the requested consistency: stale reads
-// from the local FSM on any node; default reads on the leader, checked
-// against the master lease after the state was read; consistent reads on
-// the leader after a quorum confirmation that started after the request.
-// With Wait it is a blocking query: it returns when the index get reports
-// exceeds opt.Index, or when Wait runs out. read's index is the applied
-// index, which every entry changes; readOn waits for entries that change
-// topic, the part of the state whose index get reports.
-func read[T any](ctx context.Context, n *Node, opt api.ReadOptions, get func() (T, uint64)) (T, error) {
-	return readOn(ctx, n, opt, fsm.AppliedTopic(), get)
-}
-
-// readOn is read for a get whose index is topic's (the part of the state
-// it reads): a blocking query wakes only for entries that change topic.
-func readOn[T any](ctx context.Context, n *Node, opt api.ReadOptions, topic fsm.Topic, get func() (T, uint64)) (T, error) {
-	return readWith(ctx, n, opt, topic, func() uint64 { _, idx := get(); return idx }, func() T { v, _ := get(); return v })
-}
-
-// readWith is readOn with the index apart from the value: a blocking query
-// waits on index alone, and value, which may cost much more (a page of a
-// list), is read once, when the query returns.
-func readWith[T any](ctx context.Context, n *Node, opt api.ReadOptions, topic fsm.Topic, index func() uint64, value func() T) (T, error) {
-	var zero T
-	var t *leaderTerm
-	if !opt.Stale {
-		var err error
-		if t, err = n.leading(); err != nil {
-			return zero, err
-		}
-	}
-	if opt.Wait > 0 {
-		if !n.startBlocking() {
-			return zero, errTooMany(n.cfg.MaxBlockingQueries)
-		}
-		err := waitIndex(ctx, n, t, opt, topic, index)
-		n.blocking.Add(-1)
-		if err != nil {
-			return zero, err
-		}
-	}
-	if opt.Consistent {
-		if err := t.confirm(ctx); err != nil {
-			return zero, err
-		}
-	}
-	v := value()
-	if t != nil && !opt.Consistent && !t.leaseValid() {
-		return zero, errNoLeader("the leader's master lease has run out")
-	}
-	return v, nil
-}
-
-// startBlocking takes one of the node's Config.MaxBlockingQueries places
-// for a blocking query, if one is free; the caller gives it back.
-func (n *Node) startBlocking() bool {
-	if n.blocking.Add(1) > int64(n.cfg.MaxBlockingQueries) {
-		n.blocking.Add(-1)
-		return false
-	}
-	return true
-}
-
-func errTooMany(limit int) error {
-	return &api.Error{Code: api.CodeTooMany, RetryAfter: time.Second,
-		Message: fmt.Sprintf("this node already serves %d blocking queries, its limit; nothing was done: retry later", limit)}
-}
-
-// waitIndex blocks until index exceeds opt.Index or opt.Wait passes,
-// looking again whenever an entry changes topic.
-func waitIndex(ctx context.Context, n *Node, t *leaderTerm, opt api.ReadOptions, topic fsm.Topic, index func() uint64) error {
-	ctx, cancel := n.waitCtx(ctx)
-	defer cancel()
-	timer := time.NewTimer(opt.Wait)
-	defer timer.Stop()
-	var lost <-chan struct{}
-	if t != nil {
-		lost = t.ctx.Done()
-	}
-	for {
-		done, err := func() (bool, error) {
-			changed, stop := n.fsm.Watch(topic)
-			defer stop()
-			if index() > opt.Index {
-				return true, nil
-			}
-			select {
-			case <-changed:
-				return false, nil
-			case <-timer.C:
-				return true, nil
-			case <-lost:
-				return true, errNoLeader("leadership lost")
-			case <-ctx.Done():
-				return true, ctxErr(ctx)
-			}
-		}()
-		if done {
-			return err
-		}
-	}
 }
