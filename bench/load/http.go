@@ -25,11 +25,9 @@ type lockd struct {
 	hc        *http.Client
 }
 
-// NewLockd returns the System of the lockd cluster at endpoints (URLs or
-// host:port), with up to conns idle connections kept per endpoint.
-func NewLockd(endpoints []string, conns int) System { return newLockd(endpoints, conns, nil) }
-
-// newLockd is NewLockd over HTTPS with tlsCfg when it is not nil.
+// newLockd returns the System of the lockd cluster at endpoints (URLs or
+// host:port), with up to conns idle connections kept per endpoint, over
+// HTTPS with tlsCfg when it is not nil.
 func newLockd(endpoints []string, conns int, tlsCfg *tls.Config) *lockd {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0

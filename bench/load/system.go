@@ -8,8 +8,9 @@ import (
 )
 
 // A System is the lock service the rows measure. lockd over its HTTP API
-// (NewLockd) is one; bench/compare adds etcd and ZooKeeper through their
-// own clients, so that every system runs the very same loops.
+// is the one used when Config.System is nil; bench/compare adds etcd and
+// ZooKeeper through their own clients, so that every system runs the very
+// same loops.
 type System interface {
 	// NewSession creates a session that the system ends if it goes ttl
 	// without a renewal. i numbers the session within its row: a system

@@ -33,18 +33,7 @@ func (k *killVoter) Available(ctx context.Context, env *Env) error {
 	if env.DeadVoterAfter <= 0 {
 		return errors.New("the cluster does not keep its voter set: run with --non-voters")
 	}
-	leader := env.Cluster.Leader(ctx)
-	if leader == nil {
-		return errors.New("no leader")
-	}
-	st, err := leader.Status(ctx)
-	if err != nil {
-		return err
-	}
-	if st.Mode != "raft" {
-		return fmt.Errorf("no voters to replace in %s mode", st.Mode)
-	}
-	return nil
+	return raftLeader(ctx, env, "no voters to replace")
 }
 
 func (k *killVoter) Inject(ctx context.Context, env *Env, rng *rand.Rand) (string, error) {

@@ -28,6 +28,13 @@ type membership struct {
 func (m *membership) Name() string { return "membership" }
 
 func (m *membership) Available(ctx context.Context, env *Env) error {
+	return raftLeader(ctx, env, "membership is static")
+}
+
+// raftLeader is the precondition of the faults that change the voter set:
+// a leader that runs in Raft mode. Otherwise it says why not: no leader
+// now, or what the classic modes lack.
+func raftLeader(ctx context.Context, env *Env, classicLacks string) error {
 	leader := env.Cluster.Leader(ctx)
 	if leader == nil {
 		return errors.New("no leader")
@@ -37,7 +44,7 @@ func (m *membership) Available(ctx context.Context, env *Env) error {
 		return err
 	}
 	if st.Mode != "raft" {
-		return fmt.Errorf("membership is static in %s mode", st.Mode)
+		return fmt.Errorf("%s in %s mode", classicLacks, st.Mode)
 	}
 	return nil
 }

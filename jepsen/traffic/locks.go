@@ -190,19 +190,34 @@ func (t *Traffic) reader(ctx context.Context, node int, rng *rand.Rand) {
 	}
 	id := t.nextClient()
 	for sleep(ctx, jitter(rng, 10*time.Millisecond, 40*time.Millisecond)) {
-		l := LockNames[rng.IntN(len(LockNames))]
 		t.count("read")
-		op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Read, Node: t.cfg.NodeIDs[node]})
-		octx, cancel := context.WithTimeout(ctx, time.Second)
-		lk, err := c.Lock(octx, l, client.Default)
-		cancel()
-		st, code := status(err)
-		if st != history.OK {
-			st = history.Fail // a read changes nothing
-		} else if len(lk.Holders) > 0 {
+		t.readLock(ctx, c, history.Op{Client: id, Lock: LockNames[rng.IntN(len(LockNames))], Node: t.cfg.NodeIDs[node]}, client.Default, nil)
+	}
+}
+
+// readLock reads the lock op names through c with consistency cons and
+// records the read in the history as op: the holder it saw, or a failure
+// (a read changes nothing, so a read that did not answer is a failure,
+// never an unknown outcome). seen, if not nil, sees a successful read
+// before it is recorded, to add to op (the queue it saw) or to note what
+// the read proves.
+func (t *Traffic) readLock(ctx context.Context, c *client.Client, op history.Op, cons client.Consistency, seen func(*history.Op, api.Lock)) {
+	op.Kind = history.Read
+	op = t.rec.Invoke(op)
+	octx, cancel := context.WithTimeout(ctx, time.Second)
+	lk, err := c.Lock(octx, op.Lock, cons)
+	cancel()
+	st, code := status(err)
+	if st != history.OK {
+		st = history.Fail
+	} else {
+		if len(lk.Holders) > 0 {
 			op.Holder, op.Token = lk.Holders[0].Session, lk.Holders[0].Token
 		}
-		op.Code, op.Err = code, errString(err)
-		t.rec.Complete(op, st)
+		if seen != nil {
+			seen(&op, lk)
+		}
 	}
+	op.Code, op.Err = code, errString(err)
+	t.rec.Complete(op, st)
 }

@@ -94,25 +94,12 @@ func rawGet(ctx context.Context, hc *http.Client, url string, out any) error {
 // stale-reads checker.
 func (t *Traffic) consistentRead(ctx context.Context, c *client.Client, id, node int, l string) {
 	t.count("consistent reads")
-	op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Read, Node: t.cfg.NodeIDs[node]})
-	octx, cancel := context.WithTimeout(ctx, time.Second)
-	lk, err := c.Lock(octx, l, client.Consistent)
-	cancel()
-	at := t.rec.Now()
-	st, code := status(err)
-	if st != history.OK {
-		st = history.Fail // a read changes nothing
-	} else {
-		if len(lk.Holders) > 0 {
-			op.Holder, op.Token = lk.Holders[0].Session, lk.Holders[0].Token
-		}
+	t.readLock(ctx, c, history.Op{Client: id, Lock: l, Node: t.cfg.NodeIDs[node]}, client.Consistent, func(_ *history.Op, lk api.Lock) {
 		// The leader confirmed its leadership with a quorum and answered
 		// from its applied state: the lock's modify index is committed by
 		// now, an acknowledged write for the stale-reads checker.
-		t.rec.AddAck(history.Ack{Lock: l, Index: lk.ModifyIndex, Return: at, Run: true})
-	}
-	op.Code, op.Err = code, errString(err)
-	t.rec.Complete(op, st)
+		t.rec.AddAck(history.Ack{Lock: l, Index: lk.ModifyIndex, Return: t.rec.Now(), Run: true})
+	})
 }
 
 // staleRead reads lock l with ?stale through c, a client of node only,

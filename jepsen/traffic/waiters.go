@@ -100,19 +100,8 @@ func (t *Traffic) queueReader(ctx context.Context, rng *rand.Rand) {
 	id := t.nextClient()
 	names := append([]string{QueueLock, QueueLock, QueueLock, SharedLock}, DelayLocks...)
 	for sleep(ctx, jitter(rng, 5*time.Millisecond, 25*time.Millisecond)) {
-		l := names[rng.IntN(len(names))]
 		t.count("read")
-		op := t.rec.Invoke(history.Op{Client: id, Lock: l, Kind: history.Read})
-		octx, cancel := context.WithTimeout(ctx, time.Second)
-		lk, err := c.Lock(octx, l, client.Default)
-		cancel()
-		st, code := status(err)
-		if st != history.OK {
-			st = history.Fail // a read changes nothing
-		} else {
-			if len(lk.Holders) > 0 {
-				op.Holder, op.Token = lk.Holders[0].Session, lk.Holders[0].Token
-			}
+		t.readLock(ctx, c, history.Op{Client: id, Lock: names[rng.IntN(len(names))]}, client.Default, func(op *history.Op, lk api.Lock) {
 			for _, wt := range lk.Waiters {
 				op.Waiters = append(op.Waiters, wt.Session)
 				t.noteQueued(wt.Session)
@@ -120,9 +109,7 @@ func (t *Traffic) queueReader(ctx context.Context, rng *rand.Rand) {
 			if len(op.Waiters) > 1 {
 				t.count("queue reads")
 			}
-		}
-		op.Code, op.Err = code, errString(err)
-		t.rec.Complete(op, st)
+		})
 	}
 }
 

@@ -35,24 +35,53 @@ type hold struct {
 // turn, through the client library with every node as an endpoint, and
 // record every acknowledged acquire.
 type memberWorkload struct {
-	stop  chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	holds []hold
-	errs  []string
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	holds    []hold
+	errs     []string
 	// final[w] is the lock worker w holds at the end, for the visibility
 	// check; its session stays open.
 	final    map[int]hold
 	sessions map[int]*client.Session
 }
 
+// startMemberWorkload starts workers through endpoints; they stop at
+// halt, or when the test ends.
 func startMemberWorkload(t *testing.T, endpoints []string, workers int) *memberWorkload {
 	w := &memberWorkload{stop: make(chan struct{}), final: map[int]hold{}, sessions: map[int]*client.Session{}}
 	for i := range workers {
 		w.wg.Add(1)
 		go w.run(t, endpoints, i)
 	}
+	t.Cleanup(w.halt)
 	return w
+}
+
+// check halts the workload and checks what it saw: enough acknowledged
+// acquires, tokens that grow per lock, no two holds that overlap, and
+// the locks held at the end visible through endpoints with their tokens
+// after what (the changes the test made).
+func (w *memberWorkload) check(ctx context.Context, t *testing.T, endpoints []string, what string) {
+	t.Helper()
+	w.halt()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.errs {
+		t.Logf("workload: %s", e)
+	}
+	if len(w.holds) < 20 {
+		t.Fatalf("only %d acknowledged acquires: the workload did not run", len(w.holds))
+	}
+	checkHolds(t, w.holds)
+	w.checkFinal(ctx, t, endpoints, what)
+}
+
+// halt stops the workers and waits for them; it may be called again.
+func (w *memberWorkload) halt() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	w.wg.Wait()
 }
 
 func (w *memberWorkload) note(format string, args ...any) {
@@ -215,38 +244,12 @@ func voterIDs(ms []api.Member) []string {
 // out.
 func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 	bin := mustBuild(t)
-	c, err := proccluster.New(proccluster.Config{Binary: bin, Nodes: 5, Voters: 3, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		if t.Failed() {
-			for _, n := range c.Nodes {
-				b, _ := os.ReadFile(n.LogPath)
-				t.Logf("---- log of %s ----\n%s", n.ID, tail(b, 40))
-			}
-		}
-	})
 	start := time.Now()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := startCluster(t, proccluster.Config{Binary: bin, Nodes: 5, Voters: 3, Dir: t.TempDir()})
 	ctx := context.Background()
-	if _, err := c.WaitLeader(ctx, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	all := c.Endpoints()
 	n1, n2, n4, n5 := c.Nodes[0], c.Nodes[1], c.Nodes[3], c.Nodes[4]
 	w := startMemberWorkload(t, all, 4)
-	t.Cleanup(func() {
-		select {
-		case <-w.stop:
-		default:
-			close(w.stop)
-		}
-		w.wg.Wait()
-	})
 	time.Sleep(time.Second)
 
 	// Grow: n4 joins by itself; n5 is added first, then started.
@@ -310,20 +313,7 @@ func TestMembers_GrowTransferShrinkUnderLoad(t *testing.T) {
 		return slices.Equal(voterIDs(cliMembers(t, all)), []string{"n1", "n3", "n5"})
 	})
 	time.Sleep(time.Second)
-	close(w.stop)
-	w.wg.Wait()
-
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, e := range w.errs {
-		t.Logf("workload: %s", e)
-	}
-	if len(w.holds) < 20 {
-		t.Fatalf("only %d acknowledged acquires: the workload did not run", len(w.holds))
-	}
-	checkHolds(t, w.holds)
-
-	w.checkFinal(ctx, t, all, "the changes")
+	w.check(ctx, t, all, "the changes")
 
 	// No two nodes could serve at once, by every node's lease log.
 	var lines []validate.LeaseLine

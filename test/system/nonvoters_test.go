@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -24,28 +23,10 @@ import (
 // status", run as a process, shows the new roles.
 func TestNonVoters_DeadVotersReplaced(t *testing.T) {
 	bin := mustBuild(t)
-	c, err := proccluster.New(proccluster.Config{Binary: bin, Nodes: 5, Voters: 3, NonVoters: 2,
-		KeepVoters: 3, DeadVoterAfter: 3 * time.Second, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		if t.Failed() {
-			for _, n := range c.Nodes {
-				b, _ := os.ReadFile(n.LogPath)
-				t.Logf("---- log of %s ----\n%s", n.ID, tail(b, 40))
-			}
-		}
-	})
 	start := time.Now()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := startCluster(t, proccluster.Config{Binary: bin, Nodes: 5, Voters: 3, NonVoters: 2,
+		KeepVoters: 3, DeadVoterAfter: 3 * time.Second, Dir: t.TempDir()})
 	ctx := context.Background()
-	if _, err := c.WaitLeader(ctx, 20*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	all := c.Endpoints()
 	roles := func() map[string]string {
 		out := map[string]string{}
@@ -60,14 +41,6 @@ func TestNonVoters_DeadVotersReplaced(t *testing.T) {
 			r["n4"] == "non-voter" && r["n5"] == "non-voter"
 	})
 	w := startMemberWorkload(t, all, 4)
-	t.Cleanup(func() {
-		select {
-		case <-w.stop:
-		default:
-			close(w.stop)
-		}
-		w.wg.Wait()
-	})
 	time.Sleep(time.Second)
 
 	// The first victim is a follower voter, the second the leader.
@@ -133,8 +106,7 @@ func TestNonVoters_DeadVotersReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	close(w.stop)
-	w.wg.Wait()
+	w.halt()
 
 	// lockd status, as a process, shows the three remaining members, all
 	// voters now, one of them the leader.
@@ -162,16 +134,7 @@ func TestNonVoters_DeadVotersReplaced(t *testing.T) {
 		t.Errorf("leader %s's metrics: want one promotion and one removal:\n%s", newLeader.ID, grepLines(body, "lockd_autopilot"))
 	}
 
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, e := range w.errs {
-		t.Logf("workload: %s", e)
-	}
-	if len(w.holds) < 20 {
-		t.Fatalf("only %d acknowledged acquires: the workload did not run", len(w.holds))
-	}
-	checkHolds(t, w.holds)
-	w.checkFinal(ctx, t, live, "the replacements")
+	w.check(ctx, t, live, "the replacements")
 	t.Logf("%d acknowledged acquires checked; whole test %v", len(w.holds), time.Since(start).Round(time.Millisecond))
 }
 

@@ -2,6 +2,7 @@ package system
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
+	"github.com/lockd/lockd/test/proccluster"
 	"github.com/lockd/lockd/test/testnet"
 )
 
@@ -289,4 +291,33 @@ func acquire(base, name, session string) (uint64, int, api.Error) {
 	var r api.AcquireResponse
 	st, e := doJSON(base, "POST", "/v1/locks/"+name+"/acquire", api.AcquireRequest{Session: session}, &r)
 	return r.Token, st, e
+}
+
+// startCluster starts the process cluster of cfg, whose Binary and Dir the
+// test has set, and waits for a leader. The cluster is closed when the
+// test ends, and if the test failed, each node's log ends in the test's
+// log.
+func startCluster(t *testing.T, cfg proccluster.Config) (*proccluster.Cluster, *proccluster.Node) {
+	t.Helper()
+	c, err := proccluster.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		if t.Failed() {
+			for _, n := range c.Nodes {
+				b, _ := os.ReadFile(n.LogPath)
+				t.Logf("---- log of %s ----\n%s", n.ID, tail(b, 40))
+			}
+		}
+	})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	leader, err := c.WaitLeader(context.Background(), 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, leader
 }

@@ -44,26 +44,7 @@ func startSecuredCluster(t *testing.T, cfg proccluster.Config) (*proccluster.Clu
 	n := cfg.Nodes
 	cfg.Binary, cfg.Dir = mustBuild(t), t.TempDir()
 	cfg.Extra = append(cfg.Extra, "--heartbeat-timeout", "2s", "--election-timeout", "2s")
-	c, err := proccluster.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		if t.Failed() {
-			for _, nd := range c.Nodes {
-				b, _ := os.ReadFile(nd.LogPath)
-				t.Logf("---- log of %s ----\n%s", nd.ID, tail(b, 40))
-			}
-		}
-	})
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	leader, err := c.WaitLeader(context.Background(), 20*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, leader := startCluster(t, cfg)
 	// Every node registered (its https:// address in the member table).
 	waitFor(t, 20*time.Second, "every member registered", func() bool {
 		ms, err := leader.Members(context.Background())
