@@ -666,7 +666,8 @@ func TestPromiseGuard_ArmsBeforeMeasuring(t *testing.T) {
 // receiving side without Raft: a vote request that arrives while the node
 // is bound never reaches Raft and is refused; one that reached Raft
 // before the node promised, and that Raft grants after, leaves as a
-// refusal; once the promise ends, grants pass.
+// refusal; once the promise ends, grants pass. Pre-votes are guarded the
+// same way.
 func TestGuardedTransport_NoGrantLeavesWhileBound(t *testing.T) {
 	_, candidate := raft.NewInmemTransport("candidate")
 	voterAddr, voter := raft.NewInmemTransport("voter")
@@ -684,16 +685,27 @@ func TestGuardedTransport_NoGrantLeavesWhileBound(t *testing.T) {
 	// Raft's stand-in grants every vote; before it answers, the test may
 	// make the node promise.
 	beforeAnswer := make(chan func(), 1)
+	var reached atomic.Int32 // requests that reached Raft's stand-in
 	go func() {
 		for rpc := range g.Consumer() {
+			reached.Add(1)
 			select {
 			case f := <-beforeAnswer:
 				f()
 			default:
 			}
+			if _, ok := rpc.Command.(*raft.RequestPreVoteRequest); ok {
+				rpc.Respond(&raft.RequestPreVoteResponse{Term: 7, Granted: true}, nil)
+				continue
+			}
 			rpc.Respond(&raft.RequestVoteResponse{Term: 7, Granted: true}, nil)
 		}
 	}()
+	preVote := func() (*raft.RequestPreVoteResponse, error) {
+		var resp raft.RequestPreVoteResponse
+		err := candidate.RequestPreVote("voter", voterAddr, &raft.RequestPreVoteRequest{Term: 7}, &resp)
+		return &resp, err
+	}
 
 	if r, err := vote(); err != nil || !r.Granted {
 		t.Fatalf("unbound: granted %v, %v", r.Granted, err)
@@ -703,15 +715,26 @@ func TestGuardedTransport_NoGrantLeavesWhileBound(t *testing.T) {
 	if r, err := vote(); err != nil || r.Granted {
 		t.Fatalf("a grant Raft made after the node promised left granted (%v, %v)", r.Granted, err)
 	}
-	// Bound when the request arrives: refused before Raft sees it.
+	// Bound when the request arrives: refused before Raft sees it, a
+	// vote and a pre-vote alike.
+	before := reached.Load()
 	if r, err := vote(); err != nil || r.Granted || r.Term != 7 {
 		t.Fatalf("bound: granted %v term %d, %v", r.Granted, r.Term, err)
 	}
-	if got := g.count.votes.Load(); got != 2 {
-		t.Errorf("counted %d refusals, want 2", got)
+	if r, err := preVote(); err != nil || r.Granted || r.Term != 7 {
+		t.Fatalf("bound: pre-vote granted %v term %d, %v", r.Granted, r.Term, err)
+	}
+	if got := reached.Load() - before; got != 0 {
+		t.Errorf("%d requests made while bound reached Raft; want none", got)
+	}
+	if got := g.count.votes.Load(); got != 3 {
+		t.Errorf("counted %d refusals, want 3", got)
 	}
 	now = now.Add(time.Second + time.Millisecond)
 	if r, err := vote(); err != nil || !r.Granted {
 		t.Fatalf("after the promise ended: granted %v, %v", r.Granted, err)
+	}
+	if r, err := preVote(); err != nil || !r.Granted {
+		t.Fatalf("after the promise ended: pre-vote granted %v, %v", r.Granted, err)
 	}
 }

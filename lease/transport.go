@@ -105,17 +105,10 @@ func (g *guardedTransport) filter() {
 				rpc.Respond(nil, errStaleTimeoutNow)
 				continue
 			}
-		case *raft.RequestVoteRequest:
+		case *raft.RequestVoteRequest, *raft.RequestPreVoteRequest:
 			if g.guard.bound() {
 				g.count.votes.Add(1)
-				rpc.Respond(&raft.RequestVoteResponse{RPCHeader: g.header, Term: req.Term}, nil)
-				continue
-			}
-			rpc = g.checkGrant(rpc)
-		case *raft.RequestPreVoteRequest:
-			if g.guard.bound() {
-				g.count.votes.Add(1)
-				rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: g.header, Term: req.Term}, nil)
+				rpc.Respond(g.refusal(req), nil)
 				continue
 			}
 			rpc = g.checkGrant(rpc)
@@ -142,25 +135,42 @@ func (g *guardedTransport) checkGrant(rpc raft.RPC) raft.RPC {
 		case <-g.done:
 			return
 		}
-		switch r := resp.Response.(type) {
-		case *raft.RequestVoteResponse:
-			if r.Granted && g.guard.bound() {
-				g.count.votes.Add(1)
-				c := *r
-				c.Granted = false
-				resp.Response = &c
-			}
-		case *raft.RequestPreVoteResponse:
-			if r.Granted && g.guard.bound() {
-				g.count.votes.Add(1)
-				c := *r
-				c.Granted = false
-				resp.Response = &c
-			}
+		if withdrawn, ok := withdrawGrant(resp.Response); ok && g.guard.bound() {
+			g.count.votes.Add(1)
+			resp.Response = withdrawn
 		}
 		out <- resp
 	}()
 	return rpc
+}
+
+// refusal is this node's refusal of a vote or pre-vote request, in its
+// current term as the request states it.
+func (g *guardedTransport) refusal(req any) any {
+	if r, ok := req.(*raft.RequestPreVoteRequest); ok {
+		return &raft.RequestPreVoteResponse{RPCHeader: g.header, Term: r.Term}
+	}
+	return &raft.RequestVoteResponse{RPCHeader: g.header, Term: req.(*raft.RequestVoteRequest).Term}
+}
+
+// withdrawGrant returns a copy of resp that refuses, and true, when resp
+// grants a vote or a pre-vote; resp and false otherwise.
+func withdrawGrant(resp any) (any, bool) {
+	switch r := resp.(type) {
+	case *raft.RequestVoteResponse:
+		if r.Granted {
+			c := *r
+			c.Granted = false
+			return &c, true
+		}
+	case *raft.RequestPreVoteResponse:
+		if r.Granted {
+			c := *r
+			c.Granted = false
+			return &c, true
+		}
+	}
+	return resp, false
 }
 
 // obeys reports whether a TimeoutNow may start an election here: it comes
