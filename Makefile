@@ -63,18 +63,18 @@ golangci-lint:
 	  GOBIN=$(CURDIR)/bin $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$(GOLANGCI_LINT_VERSION); }
 
 # Message counts and time to agreement of ring, bully, invitation and Raft
-# (README "Election modes compared"); writes bench-out/elections.{csv,svg}.
+# (BENCHMARKS.md, "Election modes compared"); writes bench-out/elections.{csv,svg}.
 bench:
 	$(GO) run ./cmd/lockd-bench elections --out bench-out
 
 # The serving path on a 3-node cluster this target starts and stops itself
 # (ports 7410-7431): uncontended lock cycles, hand-offs and keepalives at
-# 1k, 10k and 100k sessions (README "Performance"); writes
+# 1k, 10k and 100k sessions (BENCHMARKS.md, "Measuring the serving path"); writes
 # bench-out/serving.json. About 5 minutes.
 bench-serving: build
 	scripts/bench-serving.sh
 
-# lockd, etcd 3.4 and ZooKeeper 3.8 side by side (README "Comparing with
+# lockd, etcd 3.4 and ZooKeeper 3.8 side by side (BENCHMARKS.md, "Comparing with
 # etcd and ZooKeeper"): installs etcd-server and zookeeperd with apt-get
 # when absent, then for each system in turn starts a 3-member cluster on
 # 127.0.0.1 (etcd 7511-7523, ZooKeeper 7531-7553, lockd 7610-7631; data in

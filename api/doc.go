@@ -5,7 +5,7 @@
 //
 // It imports the standard library and lockd's acl package (the token
 // rules) only, so that programs importing the client do not pull in raft or
-// bbolt, and so that it sits below every other package of lockd. Durations
+// its log stores, and so that it sits below every other package of lockd. Durations
 // travel as Go duration strings ("15s"); indexes and tokens as JSON
 // integers.
 package api

@@ -22,5 +22,7 @@
 // protected resource, and have the resource reject a token lower than the
 // highest it has seen (see Fence), or ask the cluster (Client.CheckToken).
 //
-// The package imports only the standard library and lockd's api package (the wire types).
+// The package imports the standard library and, of lockd, only api (the
+// wire types, with acl), internal/backup (the backup file Snapshot
+// writes) and internal/ctxsleep: never Raft nor the server.
 package client

@@ -13,8 +13,8 @@ import (
 )
 
 // The fuzz targets of the log and snapshot decoders. `go test` runs each on
-// its seeds (the f.Add calls and testdata/fuzz/<target>); README
-// "Fuzzing" says how to fuzz one.
+// its seeds (the f.Add calls and testdata/fuzz/<target>); docs/harness.md,
+// "Fuzzing", says how to fuzz one.
 
 // fuzzMinimizeTime is how long the fuzzer minimizes an input here unless
 // -fuzzminimizetime says otherwise; see TestMain.

@@ -19,8 +19,8 @@ import (
 )
 
 // The fuzz targets of request decoding. `go test` runs each on its seeds
-// (the f.Add calls and testdata/fuzz/<target>); README "Fuzzing" says how
-// to fuzz one.
+// (the f.Add calls and testdata/fuzz/<target>); docs/harness.md,
+// "Fuzzing", says how to fuzz one.
 
 // Bounds of a FuzzRequestDecoding input: larger parts are skipped, so that
 // an execution stays short. A body over api.MaxBody is still reached, by

@@ -31,7 +31,7 @@ const HeaderForwarded = "X-Lockd-Forwarded"
 const forwardDialTimeout = 5 * time.Second
 
 // FaultInjector breaks the node's peer connections on purpose, for the fault
-// harness. cmd/lockd implements it on top of internal/mux, and only when the
+// harness. server implements it on top of internal/mux, and only when the
 // operator started the node with an explicit unsafe flag. Its methods may be
 // called concurrently.
 type FaultInjector interface {
@@ -52,7 +52,7 @@ type FaultInjector interface {
 
 // ClockSkewer changes the node's clock on purpose, for the fault harness:
 // the master lease, session deadlines and command timestamps all read it.
-// cmd/lockd provides it only with the explicit unsafe flag.
+// server provides it only with the explicit unsafe flag.
 type ClockSkewer interface {
 	// Set makes the clock read real time + offset, advancing at rate.
 	Set(offset time.Duration, rate float64)
@@ -94,7 +94,7 @@ type Config struct {
 	// means no header.
 	HTTPAddr string
 	// ACL, if set, turns ACLs on: every route but the health checks needs
-	// a token (see acl.go and the README's security section), and the
+	// a token (see acl.go and docs/security.md), and the
 	// /v1/acl/tokens routes exist.
 	ACL ACLService
 	// RateLimit bounds the requests per client IP address this node

@@ -31,7 +31,7 @@ func init() {
 		// it; what lockd adds, no two nodes serving at once, is
 		// master-lease's). Its other half, one coordinator at a time, is
 		// broken by a classic mode: bully elects a coordinator on each side
-		// of a partition (README, "Split brain"). The other checkers fail
+		// of a partition (docs/design.md, "The classic election modes"). The other checkers fail
 		// there too; this case requires leaders itself to.
 		selfTestCase{name: "leaders-bully", election: "bully", faults: "partition-leader,partition-split",
 			d: 30 * time.Second, catch: []string{validate.Leaders}},

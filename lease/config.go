@@ -56,7 +56,7 @@ type Config struct {
 	// node has state already.
 	InitialCluster []Peer
 	// Join, if set, means the node does not bootstrap: it waits to be added
-	// by the leader (cmd/lockd asks the member at this address to add it).
+	// by the leader (server asks the member at this address to add it).
 	Join string
 	// NonVoter makes a joining node ask to be added as a non-voter: it
 	// replicates the log and serves ?stale reads, forwards everything
@@ -79,7 +79,7 @@ type Config struct {
 	// CheckMember, if set, is asked by the leader before it adds a voter
 	// that is not in the configuration at that peer address yet: an error
 	// refuses the addition (bad_request, with the error's text). With
-	// mutual TLS on the peer port, cmd/lockd checks that the node at peer
+	// mutual TLS on the peer port, server checks that the node at peer
 	// holds a certificate of the cluster's CA naming id, so that a process
 	// without one cannot be made a voter.
 	CheckMember func(ctx context.Context, id, peer string) error

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-compare.sh [lockd-compare run flags...] — lockd, etcd and ZooKeeper
-# side by side (README "Comparing with etcd and ZooKeeper").
+# side by side (BENCHMARKS.md, "Comparing with etcd and ZooKeeper").
 #
 # Installs etcd (Debian etcd-server, 3.4) and ZooKeeper (Debian zookeeperd,
 # 3.8) with apt-get when they are absent, then, one system at a time,

@@ -2,7 +2,7 @@
 # ui-screenshot.sh [FILE] — render the status page (/ui/) of a small
 # in-process 3-node cluster (a few sessions, locks held, shared and queued
 # for, an election) in headless Chromium and write it as a PNG, by default
-# docs/img/status-page.png, the README's. Needs chromium on PATH
+# docs/img/status-page.png, the one docs/operations.md shows. Needs chromium on PATH
 # (make test-deps installs it, as root with apt-get).
 set -euo pipefail
 cd "$(dirname "$0")/.."

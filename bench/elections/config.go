@@ -88,8 +88,8 @@ func ParseNs(s string) ([]int, error) {
 	return out, nil
 }
 
-// Scenario names the circumstances of an election; scenario.go says
-// exactly what each one is for each algorithm.
+// Scenario names the circumstances of an election; classic.go and raft.go
+// say exactly what each one is for each algorithm.
 type Scenario string
 
 // The scenarios, in report order.

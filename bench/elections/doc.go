@@ -1,4 +1,4 @@
-// Package bench measures what an election costs: `lockd-bench elections`.
+// Package elections measures what an election costs: `lockd-bench elections`.
 // For each algorithm (classic ring, bully and invitation, and Raft), each
 // cluster size N and each scenario (best, worst, random) it counts the
 // messages the cluster sends until it agrees on a new coordinator, by

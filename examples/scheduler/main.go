@@ -13,7 +13,7 @@
 // shown its token, an older one's results are refused however late they
 // arrive. Kill the coordinator and another takes over where it stopped;
 // pause it past its session's TTL and its late result is refused. See
-// README.md.
+// examples/scheduler/README.md.
 package main
 
 import (

@@ -389,7 +389,7 @@ func TestStatusPage_MemberHealth(t *testing.T) {
 	}
 }
 
-// TestStatusPage_Screenshot writes the README's screenshot: a 3-node
+// TestStatusPage_Screenshot writes the status page's screenshot in docs/operations.md: a 3-node
 // cluster with a few sessions, locks (held, shared, queued for) and an
 // election. It runs only with -screenshot=FILE.
 func TestStatusPage_Screenshot(t *testing.T) {
@@ -443,7 +443,7 @@ func TestStatusPage_Screenshot(t *testing.T) {
 		chromedp.Sleep(2500*time.Millisecond), // a cluster refresh after every session exists
 		chromedp.FullScreenshot(&png, 100),
 	)
-	if err := os.WriteFile(*screenshot, png, 0o644); err != nil { //nolint:gosec // G306: a picture for the README, meant to be read by all
+	if err := os.WriteFile(*screenshot, png, 0o644); err != nil { //nolint:gosec // G306: a picture for the docs, meant to be read by all
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d bytes)", *screenshot, len(png))

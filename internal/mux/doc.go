@@ -32,23 +32,11 @@
 //     inbound line stops reading the socket, so memory stays bounded and
 //     TCP's flow control slows the peer. Dials and accepts are not delayed.
 //
-// A rule judges a byte when it crosses the node's edge: when it is written
-// (Out) or when it arrives (In), whether or not a Read is waiting for it; a
-// Read already blocked in the socket when a rule is set obeys the rule for
-// what it returns. Healing or replacing a Delay ends it for later bytes;
-// bytes it already holds are delivered at their time, still in order.
-// Blackhole and Drop win over Delay: setting either in a direction throws
-// away what a Delay holds there. Rules on the two nodes of a link compose:
-// the sender's Out delay and the receiver's In delay add up, and a byte the
-// sender delays is lost at the receiver if an In Blackhole is in force there
-// when it arrives. Every connection the Mux accepts or a Layer dials obeys
-// the rules, whatever its protocol, so Raft and the classic modes are
-// partitioned and delayed the same way by tests and by the fault harness.
-//
-// Cost: with no rule ever set on a connection, a Read or a Write goes
-// straight to the socket after a few atomic operations. A direction that a
-// rule has reached (any In rule, an Out Delay) is served from then until
-// Close by a delay line with a goroutine of its own; Close stops it.
+// Every connection the Mux accepts or a Layer dials obeys the rules,
+// whatever its protocol, so Raft and the classic modes are partitioned and
+// delayed the same way; docs/harness.md, "The transport's fault rules",
+// says how rules compose, what they cost and where they are coarser than a
+// network.
 //
 // With WithTLS every connection is mutual TLS 1.3, begun before the
 // protocol byte: the handshake comes first (both sides present a
@@ -66,11 +54,5 @@
 // no authentication of the node ID a peer claims without TLS, no HTTP (the
 // endpoints that drive Faults live in httpapi, behind an explicit unsafe
 // flag), and it does not retry or redial: a dropped connection is the
-// caller's to replace. Its faults are coarser than a network's: a Write
-// already inside the socket when an Out rule is set completes as it began;
-// a delay holds bytes, not connection setup, nor does it reorder, duplicate
-// or jitter them; Close discards bytes a delay still holds, as a reset
-// would, where a real close would deliver them first; and loss under
-// Blackhole cuts a byte stream mid-frame, which the protocol on top sees as
-// a garbled stream once healed.
+// caller's to replace.
 package mux

@@ -14,8 +14,8 @@ import (
 )
 
 // The fuzz target of the connection header. `go test` runs it on its seeds
-// (the f.Add calls and testdata/fuzz/FuzzHeader); README "Fuzzing" says
-// how to fuzz it.
+// (the f.Add calls and testdata/fuzz/FuzzHeader); docs/harness.md,
+// "Fuzzing", says how to fuzz it.
 
 // fuzzShortTimeout is the header timeout of the Mux FuzzHeader reads a
 // header that never completes with: short, because readHeader waits that

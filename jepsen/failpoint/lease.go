@@ -77,8 +77,9 @@ type leaseSchedule struct {
 // drainTime is how long after the workers' writes are held back and the
 // fence clients paused the leader may still write entries of its own: the
 // expiry of a session abandoned (or paused) just before, a TTL later
-// (expiry.go's sessions have 1 s, lockdelay.go's and the fence clients'
-// the run's TTL), and the end of its lock-delay (lockdelay.go: up to 1 s)
+// (traffic/expiry.go's sessions have 1 s, traffic/lockdelay.go's and the
+// fence clients' the run's TTL), and the end of its lock-delay
+// (traffic/lockdelay.go: up to 1 s)
 // after that, with room for the leader's batching of expiries. 0 when no
 // workload abandons a session: the plain lock workload writes only
 // through the gate.

@@ -3,7 +3,7 @@
 // headers and part of its body and then nothing, while another address
 // asks the node for GET /v1/cluster every 100 ms. It prints how the node
 // answered the slow connections, when it closed them, and how long the
-// other client waited. It is the by-hand check behind the README's
+// other client waited. It is the by-hand check behind docs/security.md,
 // "Limits"; it stops by itself after -for.
 //
 //	go run ./scripts/slowbody -addr 127.0.0.1:7400 -n 20000

@@ -110,7 +110,7 @@ func TestCLI_LockOnASecuredCluster(t *testing.T) {
 	if out, code := lock(tok.Secret, ""); code != exitError {
 		t.Fatalf("lockd lock without a client certificate: exit %d, want %d\n%s", code, exitError, out)
 	}
-	// What README's Prometheus scrape configuration relies on: /metrics
+	// What docs/operations.md's Prometheus scrape configuration relies on: /metrics
 	// answers a client with the CA, a client certificate and a token, and
 	// refuses one without the token.
 	tlsCfg, err := certs.ClientTLS(c.TLSFile(certs.CAFile), clientCert, c.TLSFile(certs.ClientKeyFile))

@@ -142,7 +142,7 @@ func release(t *testing.T, base, name, session string) {
 // 3-node cluster (sessions, contended acquires that queue and are handed
 // over, an expiry, a lock-delay refusal, an election) and checks, in the
 // leader's and a follower's /metrics as the Prometheus text parser reads
-// them, every metric the README lists with a plausible value.
+// them, every metric docs/operations.md lists with a plausible value.
 func TestMetrics_BusyClusterShowsEveryMetric(t *testing.T) {
 	c := mustStartCluster(t, 3)
 	li := c.waitLeader(15 * time.Second)
