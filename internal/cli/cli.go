@@ -55,7 +55,7 @@ func FlagErr(err error) int {
 func ParseArgs(fs *flag.FlagSet, args []string) (positional, command []string, err error) {
 	for i, a := range args {
 		if a == "--" {
-			args, command = args[:i], args[i+1:] //nolint:gosec // G602: i indexes args, so i+1 <= len(args)
+			args, command = args[:i], args[i+1:]
 			break
 		}
 	}
