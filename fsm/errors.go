@@ -31,6 +31,13 @@ var (
 	// ErrModeConflict: the session already holds the lock, or is queued for
 	// it, in the other mode.
 	ErrModeConflict = errors.New("fsm: lock held by this session in another mode")
+	// ErrQueuedInOtherMode is the ErrModeConflict of a session that is
+	// queued for the lock (not holding it) in the other mode.
+	ErrQueuedInOtherMode = fmt.Errorf("%w: the session is queued for it in the other mode", ErrModeConflict)
+	// ErrStillQueued is the ErrLockHeld of a try (no wait) by a session
+	// that is queued for the lock: the try fails, the session keeps its
+	// place in the queue.
+	ErrStillQueued = fmt.Errorf("%w: the session stays queued for it", ErrLockHeld)
 	// ErrBadSnapshot: Restore was given bytes that are not a snapshot this
 	// build can read (garbage, unknown version, or inconsistent state).
 	ErrBadSnapshot = errors.New("fsm: bad snapshot")

@@ -133,9 +133,9 @@ func (st *state) planAcquire(s *space, o op, c Command) acquirePlan {
 func planRequeue(l *Lock, i int, p acquirePlan, c Command) acquirePlan {
 	switch w := l.Waiters[i]; {
 	case w.Mode != p.mode:
-		p.res = Result{Err: fmt.Errorf("%w: %s is queued for as %s", ErrModeConflict, c.Name, w.Mode)}
+		p.res = Result{Err: fmt.Errorf("%w: %s is queued for as %s", ErrQueuedInOtherMode, c.Name, w.Mode)}
 	case c.Wait == 0:
-		p.res = Result{Err: fmt.Errorf("%w: %s (still queued)", ErrLockHeld, c.Name)}
+		p.res = Result{Err: fmt.Errorf("%w: %s", ErrStillQueued, c.Name)}
 	default:
 		p.act = requeue
 	}

@@ -111,8 +111,12 @@ func (n *Node) apiErr(err error, session, what string) error {
 		return e
 	case errors.Is(err, fsm.ErrSessionNotFound):
 		return api.Errorf(api.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
+	case errors.Is(err, fsm.ErrStillQueued):
+		return api.Errorf(api.CodeLockHeld, "%s is held by another session; session %q stays queued for it (a try without wait does not take its place)", what, session)
 	case errors.Is(err, fsm.ErrLockHeld):
 		return api.Errorf(api.CodeLockHeld, "%s is held by another session", what)
+	case errors.Is(err, fsm.ErrQueuedInOtherMode):
+		return api.Errorf(api.CodeLockHeld, "session %q is already queued for %s in the other mode; cancel that wait first", session, what)
 	case errors.Is(err, fsm.ErrModeConflict):
 		return api.Errorf(api.CodeLockHeld, "%s is already held by session %q in the other mode; release it first", what, session)
 	case errors.Is(err, fsm.ErrRepeated):

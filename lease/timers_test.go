@@ -2,6 +2,8 @@ package lease
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,6 +145,8 @@ func TestErrors_Translation(t *testing.T) {
 		{fsm.ErrSessionNotFound, api.CodeSessionExpired},
 		{fsm.ErrLockHeld, api.CodeLockHeld},
 		{fsm.ErrModeConflict, api.CodeLockHeld},
+		{fsm.ErrStillQueued, api.CodeLockHeld},
+		{fsm.ErrQueuedInOtherMode, api.CodeLockHeld},
 		{fsm.ErrNotHolder, api.CodeNotHolder},
 		{&fsm.DelayError{Until: until}, api.CodeLockDelay},
 		{errors.Join(fsm.ErrBadCommand, errors.New("x")), api.CodeBadRequest},
@@ -150,6 +154,18 @@ func TestErrors_Translation(t *testing.T) {
 	for _, tt := range tests {
 		if got := api.CodeOf(n.apiErr(tt.err, "s", "lock")); got != tt.code {
 			t.Errorf("apiErr(%v) code = %q, want %q", tt.err, got, tt.code)
+		}
+	}
+	// A queued session is told it is queued, not that it holds the lock
+	// or that another session does and nothing more.
+	for err, want := range map[error]string{
+		fsm.ErrStillQueued:       `lock is held by another session; session "s" stays queued for it`,
+		fsm.ErrQueuedInOtherMode: `session "s" is already queued for lock in the other mode`,
+		fsm.ErrModeConflict:      `lock is already held by session "s" in the other mode`,
+		fsm.ErrLockHeld:          `lock is held by another session`,
+	} {
+		if got := n.apiErr(fmt.Errorf("%w: x", err), "s", "lock").Error(); !strings.HasPrefix(got, want) {
+			t.Errorf("apiErr(%v) = %q, want it to start %q", err, got, want)
 		}
 	}
 	var e *api.Error
