@@ -99,10 +99,10 @@ Usage:
                                         list the members (role, last contact), add or remove one
   lockd leader-transfer [--to ID]       hand leadership to another voter
   lockd acl token create|list|revoke|self
-                                        manage ACL tokens (README "Security")
+                                        manage ACL tokens (docs/security.md)
   lockd snapshot save|inspect|restore FILE
                                         back up the cluster's state, check a backup, seed a
-                                        new cluster from one (README "Backup and restore")
+                                        new cluster from one (docs/operations.md, "Backup and restore")
   lockd tls init DIR [--nodes N] [--hosts H,...]
                                         a development CA, a certificate per node and a
                                         client certificate, for --tls-cert, --peer-cert, ...

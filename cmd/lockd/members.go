@@ -16,7 +16,7 @@ const membersUsage = `lockd members [--addr ADDRS] [--json]
   lockd members add ID PEER_ADDR --http URL [--non-voter] [--addr ADDRS]
   lockd members remove ID [--addr ADDRS]
 Any member forwards add and remove to the leader; with ACLs on they need an admin token.
-A new node usually adds itself: start it with --join (README "A 3-node cluster on one machine").`
+A new node usually adds itself: start it with --join (docs/operations.md, "Membership").`
 
 // membersTimeout bounds one members or leader-transfer command.
 const membersTimeout = 30 * time.Second

@@ -90,7 +90,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
 		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof/ on the HTTP port (they show the process's internals to anyone who can reach it)")
-	fs.BoolVar(&f.aclOn, "acl", false, "turn ACLs on: every request but /healthz and /readyz needs a token (README \"Security\"); set it on every node")
+	fs.BoolVar(&f.aclOn, "acl", false, "turn ACLs on: every request but /healthz and /readyz needs a token (docs/security.md); set it on every node")
 	fs.StringVar(&f.aclBootstrapFile, "acl-bootstrap-token-file", "",
 		"file holding the secret of the first admin token, created once in the cluster's life (or env LOCKD_ACL_BOOTSTRAP_TOKEN)")
 	fs.StringVar(&f.aclTokenFile, "acl-token-file", "",

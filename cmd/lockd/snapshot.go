@@ -23,7 +23,7 @@ const snapshotUsage = `lockd snapshot save FILE [--force] [--addr ADDRS] [--json
   lockd snapshot inspect FILE [--json]
   lockd snapshot restore FILE [--min-index N] [the node's lockd serve flags: --id, --data, --peer, --initial-cluster, ...]
 save asks the leader for a snapshot (an admin token with ACLs on), checks it and writes FILE;
-restore seeds the empty data dir of a node of a NEW cluster from FILE (README "Backup and restore").`
+restore seeds the empty data dir of a node of a NEW cluster from FILE (docs/operations.md, "Backup and restore").`
 
 // snapshotTimeout bounds lockd snapshot save.
 const snapshotTimeout = 2 * time.Minute
