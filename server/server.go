@@ -77,10 +77,10 @@ type Config struct {
 	// certificate of that CA naming the new member's id.
 	PeerTLS *tls.Config
 	// APIClientTLS configures this node's own calls to other nodes'
-	// HTTPS APIs: asking a member to add it (Node.Join), and forwarding to
-	// a leader whose peer address the member table does not hold yet (in
-	// the classic modes, every forwarded request). Nil means the system's
-	// roots and no client certificate.
+	// HTTPS APIs: asking the member at Node.Join to add it, and in the
+	// classic modes forwarding requests to the coordinator (in Raft mode
+	// they go to the leader's peer port). Nil means the system's roots and
+	// no client certificate.
 	APIClientTLS *tls.Config
 	// ACL turns ACLs on in the HTTP API (httpapi.Config.ACL). Every node
 	// of a cluster must have the same setting.
@@ -211,12 +211,11 @@ func Start(cfg Config) (*Server, error) {
 		hc.ACL = node
 	}
 	hc.Version = cfg.Version
-	overHTTP := httpapi.NewForwardTransport(cfg.APIClientTLS)
-	hc.ForwardClient = &http.Client{Transport: overHTTP}
-	if s.el == nil {
-		// Forward to the leader over the peer port (internal/peerhttp).
-		hc.ForwardClient.Transport = &peerhttp.Transport{Dial: fwd.Dial, Resolve: s.peerOfHTTP, Fallback: overHTTP}
-	}
+	// In Raft mode requests go to the leader's peer address over the peer
+	// port; the classic modes name no peer address (lease.Node.Leader)
+	// and forward over HTTP.
+	hc.ForwardClient = &http.Client{Transport: httpapi.NewForwardTransport(cfg.APIClientTLS)}
+	hc.PeerTransport = &peerhttp.Transport{Dial: fwd.Dial}
 	if cfg.UnsafeFaults {
 		hc.Faults = faultInjector{s.mux.Faults()}
 		hc.Clock = skew
@@ -405,14 +404,14 @@ func (s *Server) register() {
 			return
 		}
 		url, hc := "", remote
-		switch isLeader, leaderHTTP := s.node.Leader(); {
+		switch isLeader, to := s.node.Leader(); {
 		case s.node.Removal() != nil, s.node.LeftConfiguration():
 			// A removed node waits to be added back by an operator: it
 			// does not ask to be, even with --join; nor does one whose
 			// removal it has not taken for settled yet.
 		case target != "" && !s.inConfiguration():
 			url = target
-		case isLeader || leaderHTTP != "":
+		case isLeader || to.Known():
 			url, hc = nc.HTTPAddr, self // forwarded to the leader
 		}
 		if url != "" {
@@ -434,26 +433,6 @@ func (s *Server) register() {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// peerOfHTTP returns the peer address of the member whose HTTP address
-// is host (host:port), from the member table.
-func (s *Server) peerOfHTTP(host string) (string, bool) {
-	for _, m := range s.node.FSM().Members() {
-		if m.Peer != "" && httpHost(m.HTTP) == host {
-			return m.Peer, true
-		}
-	}
-	return "", false
-}
-
-// httpHost returns the host:port of an HTTP address given as a URL or a
-// bare host:port.
-func httpHost(addr string) string {
-	if i := strings.Index(addr, "://"); i >= 0 {
-		addr = addr[i+3:]
-	}
-	return strings.TrimRight(addr, "/")
 }
 
 func (s *Server) registered(m api.Member) bool {
