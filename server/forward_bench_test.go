@@ -1,11 +1,9 @@
 package server_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/test/servertest"
@@ -27,22 +25,22 @@ import (
 func BenchmarkForward(b *testing.B) {
 	c := servertest.New(b, 3)
 	leader := c.WaitLeader()
-	h := fwdClient{b: b, base: c.URL(c.Follower(leader))}
+	h := benchHTTP{b: b, base: c.URL(c.Follower(leader))}
 	var s api.Session
-	h.do("POST", "/v1/sessions", api.CreateSessionRequest{}, nil, &s)
+	h.send("POST", "/v1/sessions", api.CreateSessionRequest{}, nil, &s)
 
 	b.Run("keepalive", func(b *testing.B) {
 		h.b = b
 		b.ReportAllocs()
 		for b.Loop() {
-			h.do("POST", "/v1/sessions/"+s.ID+"/keepalive", nil, nil, nil)
+			h.send("POST", "/v1/sessions/"+s.ID+"/keepalive", nil, nil, nil)
 		}
 	})
 	b.Run("check", func(b *testing.B) {
 		h.b = b
 		b.ReportAllocs()
 		for b.Loop() {
-			h.do("POST", "/v1/locks/bench/check/check", api.CheckRequest{Token: 1}, nil, nil)
+			h.send("POST", "/v1/locks/bench/check/check", api.CheckRequest{Token: 1}, nil, nil)
 		}
 	})
 	b.Run("acquire-release", func(b *testing.B) {
@@ -51,50 +49,9 @@ func BenchmarkForward(b *testing.B) {
 		wait := http.Header{"X-Lockd-Wait": {"1s"}}
 		seq := uint64(1)
 		for b.Loop() {
-			h.do("POST", "/v1/locks/bench/fwd/acquire", api.AcquireRequest{Session: s.ID, Seq: seq, Wait: api.Duration(1e9)}, wait, nil)
-			h.do("POST", "/v1/locks/bench/fwd/release", api.SessionRequest{Session: s.ID, Seq: seq + 1}, nil, nil)
+			h.send("POST", "/v1/locks/bench/fwd/acquire", api.AcquireRequest{Session: s.ID, Seq: seq, Wait: api.Duration(time.Second)}, wait, nil)
+			h.send("POST", "/v1/locks/bench/fwd/release", api.SessionRequest{Session: s.ID, Seq: seq + 1}, nil, nil)
 			seq += 2
 		}
 	})
-}
-
-// fwdClient sends JSON requests over one kept-alive connection.
-type fwdClient struct {
-	b    *testing.B
-	base string
-}
-
-func (h fwdClient) do(method, path string, in any, hdr http.Header, out any) {
-	var body io.Reader
-	if in != nil {
-		raw, err := json.Marshal(in)
-		if err != nil {
-			h.b.Fatal(err)
-		}
-		body = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, h.base+path, body)
-	if err != nil {
-		h.b.Fatal(err)
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := benchClient.Do(req)
-	if err != nil {
-		h.b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		h.b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			h.b.Fatal(err)
-		}
-	}
 }
