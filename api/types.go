@@ -322,6 +322,32 @@ type ReadOptions struct {
 // the leader directly next time and save the hop.
 const HeaderLeader = "X-Lockd-Leader"
 
+// HeaderWait says, on a blocking acquire or campaign, the wait its body
+// asks for ("30s", "0s"), so that a follower that forwards the request
+// bounds it without decoding the body (it never does). The node that
+// serves the request refuses it (400) if the two disagree. A request
+// without it is bounded on a follower as if it asked for api.MaxWait.
+const HeaderWait = "X-Lockd-Wait"
+
+// LeaderAddr names the node a follower forwards leader-only requests to,
+// as the node serving the API knows it. The zero LeaderAddr means no
+// leader is known. It is not a wire type: Service implementations return
+// it, and it lives here so that they need not import httpapi.
+type LeaderAddr struct {
+	// ID is the leader's node id.
+	ID string
+	// Peer is the leader's peer address as Raft knows it; requests are
+	// forwarded there over the peer port. Empty when the node knows no
+	// peer address to forward to (the classic modes): HTTP is used then.
+	Peer string
+	// HTTP is the leader's HTTP address, when the node knows it without
+	// a look-up; empty in Raft mode, where Peer is always set.
+	HTTP string
+}
+
+// Known reports whether a leader is named.
+func (l LeaderAddr) Known() bool { return l.ID != "" || l.Peer != "" || l.HTTP != "" }
+
 // Bounds of a token's expiration_ttl.
 const (
 	MinTokenTTL = time.Second

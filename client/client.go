@@ -154,10 +154,20 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 			return fmt.Errorf("client: encode request: %w", err)
 		}
 	}
+	// A blocking acquire or campaign repeats its body's wait in a header:
+	// a follower that forwards it bounds its wait for the leader's answer
+	// by it, without decoding the body (api.HeaderWait).
+	var bodyWait string
+	switch r := in.(type) {
+	case api.AcquireRequest:
+		bodyWait = r.Wait.String()
+	case api.CampaignRequest:
+		bodyWait = r.Wait.String()
+	}
 	backoff := c.cfg.MinBackoff
 	for attempt := 0; ; attempt++ {
 		i := int(c.preferred.Load()) % len(c.endpoints)
-		sent, err := c.attempt(ctx, c.endpoints[i], method, path, body, out, wait)
+		sent, err := c.attempt(ctx, c.endpoints[i], method, path, body, bodyWait, out, wait)
 		if err == nil {
 			return nil
 		}
@@ -200,9 +210,10 @@ func retryable(err error, sent bool, policy retry) bool {
 	return false
 }
 
-// attempt sends the request once to base. sent reports whether the request
-// may have reached the server.
-func (c *Client) attempt(ctx context.Context, base, method, path string, body []byte, out any, wait time.Duration) (sent bool, err error) {
+// attempt sends the request once to base, with bodyWait, if not "", in
+// the X-Lockd-Wait header. sent reports whether the request may have
+// reached the server.
+func (c *Client) attempt(ctx context.Context, base, method, path string, body []byte, bodyWait string, out any, wait time.Duration) (sent bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout+wait)
 	defer cancel()
 	var rd io.Reader
@@ -218,6 +229,9 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 	}
 	if c.cfg.BearerToken != "" {
 		req.Header.Set("Authorization", "Bearer "+c.cfg.BearerToken)
+	}
+	if bodyWait != "" {
+		req.Header.Set(api.HeaderWait, bodyWait)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

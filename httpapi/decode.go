@@ -299,3 +299,58 @@ func readsLocally(r *http.Request) bool {
 	opt, err := readOptions(r.URL.Query())
 	return err != nil || opt.Stale
 }
+
+// forwardWait returns how long the leader may hold r, a request of route
+// rt, before it answers by design, as r says it outside its body, which a
+// forwarding follower passes on unread: the ?wait= of a blocking read, or
+// the X-Lockd-Wait header of a blocking acquire or campaign (whose wait is
+// in the body: see checkHeaderWait). An acquire or campaign without the
+// header may ask for any wait the API allows, so it gets api.MaxWait. Any
+// other route's wait is 0.
+func forwardWait(r *http.Request, rt route) (time.Duration, error) {
+	switch rt.wait {
+	case queryWait:
+		opt, err := readOptions(r.URL.Query())
+		return opt.Wait, err
+	case bodyWait:
+		d, given, err := headerWait(r)
+		if !given {
+			return api.MaxWait, nil
+		}
+		return d, err
+	}
+	return 0, nil
+}
+
+// headerWait parses r's X-Lockd-Wait header (api.HeaderWait); given
+// reports whether r has one. A wait that does not parse, is out of
+// range, or is given more than once, is bad_request.
+func headerWait(r *http.Request) (d time.Duration, given bool, err error) {
+	vs := r.Header.Values(api.HeaderWait)
+	switch len(vs) {
+	case 0:
+		return 0, false, nil
+	case 1:
+	default:
+		return 0, true, badRequest("the %s header is given %d times; give it once", api.HeaderWait, len(vs))
+	}
+	if d, err = time.ParseDuration(vs[0]); err != nil {
+		return 0, true, badRequest("bad %s header %q: use a duration such as \"30s\"", api.HeaderWait, vs[0])
+	}
+	if err := checkRange(api.HeaderWait+" header", d, 0, api.MaxWait); err != nil {
+		return 0, true, err
+	}
+	return d, true, nil
+}
+
+// checkHeaderWait refuses an acquire or campaign whose X-Lockd-Wait header
+// is malformed or says another wait than the body's: a follower bounds its
+// forward of the request by the header, so the two must be one wait. A
+// request without the header is not checked.
+func checkHeaderWait(r *http.Request, body time.Duration) error {
+	d, given, err := headerWait(r)
+	if err != nil || !given || d == body {
+		return err
+	}
+	return badRequest("the %s header says %v and the body's wait %v: they must be the same", api.HeaderWait, d, body)
+}

@@ -30,7 +30,11 @@ type fakeService struct {
 	mu         sync.Mutex
 	calls      []call
 	isLeader   bool
-	leaderHTTP string
+	leaderHTTP string            // Leader's LeaderAddr.HTTP
+	leaderPeer string            // and its Peer, with leaderID as its ID
+	leaderID   string            //
+	members    map[string]string // MemberHTTP's answers, by id
+	memberHTTP int               // how many times MemberHTTP was called
 	err        error
 	removal    error // what Removal returns
 	// onCall, when set, runs inside every call with the request's context;
@@ -63,10 +67,17 @@ func (f *fakeService) Calls() []call {
 	return append([]call(nil), f.calls...)
 }
 
-func (f *fakeService) Leader() (bool, string) {
+func (f *fakeService) Leader() (bool, LeaderAddr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.isLeader, f.leaderHTTP
+	return f.isLeader, LeaderAddr{ID: f.leaderID, Peer: f.leaderPeer, HTTP: f.leaderHTTP}
+}
+
+func (f *fakeService) MemberHTTP(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.memberHTTP++
+	return f.members[id]
 }
 
 func (f *fakeService) CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error) {

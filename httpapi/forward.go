@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -74,11 +73,17 @@ var (
 // connection made), so that a retry cannot apply the request twice; 504
 // timeout, outcome unknown, once a connection to the leader was made and
 // no answer came back.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool {
-	if p == local || p == leaderUnlessStale && readsLocally(r) {
+//
+// The leader is reached at the peer address Raft knows it by, over the
+// peer port (Config.PeerTransport), or where there is none (the classic
+// modes) at its HTTP address. Neither costs a look-up in the member table,
+// nor does this node decode the request's body: how long the leader may
+// take comes from the query or the X-Lockd-Wait header (forwardWait).
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, rt route) bool {
+	if rt.policy == local || rt.policy == leaderUnlessStale && readsLocally(r) {
 		return false
 	}
-	isLeader, leaderHTTP := s.svc.Leader()
+	isLeader, to := s.svc.Leader()
 	if isLeader {
 		return false
 	}
@@ -86,25 +91,35 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool 
 		s.writeError(w, r, noLeader("this node is not the leader either (the request was forwarded by %s); retry shortly", strings.Join(via, ", ")))
 		return true
 	}
-	if leaderHTTP == "" {
-		s.writeError(w, r, noLeader("no leader is known; retry shortly"))
+	f := &forwarding{}
+	target, transport := s.peerTarget(to)
+	if target == nil {
+		leaderHTTP := s.leaderHTTP(to)
+		if leaderHTTP == "" {
+			s.writeError(w, r, noLeader("no leader is known; retry shortly"))
+			return true
+		}
+		var err error
+		if target, err = leaderURL(leaderHTTP); err != nil {
+			e := noLeader("the leader's address %q is not usable; retry shortly", leaderHTTP)
+			s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
+			return true
+		}
+		f.target = target.Host
+	}
+	wait, err := forwardWait(r, rt)
+	if err != nil {
+		s.writeError(w, r, err) // this node can tell as well as the leader
 		return true
 	}
-	target, err := leaderURL(leaderHTTP)
-	if err != nil {
-		e := noLeader("the leader's address %q is not usable; retry shortly", leaderHTTP)
-		s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
-		return true
-	}
-	wait, err := requestWait(r)
-	if err != nil {
+	if err := readAhead(r); err != nil {
 		s.writeError(w, r, err) // the body did not arrive: nothing is forwarded
 		return true
 	}
 	if s.metrics != nil {
 		s.metrics.forwarded.Inc()
 	}
-	f := &forwarding{target: target.Host, limit: wait + s.limits.marginOrDefault()}
+	f.limit = wait + s.limits.marginOrDefault()
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	f.cancel = cancel
@@ -115,14 +130,43 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, p policy) bool 
 	})
 	timer := time.AfterFunc(f.limit, func() { f.abort(errNoAnswer) })
 	defer timer.Stop()
-	go s.watchLeader(ctx, f, leaderHTTP, p == leaderHandsOver)
-	s.proxy(target, f).ServeHTTP(w, r.WithContext(ctx))
+	go s.watchLeader(ctx, f, to, rt.policy == leaderHandsOver)
+	s.proxy(target, transport, f, to).ServeHTTP(w, r.WithContext(ctx))
 	return true
+}
+
+// peerTarget returns the leader's peer address as a URL and the peer
+// transport to carry a request there, or nil if the request must go over
+// HTTP (no peer address, or no peer transport) with s.transport.
+func (s *Server) peerTarget(to LeaderAddr) (*url.URL, http.RoundTripper) {
+	if to.Peer == "" || s.peerTransport == nil {
+		return nil, s.transport
+	}
+	return &url.URL{Scheme: "http", Host: to.Peer}, s.peerTransport
+}
+
+// leaderHTTP returns the leader's HTTP address, from the member table if
+// the Service did not give it ("" if unknown).
+func (s *Server) leaderHTTP(to LeaderAddr) string {
+	if to.HTTP == "" && to.ID != "" {
+		return s.svc.MemberHTTP(to.ID)
+	}
+	return to.HTTP
+}
+
+// leaderHost names the leader in the message of a forward that failed: its
+// HTTP host:port as clients know it, or its peer address if its HTTP
+// address is not known.
+func (s *Server) leaderHost(to LeaderAddr) string {
+	if u, err := leaderURL(s.leaderHTTP(to)); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return to.Peer
 }
 
 // forwarding is the state of one forwarded request.
 type forwarding struct {
-	target string        // the leader's host:port, for messages
+	target string        // the leader's host:port, for messages ("" until needed when sent to its peer address)
 	limit  time.Duration // how long the leader has to send its answer's headers
 	sent   atomic.Bool   // a connection to the leader was made
 
@@ -164,7 +208,7 @@ const leaderWatchInterval = 100 * time.Millisecond
 // it returns, long after the cluster moved on; the client instead gets an
 // answer at once and retries against the new leader. With handsOver (the
 // request itself moves leadership) a new leader is no reason to stop.
-func (s *Server) watchLeader(ctx context.Context, f *forwarding, leaderHTTP string, handsOver bool) {
+func (s *Server) watchLeader(ctx context.Context, f *forwarding, to LeaderAddr, handsOver bool) {
 	t := time.NewTicker(leaderWatchInterval)
 	defer t.Stop()
 	gone := s.limits.leaderGoneOrDefault()
@@ -177,10 +221,10 @@ func (s *Server) watchLeader(ctx context.Context, f *forwarding, leaderHTTP stri
 		}
 		isLeader, now := s.svc.Leader()
 		switch {
-		case (isLeader || now != "" && now != leaderHTTP) && !handsOver:
+		case (isLeader || now.Known() && now != to) && !handsOver:
 			f.abort(errLeaderChanged)
 			return
-		case now != "":
+		case now.Known():
 			unknownSince = time.Time{}
 		case unknownSince.IsZero():
 			unknownSince = time.Now()
@@ -191,23 +235,26 @@ func (s *Server) watchLeader(ctx context.Context, f *forwarding, leaderHTTP stri
 	}
 }
 
-// proxy returns a reverse proxy to the leader at target for one request.
-// It streams both bodies, ends the forwarded request when the client goes
-// away (the inbound context), and relays the leader's status, headers and
-// body unchanged.
-func (s *Server) proxy(target *url.URL, f *forwarding) *httputil.ReverseProxy {
+// proxy returns a reverse proxy to the leader at target for one request,
+// carried by transport. It streams both bodies, ends the forwarded request
+// when the client goes away (the inbound context), and relays the leader's
+// status, headers and body unchanged.
+func (s *Server) proxy(target *url.URL, transport http.RoundTripper, f *forwarding, to LeaderAddr) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.SetXForwarded()
 			pr.Out.Header.Set(HeaderForwarded, s.name(pr.In))
 		},
-		Transport:     s.transport,
+		Transport:     transport,
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
 			return f.answer(resp.Request.Context())
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if f.target == "" {
+				f.target = s.leaderHost(to)
+			}
 			e := f.failure(context.Cause(r.Context()))
 			s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 		},
@@ -241,34 +288,21 @@ func (f *forwarding) failure(cause error) *api.Error {
 	return unknownOutcome("the connection to the leader at %s failed after the request was sent; the outcome is unknown", f.target)
 }
 
-// requestWait returns how long the leader may hold r before it answers by
-// design: the wait of a blocking query (?wait=) or of a blocking acquire or
-// campaign (the body's "wait"), capped at the API's limit; 0 for any other
-// request. The body is read into memory (it is at most api.MaxBody bytes;
-// a longer one is refused by the leader) and put back for the proxy; a
-// body that cannot be read is an error (request_timeout past the body
-// timeout).
-func requestWait(r *http.Request) (time.Duration, error) {
-	var wait time.Duration
-	if v := r.URL.Query().Get("wait"); v != "" {
-		if d, err := time.ParseDuration(v); err == nil {
-			wait = d
-		}
+// readAhead reads r's body into memory before anything is sent to the
+// leader (it is at most api.MaxBody bytes; a longer one is passed on
+// whole, for the leader to refuse), and puts it back for the proxy. A body
+// that cannot be read is an error (request_timeout past the body timeout),
+// so the leader never sees part of a request. The body is not decoded.
+func readAhead(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return nil
 	}
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		b, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBody+1))
-		if err != nil {
-			return 0, bodyError(err)
-		}
-		r.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(b), r.Body), Closer: r.Body}
-		var body struct {
-			Wait api.Duration `json:"wait"`
-		}
-		if json.Unmarshal(b, &body) == nil {
-			wait = max(wait, body.Wait.D())
-		}
+	b, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBody+1))
+	if err != nil {
+		return bodyError(err)
 	}
-	return min(max(wait, 0), max(api.MaxWait, api.MaxQueryWait)), nil
+	r.Body = replayBody{Reader: io.MultiReader(bytes.NewReader(b), r.Body), Closer: r.Body}
+	return nil
 }
 
 // replayBody is a request body whose first bytes were read ahead.

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
+
 	"github.com/lockd/lockd/api"
 )
 
@@ -311,7 +313,9 @@ func TestForward_OutcomeUnknown(t *testing.T) {
 			ans := make(chan answer, 1)
 			start := time.Now()
 			go func() {
-				resp, err := http.Post(followerURL+"/v1/locks/a/acquire", "application/json", strings.NewReader(`{"session":"s1"}`))
+				req, _ := http.NewRequest("POST", followerURL+"/v1/locks/a/acquire", strings.NewReader(`{"session":"s1"}`))
+				req.Header.Set(api.HeaderWait, "0s") // as the client library says it
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					ans <- answer{0, err.Error()}
 					return
@@ -351,16 +355,24 @@ func TestForward_OutcomeUnknown(t *testing.T) {
 }
 
 // TestForward_LimitIncludesWait checks that the bound on the leader's
-// answer grows with the request's own wait: a blocking acquire the leader
-// answers after longer than the margin, but within its wait, is relayed.
+// answer grows with the request's own wait, as the X-Lockd-Wait header
+// says it: a blocking acquire or campaign the leader answers after longer
+// than the margin, but within its wait, is relayed. Without the header the
+// follower cannot know the wait (it does not decode the body) and allows
+// the longest; on a route that does not block, the header is ignored.
 func TestForward_LimitIncludesWait(t *testing.T) {
 	const margin, leaderTakes = 300 * time.Millisecond, time.Second
 	for _, tt := range []struct {
-		body       string
-		wantStatus int
+		path, wait, body string
+		wantStatus       int
 	}{
-		{`{"session":"s1","wait":"3s"}`, http.StatusOK},
-		{`{"session":"s1"}`, http.StatusGatewayTimeout},
+		{"/v1/locks/a/acquire", "3s", `{"session":"s1","wait":"3s"}`, http.StatusOK},
+		{"/v1/locks/a/acquire", "0s", `{"session":"s1"}`, http.StatusGatewayTimeout},
+		{"/v1/locks/a/acquire", "", `{"session":"s1","wait":"3s"}`, http.StatusOK},
+		{"/v1/locks/a/acquire", "", `{"session":"s1"}`, http.StatusOK},
+		{"/v1/elections/e/campaign", "3s", `{"session":"s1","value":"v","wait":"3s"}`, http.StatusOK},
+		{"/v1/elections/e/campaign", "0s", `{"session":"s1","value":"v"}`, http.StatusGatewayTimeout},
+		{"/v1/locks/a/release", "3s", `{"session":"s1"}`, http.StatusGatewayTimeout},
 	} {
 		leader := newLeaderFake()
 		leader.onCall = func(ctx context.Context) error {
@@ -374,54 +386,123 @@ func TestForward_LimitIncludesWait(t *testing.T) {
 		lts := httptest.NewServer(mustNewServer(t, leader, nil))
 		t.Cleanup(lts.Close)
 		_, followerURL := newFollower(t, lts.URL, forwardLimits{margin: margin})
-		status, _, body := do(t, "POST", followerURL+"/v1/locks/a/acquire", tt.body, nil)
+		var hdr http.Header
+		if tt.wait != "" {
+			hdr = http.Header{api.HeaderWait: {tt.wait}}
+		}
+		status, _, body := do(t, "POST", followerURL+tt.path, tt.body, hdr)
 		if status != tt.wantStatus {
-			t.Errorf("%s: status = %d, want %d; body %s", tt.body, status, tt.wantStatus, body)
+			t.Errorf("%s %s, header %q: status = %d, want %d; body %s", tt.path, tt.body, tt.wait, status, tt.wantStatus, body)
 		}
 	}
 }
 
-// TestRequestWait checks how long a forwarded request is allowed to block,
-// and that reading the wait leaves the body intact for the leader.
-func TestRequestWait(t *testing.T) {
-	tests := []struct {
-		target, body string
-		want         time.Duration
+// TestForward_HeaderWaitMustMatchBody checks that the leader refuses an
+// acquire or campaign whose X-Lockd-Wait header says another wait than its
+// body: a follower bounds the request by the header, so a header that
+// understated the wait would cut a legitimate wait short with a 504. The
+// refusal is the same sent to the leader or through a follower.
+func TestForward_HeaderWaitMustMatchBody(t *testing.T) {
+	for _, tt := range []struct {
+		path, wait, body string
+		wantStatus       int
+		wantMsg          string
 	}{
-		{"/v1/locks/a/acquire", `{"session":"s","wait":"90s","seq":3}`, 90 * time.Second},
-		{"/v1/elections/e/campaign", `{"session":"s","value":"v","wait":"250ms"}`, 250 * time.Millisecond},
-		{"/v1/locks/a?index=7&wait=30s", "", 30 * time.Second},
-		{"/v1/locks/a/release", `{"session":"s"}`, 0},
-		{"/v1/locks/a/acquire", `{"session":"s","wait":"1h"}`, api.MaxWait},
-		{"/v1/locks/a/acquire", `{"session":"s","wait":"-5s"}`, 0},
-		{"/v1/locks/a/acquire", `{"session":"s","wait":17}`, 0},
-		{"/v1/locks/a/acquire", `not json`, 0},
-		{"/v1/locks/a?wait=nonsense", "", 0},
+		{"/v1/locks/a/acquire", "1s", `{"session":"s1","wait":"1m"}`, 400, "X-Lockd-Wait header says 1s and the body's wait 1m0s"},
+		{"/v1/locks/a/acquire", "1s", `{"session":"s1"}`, 400, "X-Lockd-Wait header says 1s and the body's wait 0s"},
+		{"/v1/elections/e/campaign", "2s", `{"session":"s1","value":"v","wait":"1s"}`, 400, "they must be the same"},
+		{"/v1/locks/a/acquire", "later", `{"session":"s1"}`, 400, "bad X-Lockd-Wait header"},
+		{"/v1/locks/a/acquire", "60s", `{"session":"s1","wait":"1m"}`, 200, ""},
+		{"/v1/elections/e/campaign", "0s", `{"session":"s1","value":"v"}`, 200, ""},
+	} {
+		p := mustNewPair(t)
+		for _, base := range []string{p.leaderURL, p.followerURL} {
+			status, _, body := do(t, "POST", base+tt.path, tt.body, http.Header{api.HeaderWait: {tt.wait}})
+			var e api.Error
+			_ = json.Unmarshal([]byte(body), &e)
+			if status != tt.wantStatus || tt.wantMsg != "" && (e.Code != api.CodeBadRequest || !strings.Contains(e.Message, tt.wantMsg)) {
+				t.Errorf("%s %s, header %q: %d %s; want %d and %q", tt.path, tt.body, tt.wait, status, body, tt.wantStatus, tt.wantMsg)
+			}
+		}
+		if n := len(p.leader.Calls()); tt.wantStatus != 200 && n != 0 {
+			t.Errorf("%s %s, header %q: the leader's Service got %v", tt.path, tt.body, tt.wait, p.leader.Calls())
+		}
+	}
+}
+
+// TestForwardWait checks how long a forwarded request is allowed to block:
+// read from the query or the X-Lockd-Wait header, never from the body,
+// and the longest wait the API allows for an acquire or campaign that
+// does not say its wait outside the body.
+func TestForwardWait(t *testing.T) {
+	s := New(testConfig(t, &fakeService{}))
+	tests := []struct {
+		method, target, wait, body string // wait: the X-Lockd-Wait header, if not ""
+		want                       time.Duration
+		wantErr                    string
+	}{
+		{"POST", "/v1/locks/a/acquire", "90s", `{"session":"s","wait":"90s","seq":3}`, 90 * time.Second, ""},
+		{"POST", "/v1/elections/e/campaign", "250ms", `{"session":"s","value":"v","wait":"250ms"}`, 250 * time.Millisecond, ""},
+		{"POST", "/v1/locks/a/acquire", "0s", `{"session":"s"}`, 0, ""},
+		{"POST", "/v1/locks/a/acquire", "", `{"session":"s","wait":"1s"}`, api.MaxWait, ""},
+		{"POST", "/v1/elections/e/campaign", "", `{"session":"s","value":"v"}`, api.MaxWait, ""},
+		{"POST", "/v1/locks/a/acquire", "1h", `{"session":"s","wait":"1h"}`, 0, "out of range"},
+		{"POST", "/v1/locks/a/acquire", "-5s", `{"session":"s"}`, 0, "out of range"},
+		{"POST", "/v1/locks/a/acquire", "soon", `{"session":"s"}`, 0, "bad X-Lockd-Wait header"},
+		{"GET", "/v1/locks/a?index=7&wait=30s", "", "", 30 * time.Second, ""},
+		{"GET", "/v1/sessions?wait=2s&index=1", "", "", 2 * time.Second, ""},
+		{"GET", "/v1/locks/a", "", "", 0, ""},
+		{"POST", "/v1/locks/a/release", "30s", `{"session":"s","wait":"90s"}`, 0, ""},
+		{"POST", "/v1/sessions/s1/keepalive", "", "", 0, ""},
 	}
 	for _, tt := range tests {
-		var rd io.Reader
-		if tt.body != "" {
-			rd = strings.NewReader(tt.body)
+		r := httptest.NewRequest(tt.method, tt.target, strings.NewReader(tt.body))
+		if tt.wait != "" {
+			r.Header.Set(api.HeaderWait, tt.wait)
 		}
-		r := httptest.NewRequest("POST", tt.target, rd)
-		if got, _ := requestWait(r); got != tt.want {
-			t.Errorf("requestWait(%s %s) = %v, want %v", tt.target, tt.body, got, tt.want)
+		got, err := forwardWait(r, routeOf(t, s, r))
+		if got != tt.want || (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("forwardWait(%s %s, header %q) = %v, %v; want %v, error %q", tt.method, tt.target, tt.wait, got, err, tt.want, tt.wantErr)
 		}
-		if r.Body != nil {
-			b, err := io.ReadAll(r.Body)
-			if err != nil || string(b) != tt.body {
-				t.Errorf("body after requestWait = %q (%v), want %q", b, err, tt.body)
+		if b, _ := io.ReadAll(r.Body); string(b) != tt.body {
+			t.Errorf("forwardWait(%s %s) read the body: %q left of %q", tt.method, tt.target, b, tt.body)
+		}
+	}
+	r := httptest.NewRequest("POST", "/v1/locks/a/acquire", nil)
+	r.Header[api.HeaderWait] = []string{"1s", "2s"}
+	if _, err := forwardWait(r, routeOf(t, s, r)); err == nil || !strings.Contains(err.Error(), "given 2 times") {
+		t.Errorf("forwardWait with the header twice: %v, want an error", err)
+	}
+}
+
+// routeOf returns the entry of the routing table that serves r.
+func routeOf(t *testing.T, s *Server, r *http.Request) route {
+	t.Helper()
+	var m mux.RouteMatch
+	if s.router.Match(r, &m) && m.MatchErr == nil {
+		path, _ := m.Route.GetPathTemplate()
+		for _, rt := range s.routes() {
+			if rt.path == path && rt.method == r.Method {
+				return rt
 			}
 		}
 	}
-	// A body longer than the API allows is passed on whole.
-	long := strings.Repeat("x", api.MaxBody+100)
-	r := httptest.NewRequest("POST", "/v1/locks/a/acquire", strings.NewReader(long))
-	if got, _ := requestWait(r); got != 0 {
-		t.Errorf("requestWait(long body) = %v", got)
-	}
-	if b, _ := io.ReadAll(r.Body); string(b) != long {
-		t.Errorf("long body cut to %d bytes", len(b))
+	t.Fatalf("no route serves %s %s", r.Method, r.URL)
+	return route{}
+}
+
+// TestReadAhead checks that the follower reads a body whole before it
+// forwards it, and leaves it intact for the leader, a body longer than
+// the API allows included.
+func TestReadAhead(t *testing.T) {
+	for _, body := range []string{`{"session":"s","wait":"90s","seq":3}`, "not json", "", strings.Repeat("x", api.MaxBody+100)} {
+		r := httptest.NewRequest("POST", "/v1/locks/a/acquire", strings.NewReader(body))
+		if err := readAhead(r); err != nil {
+			t.Errorf("readAhead: %v", err)
+		}
+		if b, err := io.ReadAll(r.Body); err != nil || string(b) != body {
+			t.Errorf("body after readAhead = %d bytes (%v), want %d", len(b), err, len(body))
+		}
 	}
 }
 

@@ -93,6 +93,9 @@ func (s *Server) acquire(r *http.Request) (any, error) {
 	if err := fillAcquire(&req); err != nil {
 		return nil, err
 	}
+	if err := checkHeaderWait(r, req.Wait.D()); err != nil {
+		return nil, err
+	}
 	if err := s.ownSession(r, req.Session); err != nil {
 		return nil, err
 	}
@@ -162,6 +165,9 @@ func (s *Server) campaign(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if err := checkCampaign(&req); err != nil {
+		return nil, err
+	}
+	if err := checkHeaderWait(r, req.Wait.D()); err != nil {
 		return nil, err
 	}
 	if err := s.ownSession(r, req.Session); err != nil {

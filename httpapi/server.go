@@ -80,12 +80,18 @@ type Config struct {
 	// New adds component=httpapi. Nil means slog.Default().
 	Logger *slog.Logger
 	// ForwardClient supplies the Transport used to proxy requests to the
-	// leader; only its Transport is used (a nil Transport means
-	// http.DefaultTransport). Nil means a transport with a dial timeout.
-	// Whatever the transport, a forwarded request ends when the client
-	// goes away, or when the leader has not answered within the request's
-	// wait plus a margin.
+	// leader's HTTP address; only its Transport is used (a nil Transport
+	// means http.DefaultTransport). Nil means a transport with a dial
+	// timeout. Whatever the transport, a forwarded request ends when the
+	// client goes away, or when the leader has not answered within the
+	// request's wait plus a margin.
 	ForwardClient *http.Client
+	// PeerTransport, if set, carries forwarded requests to the leader's
+	// peer address (LeaderAddr.Peer), which is the host of the request's
+	// URL (internal/peerhttp's Transport). A leader without a peer
+	// address, or every leader when PeerTransport is nil, is reached over
+	// HTTP with ForwardClient's transport.
+	PeerTransport http.RoundTripper
 	// NodeID names this node in the X-Lockd-Forwarded header. Empty means
 	// the Host the request was addressed to.
 	NodeID string
@@ -117,16 +123,19 @@ type Server struct {
 	faults    FaultInjector
 	clock     ClockSkewer
 	log       *slog.Logger
-	transport http.RoundTripper
-	nodeID    string
-	httpAddr  string
-	limits    forwardLimits
-	acl       ACLService
-	rate      *clientLimiter
-	metrics   *httpMetrics        // nil until RegisterMetrics
-	gatherer  prometheus.Gatherer // what GET /metrics serves
-	router    *mux.Router
-	version   string
+	transport http.RoundTripper // to the leader's HTTP address
+	// peerTransport carries requests to the leader's peer address; nil
+	// forwards over HTTP only.
+	peerTransport http.RoundTripper
+	nodeID        string
+	httpAddr      string
+	limits        forwardLimits
+	acl           ACLService
+	rate          *clientLimiter
+	metrics       *httpMetrics        // nil until RegisterMetrics
+	gatherer      prometheus.Gatherer // what GET /metrics serves
+	router        *mux.Router
+	version       string
 	// bodyTimeout bounds the arrival of a request's body (limitBody).
 	bodyTimeout time.Duration
 }
@@ -142,16 +151,17 @@ func New(cfg Config) *Server {
 		logger = slog.Default()
 	}
 	s := &Server{
-		svc:       cfg.Service,
-		faults:    cfg.Faults,
-		clock:     cfg.Clock,
-		log:       logger.With("component", "httpapi"),
-		transport: forwardTransport(cfg.ForwardClient),
-		nodeID:    cfg.NodeID,
-		httpAddr:  cfg.HTTPAddr,
-		acl:       cfg.ACL,
-		rate:      newClientLimiter(cfg.RateLimit),
-		version:   cfg.Version,
+		svc:           cfg.Service,
+		faults:        cfg.Faults,
+		clock:         cfg.Clock,
+		log:           logger.With("component", "httpapi"),
+		transport:     forwardTransport(cfg.ForwardClient),
+		peerTransport: cfg.PeerTransport,
+		nodeID:        cfg.NodeID,
+		httpAddr:      cfg.HTTPAddr,
+		acl:           cfg.ACL,
+		rate:          newClientLimiter(cfg.RateLimit),
+		version:       cfg.Version,
 	}
 	switch {
 	case cfg.BodyTimeout == 0:
@@ -217,11 +227,28 @@ const (
 	leaderHandsOver
 )
 
+// waitIn says where a request of a route says how long it may block, so
+// that a follower bounds its forward of it (see forwardWait).
+type waitIn int
+
+const (
+	// noWait routes do not block by design.
+	noWait waitIn = iota
+	// queryWait routes are the blocking reads: ?wait=, up to
+	// api.MaxQueryWait.
+	queryWait
+	// bodyWait routes block for the body's "wait", up to api.MaxWait,
+	// which the X-Lockd-Wait header repeats (api.HeaderWait): acquire and
+	// campaign.
+	bodyWait
+)
+
 // route is one entry of the routing table. handle returns the success body,
 // written with status, or an error written through the status table. need
 // is what the caller's token must allow when ACLs are on (nil: nothing,
 // the route is public). query lists the query parameters the route takes;
-// any other is refused (see checkQuery).
+// any other is refused (see checkQuery). wait says where its requests say
+// how long they may block.
 type route struct {
 	method string
 	path   string
@@ -230,6 +257,7 @@ type route struct {
 	status int
 	handle func(*http.Request) (any, error)
 	query  []string
+	wait   waitIn
 }
 
 // The query parameters of the reads of one object and of the lists
@@ -258,54 +286,54 @@ func (s *Server) routes() []route {
 	lockR, lockW := onName(acl.Lock, acl.Read), onName(acl.Lock, acl.Write)
 	elecR, elecW := onName(acl.Election, acl.Read), onName(acl.Election, acl.Write)
 	rs := []route{
-		{post, "/v1/sessions", leaderOnly, anyToken, http.StatusCreated, s.createSession, nil},
-		{get, "/v1/sessions", leaderUnlessStale, anyToken, ok, s.listSessions, listQuery},
-		{get, "/v1/sessions/{id}", leaderUnlessStale, anyToken, ok, s.getSession, readQuery},
-		{del, "/v1/sessions/{id}", leaderOnly, anyToken, ok, s.destroySession, nil},
-		{post, "/v1/sessions/{id}/keepalive", leaderOnly, anyToken, ok, s.keepAlive, nil},
+		{post, "/v1/sessions", leaderOnly, anyToken, http.StatusCreated, s.createSession, nil, noWait},
+		{get, "/v1/sessions", leaderUnlessStale, anyToken, ok, s.listSessions, listQuery, queryWait},
+		{get, "/v1/sessions/{id}", leaderUnlessStale, anyToken, ok, s.getSession, readQuery, queryWait},
+		{del, "/v1/sessions/{id}", leaderOnly, anyToken, ok, s.destroySession, nil, noWait},
+		{post, "/v1/sessions/{id}/keepalive", leaderOnly, anyToken, ok, s.keepAlive, nil, noWait},
 
-		{get, "/v1/locks", leaderUnlessStale, anyToken, ok, s.listLocks, listQuery},
-		{get, "/v1/locks/{name:.*}", leaderUnlessStale, lockR, ok, s.getLock, readQuery},
-		{post, "/v1/locks/{name:.*}/acquire", leaderOnly, lockW, ok, s.acquire, nil},
-		{post, "/v1/locks/{name:.*}/release", leaderOnly, lockW, ok, s.release, nil},
-		{post, "/v1/locks/{name:.*}/check", leaderOnly, lockR, ok, s.check, nil},
+		{get, "/v1/locks", leaderUnlessStale, anyToken, ok, s.listLocks, listQuery, queryWait},
+		{get, "/v1/locks/{name:.*}", leaderUnlessStale, lockR, ok, s.getLock, readQuery, queryWait},
+		{post, "/v1/locks/{name:.*}/acquire", leaderOnly, lockW, ok, s.acquire, nil, bodyWait},
+		{post, "/v1/locks/{name:.*}/release", leaderOnly, lockW, ok, s.release, nil, noWait},
+		{post, "/v1/locks/{name:.*}/check", leaderOnly, lockR, ok, s.check, nil, noWait},
 
-		{get, "/v1/elections", leaderUnlessStale, anyToken, ok, s.listElections, listQuery},
-		{get, "/v1/elections/{name:.*}", leaderUnlessStale, elecR, ok, s.getElection, readQuery},
-		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, elecW, ok, s.campaign, nil},
-		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, elecW, ok, s.proclaim, nil},
-		{post, "/v1/elections/{name:.*}/resign", leaderOnly, elecW, ok, s.resign, nil},
+		{get, "/v1/elections", leaderUnlessStale, anyToken, ok, s.listElections, listQuery, queryWait},
+		{get, "/v1/elections/{name:.*}", leaderUnlessStale, elecR, ok, s.getElection, readQuery, queryWait},
+		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, elecW, ok, s.campaign, nil, bodyWait},
+		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, elecW, ok, s.proclaim, nil, noWait},
+		{post, "/v1/elections/{name:.*}/resign", leaderOnly, elecW, ok, s.resign, nil, noWait},
 
-		{get, "/v1/cluster", local, anyToken, ok, s.cluster, nil},
-		{post, "/v1/cluster/members", leaderOnly, admin, ok, s.addMember, nil},
-		{del, "/v1/cluster/members/{id}", leaderOnly, admin, ok, s.removeMember, nil},
-		{post, "/v1/cluster/leader-transfer", leaderHandsOver, admin, ok, s.transferLeader, nil},
+		{get, "/v1/cluster", local, anyToken, ok, s.cluster, nil, noWait},
+		{post, "/v1/cluster/members", leaderOnly, admin, ok, s.addMember, nil, noWait},
+		{del, "/v1/cluster/members/{id}", leaderOnly, admin, ok, s.removeMember, nil, noWait},
+		{post, "/v1/cluster/leader-transfer", leaderHandsOver, admin, ok, s.transferLeader, nil, noWait},
 
-		{get, "/healthz", local, nil, ok, s.healthz, anyQuery},
+		{get, "/healthz", local, nil, ok, s.healthz, anyQuery, noWait},
 	}
 	if _, can := s.svc.(Snapshotter); can {
-		rs = append(rs, route{get, "/v1/snapshot", leaderOnly, admin, ok, s.snapshot, nil})
+		rs = append(rs, route{get, "/v1/snapshot", leaderOnly, admin, ok, s.snapshot, nil, noWait})
 	}
 	if s.acl != nil {
 		rs = append(rs,
-			route{post, "/v1/acl/tokens", leaderOnly, admin, http.StatusCreated, s.createToken, nil},
-			route{get, "/v1/acl/tokens", leaderOnly, admin, ok, s.listTokens, nil},
-			route{get, "/v1/acl/tokens/self", local, anyToken, ok, s.selfToken, nil},
-			route{del, "/v1/acl/tokens/{accessor}", leaderOnly, admin, ok, s.revokeToken, nil},
+			route{post, "/v1/acl/tokens", leaderOnly, admin, http.StatusCreated, s.createToken, nil, noWait},
+			route{get, "/v1/acl/tokens", leaderOnly, admin, ok, s.listTokens, nil, noWait},
+			route{get, "/v1/acl/tokens/self", local, anyToken, ok, s.selfToken, nil, noWait},
+			route{del, "/v1/acl/tokens/{accessor}", leaderOnly, admin, ok, s.revokeToken, nil, noWait},
 		)
 	}
 	if s.clock != nil {
 		rs = append(rs,
-			route{get, "/v1/debug/clock", local, admin, ok, s.getClock, nil},
-			route{post, "/v1/debug/clock", local, admin, ok, s.setClock, nil},
+			route{get, "/v1/debug/clock", local, admin, ok, s.getClock, nil, noWait},
+			route{post, "/v1/debug/clock", local, admin, ok, s.setClock, nil, noWait},
 		)
 	}
 	if s.faults != nil {
 		rs = append(rs,
-			route{get, "/v1/debug/faults", local, admin, ok, s.listFaults, nil},
-			route{post, "/v1/debug/faults", local, admin, ok, s.setFault, nil},
-			route{del, "/v1/debug/faults", local, admin, ok, s.healAll, nil},
-			route{del, "/v1/debug/faults/{peer}", local, admin, ok, s.healPeer, nil},
+			route{get, "/v1/debug/faults", local, admin, ok, s.listFaults, nil, noWait},
+			route{post, "/v1/debug/faults", local, admin, ok, s.setFault, nil, noWait},
+			route{del, "/v1/debug/faults", local, admin, ok, s.healAll, nil, noWait},
+			route{del, "/v1/debug/faults/{peer}", local, admin, ok, s.healPeer, nil, noWait},
 		)
 	}
 	return rs
@@ -359,7 +387,7 @@ func (s *Server) handler(rt route) http.Handler {
 			s.writeError(w, r, qerr) // this node can tell as well as the leader
 			return
 		}
-		if s.forward(w, r, rt.policy) {
+		if s.forward(w, r, rt) {
 			return
 		}
 		if err != nil {

@@ -15,6 +15,9 @@ type ReadOptions = api.ReadOptions
 // and after.
 type ListOptions = api.ListOptions
 
+// LeaderAddr names the node a follower forwards leader-only requests to.
+type LeaderAddr = api.LeaderAddr
+
 // Service is what the HTTP layer needs from a node. lease.Node implements it
 // for Raft mode. Errors that should reach the client with a specific status
 // are *api.Error values (see api.Code*); anything else is answered 500.
@@ -25,9 +28,14 @@ type ListOptions = api.ListOptions
 // runs out, so that the client's retry of the same request finds it.
 type Service interface {
 	// Leader reports whether this node should serve leader-only requests
-	// itself (it is the leader), and otherwise the HTTP address of the
-	// leader to forward them to ("" when no leader is known).
-	Leader() (isLeader bool, leaderHTTP string)
+	// itself (it is the leader), and otherwise the leader to forward them
+	// to (the zero LeaderAddr when no leader is known). It is called on
+	// every request and every 100 ms of a forwarded one: it must be cheap.
+	Leader() (isLeader bool, to LeaderAddr)
+	// MemberHTTP returns the HTTP address of member id, "" if unknown. It
+	// is called only when a leader named without one (LeaderAddr.HTTP)
+	// must be reached over HTTP, or named in an error message.
+	MemberHTTP(id string) string
 
 	CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error)
 	KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse, error)

@@ -8,22 +8,32 @@ import (
 )
 
 // Leader reports whether this node serves leader requests itself, and
-// otherwise the HTTP address of the leader ("" if unknown). A node that was
-// made leader but has not yet established its term answers (false, ""):
-// requests then get no_leader rather than a loop.
-func (n *Node) Leader() (bool, string) {
+// otherwise the leader to forward them to (the zero LeaderAddr if
+// unknown). In Raft mode that is Raft's own record of the leader, its id
+// and peer address, with no look-up in the member table (MemberHTTP does
+// that). A node that was made leader but has not yet established its term
+// answers (false, zero): requests then get no_leader rather than a loop.
+func (n *Node) Leader() (bool, api.LeaderAddr) {
 	if n.Removal() != nil {
-		return false, ""
+		return false, api.LeaderAddr{}
 	}
 	if n.currentTerm() != nil {
-		return true, ""
+		return true, api.LeaderAddr{}
 	}
-	id := n.eng.leaderID()
+	id, peer := n.eng.leaderAddr()
 	if id == "" || id == n.cfg.ID {
-		return false, ""
+		return false, api.LeaderAddr{}
 	}
-	return false, n.eng.memberHTTP(id)
+	to := api.LeaderAddr{ID: id, Peer: peer}
+	if peer == "" {
+		to.HTTP = n.eng.memberHTTP(id) // the classic modes: a map look-up
+	}
+	return false, to
 }
+
+// MemberHTTP returns the HTTP address of member id from the member table,
+// "" if it has none.
+func (n *Node) MemberHTTP(id string) string { return n.eng.memberHTTP(id) }
 
 // Ready reports whether a default read can be served now, here or by
 // forwarding.
@@ -40,7 +50,7 @@ func (n *Node) Ready(ctx context.Context) error {
 		}
 		return errNoLeader("the leader's master lease has run out")
 	}
-	if _, http := n.Leader(); http == "" {
+	if _, to := n.Leader(); !to.Known() {
 		return errNoLeader("no leader is known")
 	}
 	return nil
@@ -85,7 +95,7 @@ func (n *Node) RemoveMember(ctx context.Context, id string) error {
 // a helper for start-up and tests.
 func (n *Node) WaitLeader(ctx context.Context) error {
 	for {
-		if ok, http := n.Leader(); ok || http != "" {
+		if ok, to := n.Leader(); ok || to.Known() {
 			return nil
 		}
 		select {

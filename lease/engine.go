@@ -19,6 +19,10 @@ type engine interface {
 	state() (leader bool, term uint64)
 	// leaderID returns the node believed to lead, "" if none.
 	leaderID() string
+	// leaderAddr returns the node believed to lead and the peer address
+	// to forward to it at, read together ("" if none; peer "" when the
+	// engine forwards over HTTP).
+	leaderAddr() (id, peer string)
 	// leaderCh signals leadership changes early; nil if the engine has none
 	// (the Node polls as well).
 	leaderCh() <-chan bool

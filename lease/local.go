@@ -83,6 +83,10 @@ func (e *localEngine) leaderID() string {
 	return ""
 }
 
+// leaderAddr names the coordinator with no peer address: the classic
+// modes forward over HTTP.
+func (e *localEngine) leaderAddr() (string, string) { return e.leaderID(), "" }
+
 func (e *localEngine) leaderCh() <-chan bool { return nil }
 
 // barrier starts a tenure: the state machine is emptied, since whatever it

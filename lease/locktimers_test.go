@@ -28,11 +28,12 @@ func (e *applyEngine) apply(data []byte, _ time.Duration) (any, error) {
 	return e.f.Apply(e.index, data), nil
 }
 
-func (e *applyEngine) open() error                 { return nil }
-func (e *applyEngine) state() (bool, uint64)       { return true, 1 }
-func (e *applyEngine) leaderID() string            { return "n1" }
-func (e *applyEngine) leaderCh() <-chan bool       { return nil }
-func (e *applyEngine) barrier(time.Duration) error { return nil }
+func (e *applyEngine) open() error                  { return nil }
+func (e *applyEngine) state() (bool, uint64)        { return true, 1 }
+func (e *applyEngine) leaderID() string             { return "n1" }
+func (e *applyEngine) leaderAddr() (string, string) { return "n1", "" }
+func (e *applyEngine) leaderCh() <-chan bool        { return nil }
+func (e *applyEngine) barrier(time.Duration) error  { return nil }
 func (e *applyEngine) lease(_ uint64, start time.Time) (time.Time, error) {
 	return start.Add(time.Hour), nil
 }

@@ -225,6 +225,13 @@ func (e *raftEngine) leaderID() string {
 	return string(id)
 }
 
+// leaderAddr is Raft's own record of the leader: its id and the address
+// it replicates from, which is its peer address. No member table is read.
+func (e *raftEngine) leaderAddr() (string, string) {
+	addr, id := e.raft.LeaderWithID()
+	return string(id), string(addr)
+}
+
 func (e *raftEngine) leaderCh() <-chan bool { return e.raft.LeaderCh() }
 
 func (e *raftEngine) barrier(timeout time.Duration) error { return e.raft.Barrier(timeout).Error() }

@@ -129,16 +129,28 @@ type benchHTTP struct {
 
 var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 
-func (h benchHTTP) do(method, path string, in, out any) {
-	body, err := json.Marshal(in)
+func (h benchHTTP) do(method, path string, in, out any) { h.send(method, path, in, nil, out) }
+
+// send is do with the headers hdr, and no body when in is nil.
+func (h benchHTTP) send(method, path string, in any, hdr http.Header, out any) {
+	var body io.Reader
+	if in != nil {
+		raw, err := json.Marshal(in)
+		if err != nil {
+			h.b.Fatal(err)
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, h.base+path, body)
 	if err != nil {
 		h.b.Fatal(err)
 	}
-	req, err := http.NewRequest(method, h.base+path, bytes.NewReader(body))
-	if err != nil {
-		h.b.Fatal(err)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
 	resp, err := benchClient.Do(req)
 	if err != nil {
 		h.b.Fatal(err)

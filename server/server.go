@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/pprof"
 	"slices"
 	"strings"
@@ -77,10 +76,10 @@ type Config struct {
 	// certificate of that CA naming the new member's id.
 	PeerTLS *tls.Config
 	// APIClientTLS configures this node's own calls to other nodes'
-	// HTTPS APIs: asking a member to add it (Node.Join), and forwarding to
-	// a leader whose peer address the member table does not hold yet (in
-	// the classic modes, every forwarded request). Nil means the system's
-	// roots and no client certificate.
+	// HTTPS APIs: asking the member at Node.Join to add it, and in the
+	// classic modes forwarding requests to the coordinator (in Raft mode
+	// they go to the leader's peer port). Nil means the system's roots and
+	// no client certificate.
 	APIClientTLS *tls.Config
 	// ACL turns ACLs on in the HTTP API (httpapi.Config.ACL). Every node
 	// of a cluster must have the same setting.
@@ -112,6 +111,10 @@ type Config struct {
 // certificate (Config.PeerTLS).
 const memberCheckTimeout = 5 * time.Second
 
+// registerTimeout bounds one attempt of a node to put itself in the member
+// table.
+const registerTimeout = 5 * time.Second
+
 // Server is a running lockd node.
 type Server struct {
 	cfg    Config
@@ -123,7 +126,9 @@ type Server struct {
 	http   *http.Server
 	httpLn net.Listener
 	conns  map[string]*connlimit.Listener // the API and peer listeners, by port ("api", "peer")
-	api    http.Handler
+	// toPeer carries requests to other nodes' peer ports: forwarded
+	// requests, and this node's registration (internal/peerhttp).
+	toPeer *peerhttp.Transport
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -211,12 +216,12 @@ func Start(cfg Config) (*Server, error) {
 		hc.ACL = node
 	}
 	hc.Version = cfg.Version
-	overHTTP := httpapi.NewForwardTransport(cfg.APIClientTLS)
-	hc.ForwardClient = &http.Client{Transport: overHTTP}
-	if s.el == nil {
-		// Forward to the leader over the peer port (internal/peerhttp).
-		hc.ForwardClient.Transport = &peerhttp.Transport{Dial: fwd.Dial, Resolve: s.peerOfHTTP, Fallback: overHTTP}
-	}
+	// In Raft mode requests go to the leader's peer address over the peer
+	// port; the classic modes name no peer address (lease.Node.Leader)
+	// and forward over HTTP.
+	hc.ForwardClient = &http.Client{Transport: httpapi.NewForwardTransport(cfg.APIClientTLS)}
+	s.toPeer = &peerhttp.Transport{Dial: fwd.Dial}
+	hc.PeerTransport = s.toPeer
 	if cfg.UnsafeFaults {
 		hc.Faults = faultInjector{s.mux.Faults()}
 		hc.Clock = skew
@@ -235,7 +240,6 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
-	s.api = handler
 	s.serveLogged("forwarded requests", func() error { return peerhttp.Serve(fwd, handler, s.log) })
 	var h http.Handler = handler
 	if cfg.Pprof {
@@ -384,8 +388,10 @@ func (s *Server) Abort() error {
 }
 
 // register makes sure this node is in the cluster's member table with its
-// current addresses: when joining, by asking the join address to add it;
-// otherwise by asking the leader through its own API (which forwards).
+// current addresses: when joining, by asking the join address to add it
+// over HTTP; once in the Raft configuration, by adding itself when it
+// leads, or by asking the leader over the peer port, as a follower
+// forwards a client's request (the leader's API answers it).
 func (s *Server) register() {
 	defer s.wg.Done()
 	nc := s.cfg.Node
@@ -396,37 +402,37 @@ func (s *Server) register() {
 	}
 	remote := &http.Client{Transport: httpapi.NewForwardTransport(s.cfg.APIClientTLS)}
 	defer remote.CloseIdleConnections()
-	// This node's own API is called in process: it forwards to the leader
-	// as it would forward a client's request, and needs no certificate
-	// its own HTTPS port accepts.
-	self := &http.Client{Transport: handlerTransport{s.api}}
+	toPeer := &http.Client{Transport: s.toPeer}
 	for attempt := 0; ; attempt++ {
 		if s.registered(m) {
 			return
 		}
-		url, hc := "", remote
-		switch isLeader, leaderHTTP := s.node.Leader(); {
+		var err error
+		via := ""
+		switch isLeader, to := s.node.Leader(); {
 		case s.node.Removal() != nil, s.node.LeftConfiguration():
 			// A removed node waits to be added back by an operator: it
 			// does not ask to be, even with --join; nor does one whose
 			// removal it has not taken for settled yet.
 		case target != "" && !s.inConfiguration():
-			url = target
-		case isLeader || leaderHTTP != "":
-			url, hc = nc.HTTPAddr, self // forwarded to the leader
-		}
-		if url != "" {
-			err := postMember(hc, url, m, s.aclToken())
-			if err != nil && url == target && permanentJoinError(err) {
+			via = target
+			err = postMember(remote, target, m, s.aclToken(), "")
+			if err != nil && permanentJoinError(err) {
 				// Retrying cannot help: a certificate this node does not
 				// trust or that does not name the host, a token that may
 				// not add members, a member the cluster refuses.
-				s.fail(fmt.Errorf("cannot join the cluster through %s: %w", url, err))
+				s.fail(fmt.Errorf("cannot join the cluster through %s: %w", target, err))
 				return
 			}
-			if err != nil && attempt%20 == 5 {
-				s.log.Warn("cannot register in the cluster yet; retrying", "via", url, "err", err)
-			}
+		case isLeader:
+			via = "this node, the leader"
+			err = s.addSelf(m)
+		case to.Peer != "":
+			via = "the leader " + to.ID + " at its peer address " + to.Peer
+			err = postMember(toPeer, "http://"+to.Peer, m, s.aclToken(), nc.ID)
+		}
+		if err != nil && attempt%20 == 5 {
+			s.log.Warn("cannot register in the cluster yet; retrying", "via", via, "err", err)
 		}
 		select {
 		case <-s.stop:
@@ -436,24 +442,12 @@ func (s *Server) register() {
 	}
 }
 
-// peerOfHTTP returns the peer address of the member whose HTTP address
-// is host (host:port), from the member table.
-func (s *Server) peerOfHTTP(host string) (string, bool) {
-	for _, m := range s.node.FSM().Members() {
-		if m.Peer != "" && httpHost(m.HTTP) == host {
-			return m.Peer, true
-		}
-	}
-	return "", false
-}
-
-// httpHost returns the host:port of an HTTP address given as a URL or a
-// bare host:port.
-func httpHost(addr string) string {
-	if i := strings.Index(addr, "://"); i >= 0 {
-		addr = addr[i+3:]
-	}
-	return strings.TrimRight(addr, "/")
+// addSelf puts this node, the leader, in the member table (or updates its
+// addresses there).
+func (s *Server) addSelf(m api.Member) error {
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
+	defer cancel()
+	return s.node.AddMember(ctx, m)
 }
 
 func (s *Server) registered(m api.Member) bool {
@@ -548,13 +542,17 @@ func permanentJoinError(err error) bool {
 	return false
 }
 
-func postMember(hc *http.Client, base string, m api.Member, token string) error {
+// postMember asks the node at base to add m, with token. forwardedBy, if
+// not "", marks the request as sent to the leader by this node (the
+// X-Lockd-Forwarded header): a node that no longer leads answers it 503
+// instead of passing it on.
+func postMember(hc *http.Client, base string, m api.Member, token, forwardedBy string) error {
 	add := api.AddMember{Member: m}
 	if !m.Voter {
 		add.Voter = &m.Voter // a non-voter (--non-voter); a member keeps its role anyway
 	}
 	body, _ := json.Marshal(add)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/cluster/members", bytes.NewReader(body))
 	if err != nil {
@@ -563,6 +561,9 @@ func postMember(hc *http.Client, base string, m api.Member, token string) error 
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if forwardedBy != "" {
+		req.Header.Set(httpapi.HeaderForwarded, forwardedBy)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -597,16 +598,6 @@ func (s *Server) checkMember(ctx context.Context, id, peer string) error {
 		return fmt.Errorf("its peer port did not prove a certificate of the cluster's CA for %s: %w", id, err)
 	}
 	return nil
-}
-
-// handlerTransport is an http.RoundTripper that serves every request with
-// h in process.
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	return rec.Result(), nil
 }
 
 // syncPeerAddrs keeps the fault hooks' address-to-node map in step with the

@@ -19,7 +19,7 @@ import (
 )
 
 // pair starts Serve with h on a loopback listener and returns a Transport
-// that resolves "leader:1" to it.
+// that dials it for the peer address "leader:1".
 func pair(t *testing.T, h http.Handler) (*Transport, net.Listener) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -29,9 +29,11 @@ func pair(t *testing.T, h http.Handler) (*Transport, net.Listener) {
 	t.Cleanup(func() { ln.Close() })
 	go func() { _ = Serve(ln, h, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 	tr := &Transport{
-		Dial: func(addr string, d time.Duration) (net.Conn, error) { return net.DialTimeout("tcp", addr, d) },
-		Resolve: func(host string) (string, bool) {
-			return ln.Addr().String(), host == "leader:1"
+		Dial: func(addr string, d time.Duration) (net.Conn, error) {
+			if addr != "leader:1" {
+				return nil, fmt.Errorf("dial %s: no such peer", addr)
+			}
+			return net.DialTimeout("tcp", ln.Addr().String(), d)
 		},
 	}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -194,26 +196,6 @@ func TestRoundTrip_Failures(t *testing.T) {
 		t.Fatalf("request to a node that cannot be dialled: err %v, sent %v; want an error before GotConn", err, sent2.Load())
 	}
 }
-
-// A host Resolve does not know goes to the fallback transport.
-func TestRoundTrip_UnknownHostUsesFallback(t *testing.T) {
-	tr, _ := pair(t, http.NotFoundHandler())
-	var used atomic.Bool
-	tr.Fallback = roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		used.Store(true)
-		return &http.Response{StatusCode: 204, Body: http.NoBody, Request: r}, nil
-	})
-	req, _ := http.NewRequest("GET", "http://elsewhere:2/x", nil)
-	resp, err := tr.RoundTrip(req)
-	if err != nil || resp.StatusCode != 204 || !used.Load() {
-		t.Fatalf("got %v %v, want the fallback's 204", resp, err)
-	}
-	resp.Body.Close()
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestFrame_RoundTripAndMalformed(t *testing.T) {
 	in := frame{kind: kindRequest, id: 42, method: "POST", uri: "/v1/x?y=1",

@@ -15,9 +15,10 @@ import (
 )
 
 // Transport is an http.RoundTripper that carries a request to the node
-// whose HTTP address is the request's host over that node's peer port.
-// Requests to one node share one connection, each with its own number, so
-// many are in flight at once and none waits for another's answer.
+// whose peer address is the request URL's host (host:port), over that
+// node's peer port. Requests to one node share one connection, each with
+// its own number, so many are in flight at once and none waits for
+// another's answer.
 //
 // The request is handed to the connection in one piece (its body is read
 // first). Whether the other node may have seen it is what the caller
@@ -28,13 +29,6 @@ import (
 type Transport struct {
 	// Dial opens a connection to a peer address (a mux layer's Dial).
 	Dial func(addr string, timeout time.Duration) (net.Conn, error)
-	// Resolve returns the peer address of the node serving HTTP at host
-	// (host:port), or false if it is not known; such requests go to
-	// Fallback.
-	Resolve func(host string) (peer string, ok bool)
-	// Fallback serves requests Resolve cannot place. Nil means
-	// http.DefaultTransport.
-	Fallback http.RoundTripper
 	// DialTimeout bounds a dial. Zero means 5 s.
 	DialTimeout time.Duration
 
@@ -55,14 +49,7 @@ type clientConn struct {
 // end, or the connection to fail. A request whose context ends is
 // cancelled on the other node too.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	peer, ok := t.Resolve(req.URL.Host)
-	if !ok {
-		fb := t.Fallback
-		if fb == nil {
-			fb = http.DefaultTransport
-		}
-		return fb.RoundTrip(req)
-	}
+	peer := req.URL.Host
 	var body []byte
 	if req.Body != nil {
 		b, err := io.ReadAll(io.LimitReader(req.Body, MaxFrame/2+1))
