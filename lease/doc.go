@@ -75,8 +75,9 @@
 // answer that arrives after the round began, including the late answer to
 // a heartbeat the follower received long before, so a lease counted from
 // the round's start can outlive that follower's promise by the answer's
-// delay. The --unsafe-debug switch round-lease (Unsafe.RoundLease) brings
-// that rule back so that the fault harness can show it catches it.
+// delay. The --unsafe-debug switch round-lease (Unsafe.RoundLease, in a
+// build with the lockd_unsafe tag only) brings that rule back so that the
+// fault harness can show it catches it.
 //
 // What A2 asks of a node's clock, it asks of everything that measures
 // time on the node: lockd's own timers and Raft's. hashicorp/raft measures
