@@ -65,7 +65,7 @@
 // What mux does not do: it has no notion of Raft or of any message format,
 // no authentication of the node ID a peer claims without TLS, no HTTP (the
 // endpoints that drive Faults live in httpapi, behind an explicit unsafe
-// flag), and it does not retry or redial: a dropped connection is the
+// flag that only a build with the lockd_unsafe tag has), and it does not retry or redial: a dropped connection is the
 // caller's to replace. Its faults are coarser than a network's: a Write
 // already inside the socket when an Out rule is set completes as it began;
 // a delay holds bytes, not connection setup, nor does it reorder, duplicate
