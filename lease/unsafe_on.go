@@ -49,26 +49,16 @@ type Unsafe struct {
 	// exchange: lockd's earlier rule, which a late answer to a heartbeat
 	// sent before the round can stretch past a follower's promise.
 	RoundLease bool
-	// LowerToken, EarlyLockDelay and BreakFIFO set the state machine's
-	// switches of the same names (see fsm.Unsafe): a grant's token lower
-	// than an earlier one's, lock-delays that end at a tenth of their
-	// length, hand-offs to the last waiter. Every node must be started
-	// with them alike.
-	LowerToken     bool
-	EarlyLockDelay bool
-	BreakFIFO      bool
-	// ForgetSeq sets the state machine's switch of that name: an acquire
-	// repeated with the request number it was first applied with grants
-	// anew.
-	ForgetSeq bool
-	// SkipWaiter and RefuseRepeat set the state machine's switches of
-	// those names: now and then a hand-off drops the head of a queue
-	// unseen and grants the next waiter (and the dropped waiter's acquire
-	// is not told: it waits out its wait, then is refused); a repeated
-	// acquire of a lock the session holds is refused. Every node must be
-	// started with them alike.
-	SkipWaiter   bool
-	RefuseRepeat bool
+	// Unsafe holds the state machine's switches (see fsm.Unsafe): a
+	// grant's token lower than an earlier one's (LowerToken), lock-delays
+	// that end at a tenth of their length (EarlyLockDelay), hand-offs to
+	// the last waiter (BreakFIFO), an acquire repeated with its first
+	// request number granted anew (ForgetSeq), now and then a hand-off
+	// that drops the head of a queue unseen (SkipWaiter: the dropped
+	// waiter's acquire is not told, waits out its wait, then is refused),
+	// a holder's repeated acquire refused (RefuseRepeat). Every node must
+	// be started with them alike.
+	fsm.Unsafe
 	// StaleLag makes ?stale reads of a lock answer the newest state the
 	// node had at least staleLag ago: never going back, always behind.
 	StaleLag bool
@@ -114,9 +104,7 @@ type unsafeTerm struct {
 func (n *Node) unsafeSetUp() {
 	u := n.cfg.Unsafe
 	n.fsm.SetUnsafeGrantHeld(u.GrantHeld)
-	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: u.LowerToken, EarlyLockDelay: u.EarlyLockDelay,
-		BreakFIFO: u.BreakFIFO, ForgetSeq: u.ForgetSeq,
-		SkipWaiter: u.SkipWaiter, RefuseRepeat: u.RefuseRepeat})
+	n.fsm.SetUnsafe(u.Unsafe)
 	if u != (Unsafe{}) {
 		n.log.Warn("UNSAFE test switches are on; this node breaks lockd's guarantees on purpose",
 			"unsafe", fmt.Sprintf("%+v", u))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/internal/cli"
+	"github.com/lockd/lockd/server"
 )
 
 func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags, error) {
@@ -22,6 +23,22 @@ func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags
 		return nil, err
 	}
 	return &f, cli.ApplyEnv(fs)
+}
+
+// mustServeConfig parses args and env as parseServe does and returns the
+// node's configuration; it fails the test on any error.
+func mustServeConfig(t *testing.T, args []string, env map[string]string) server.Config {
+	t.Helper()
+	f, err := parseServe(t, args, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := f.logger()
+	cfg, err := f.config(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func TestServeFlags_EnvironmentFillsUnsetFlags(t *testing.T) {

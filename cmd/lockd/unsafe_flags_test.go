@@ -10,35 +10,18 @@ import (
 )
 
 func TestUnsafeServeFlags_DebugSwitches(t *testing.T) {
-	f, err := parseServe(t, []string{"--unsafe-debug", "stale-reads,no-boot-wait,grant-held,no-session-grace"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := f.logger()
-	cfg, err := f.config(logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustServeConfig(t, []string{"--unsafe-debug", "stale-reads,no-boot-wait,grant-held,no-session-grace"}, nil)
 	u := cfg.Node.Unsafe
 	if !u.StaleReads || !u.GrantHeld || !u.NoSessionGrace || !cfg.Node.NoBootWait {
 		t.Fatalf("switches not all set: %+v no-boot-wait %v", u, cfg.Node.NoBootWait)
 	}
-	f, _ = parseServe(t, nil, nil)
-	if cfg, _ := f.config(logger); cfg.Node.Unsafe != (lease.Unsafe{}) || cfg.Node.NoBootWait {
+	if cfg := mustServeConfig(t, nil, nil); cfg.Node.Unsafe != (lease.Unsafe{}) || cfg.Node.NoBootWait {
 		t.Fatal("unsafe switches on by default")
 	}
 }
 
 func TestUnsafeServeFlags_LockSwitches(t *testing.T) {
-	f, err := parseServe(t, []string{"--unsafe-debug", "lower-token,early-lock-delay,break-fifo"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := f.logger()
-	cfg, err := f.config(logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustServeConfig(t, []string{"--unsafe-debug", "lower-token,early-lock-delay,break-fifo"}, nil)
 	if u := cfg.Node.Unsafe; !u.LowerToken || !u.EarlyLockDelay || !u.BreakFIFO {
 		t.Fatalf("switches not all set: %+v", u)
 	}
@@ -48,16 +31,7 @@ func TestUnsafeServeFlags_LockSwitches(t *testing.T) {
 // not know is refused with the list of those it does.
 func TestUnsafeServeFlags_EverySwitchSetsSomething(t *testing.T) {
 	for _, s := range unsafeDebugSwitches {
-		f, err := parseServe(t, []string{"--unsafe-debug", s.name}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logger, _ := f.logger()
-		cfg, err := f.config(logger)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		if cfg.Node.Unsafe == (lease.Unsafe{}) && !cfg.Node.NoBootWait {
+		if cfg := mustServeConfig(t, []string{"--unsafe-debug", s.name}, nil); cfg.Node.Unsafe == (lease.Unsafe{}) && !cfg.Node.NoBootWait {
 			t.Errorf("--unsafe-debug %s sets nothing", s.name)
 		}
 	}

@@ -17,15 +17,7 @@ func TestServeFlags_NoUnsafeFlagsInADefaultBuild(t *testing.T) {
 			t.Errorf("--%s accepted", name)
 		}
 	}
-	f, err := parseServe(t, nil, map[string]string{"LOCKD_UNSAFE_DEBUG": "grant-held", "LOCKD_UNSAFE_FAULT_INJECTION": "true"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := f.logger()
-	cfg, err := f.config(logger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustServeConfig(t, nil, map[string]string{"LOCKD_UNSAFE_DEBUG": "grant-held", "LOCKD_UNSAFE_FAULT_INJECTION": "true"})
 	if cfg.UnsafeFaults || cfg.Node.NoBootWait {
 		t.Fatalf("the environment turned an unsafe flag on: faults %v, no-boot-wait %v", cfg.UnsafeFaults, cfg.Node.NoBootWait)
 	}
