@@ -3,12 +3,23 @@ GO      ?= go
 BIN     ?= bin/lockd
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test test-deps test-short race lint golangci-lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
+.PHONY: build build-unsafe run test test-deps test-short race lint golangci-lint cluster cluster-down bench bench-serving bench-compare jepsen jepsen-selftest clean
 
 # bin/lockd (the server and its CLI) and bin/lockd-bench (the benchmarks).
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/lockd
 	$(GO) build -o $(dir $(BIN))lockd-bench ./cmd/lockd-bench
+
+# The build tag that compiles in the unsafe switches (lockd serve's
+# --unsafe-debug and --unsafe-fault-injection), for tests and the fault
+# harness only: make build's bin/lockd has neither flag, so a production
+# binary cannot be started with a guarantee off.
+UNSAFE_TAG := lockd_unsafe
+
+# bin/lockd-unsafe: lockd with the unsafe switches, for make cluster and
+# the scripts that partition nodes or skew their clocks.
+build-unsafe:
+	$(GO) build -tags $(UNSAFE_TAG) -ldflags "-X main.version=$(VERSION)" -o $(dir $(BIN))lockd-unsafe ./cmd/lockd
 
 # A single-node cluster on 127.0.0.1:7400, data in ./lockd-data.
 run:
@@ -21,13 +32,23 @@ run:
 # every package under it.
 RACE_PKGS := ./lease ./internal/mux ./client ./fsm
 
-# What CI runs (after lint): vet, then every test tier (unit, in-process
-# cluster, system), then RACE_PKGS under the race detector, then the tests
-# of the separate module bench/compare, which go test ./... leaves out (a
-# nested module is not part of ./...).
+# The packages with tests of the unsafe switches: test files built only
+# with UNSAFE_TAG, whose tests are all named *Unsafe*. (The process tests,
+# test/system and jepsen, need no tag themselves: they build lockd with
+# it.)
+UNSAFE_PKGS := ./fsm ./lease ./server ./cmd/lockd
+
+# What CI runs (after lint): vet of both builds, then every test tier
+# (unit, in-process cluster, system) of the default build, then the tests
+# of the unsafe switches in UNSAFE_PKGS with UNSAFE_TAG, then RACE_PKGS
+# under the race detector, then the tests of the separate module
+# bench/compare, which go test ./... leaves out (a nested module is not
+# part of ./...).
 test:
 	$(GO) vet ./...
+	$(GO) vet -tags $(UNSAFE_TAG) ./...
 	$(GO) test ./...
+	$(GO) test -tags $(UNSAFE_TAG) -run Unsafe $(UNSAFE_PKGS)
 	$(GO) test -race $(RACE_PKGS)
 	cd bench/compare && $(GO) vet ./... && $(GO) test ./...
 
@@ -40,6 +61,7 @@ test-deps:
 # Unit tests only (skips the multi-node and process tests).
 test-short:
 	$(GO) test -short ./...
+	$(GO) test -short -tags $(UNSAFE_TAG) -run Unsafe $(UNSAFE_PKGS)
 
 race:
 	$(GO) test -race ./...
@@ -54,7 +76,9 @@ GOLANGCI_LINT         := $(CURDIR)/bin/golangci-lint
 lint: golangci-lint
 	@out=$$(gofmt -l . | grep -v '^vendor/'); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags $(UNSAFE_TAG) ./...
 	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags $(UNSAFE_TAG) ./...
 	cd bench/compare && $(GO) vet ./... && $(GOLANGCI_LINT) run ./...
 
 golangci-lint:
@@ -102,7 +126,8 @@ jepsen: jepsen-selftest
 	$(GO) run ./jepsen --runs 50 --duration 60s --seed 1000 --faults all --results jepsen/RESULTS.md
 
 # Proves every checker catches the --unsafe-debug switch (or harness switch)
-# that breaks the guarantee it guards, and that the controls are clean;
+# that breaks the guarantee it guards, and that the controls are clean (the
+# harness builds lockd with UNSAFE_TAG itself, as make jepsen does);
 # prints the table of which checker caught which switch (about 45 minutes)
 # and keeps it in jepsen-out/selftest.txt.
 jepsen-selftest:
@@ -110,9 +135,11 @@ jepsen-selftest:
 	mkdir -p jepsen-out
 	LOCKD_JEPSEN_SELFTEST=1 bash -o pipefail -c '$(GO) test -count=1 -run TestSelfTest -timeout 90m -v ./jepsen 2>&1 | tee jepsen-out/selftest.txt'
 
-# A local 3-node cluster in the background (scripts/cluster.sh).
-cluster: build
-	LOCKD_BIN=$(BIN) scripts/cluster.sh up 3
+# A local 3-node cluster in the background (scripts/cluster.sh), from
+# bin/lockd-unsafe: its nodes run with --unsafe-fault-injection for the
+# partition and clock scripts.
+cluster: build-unsafe
+	LOCKD_BIN=$(dir $(BIN))lockd-unsafe scripts/cluster.sh up 3
 
 cluster-down:
 	scripts/cluster.sh down

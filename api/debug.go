@@ -9,7 +9,8 @@ const (
 )
 
 // FaultRequest is the body of POST /v1/debug/faults, which exists only on
-// nodes started with the explicit unsafe fault-injection flag. Direction is
+// nodes started with the explicit unsafe fault-injection flag (which only
+// a build with the lockd_unsafe tag has). Direction is
 // "in" (what the node receives from Peer), "out" (what it sends to Peer) or
 // "both"; Rule is "drop" (reset connections, refuse new ones), "blackhole"
 // (accept and never answer), "delay" (hold every byte for Delay, in order,
@@ -43,7 +44,8 @@ type FaultRules struct {
 }
 
 // ClockSkew is the body and answer of /v1/debug/clock, which exists only on
-// nodes started with the explicit unsafe fault-injection flag: the node's
+// nodes started with the explicit unsafe fault-injection flag (lockd_unsafe
+// builds): the node's
 // clock reads real time + Offset and advances at Rate (1 = real time), and
 // the wall time it stamps and shows is WallStep apart from that, while its
 // timers do not see WallStep (an NTP step of the system clock). The answer

@@ -26,10 +26,10 @@ type FSM struct {
 	mu    sync.RWMutex
 	st    *state
 	watch watchers
-	// grantHeld is the test-only switch of SetUnsafeGrantHeld; unsafe
-	// holds those of SetUnsafe.
-	grantHeld bool
-	unsafe    Unsafe
+	// unsafe holds the fault harness's switches: empty, and every hook
+	// on it a constant, in a build without the lockd_unsafe tag
+	// (unsafe_off.go, unsafe_on.go).
+	unsafe unsafeSwitches
 }
 
 // state is everything a snapshot holds. Restore swaps it as a whole, so
@@ -61,13 +61,13 @@ type state struct {
 // op is the context of the entry being applied: its index (the token of
 // anything it grants and the name of any timer it starts), its wall time
 // (recorded for display), and whether it is a version-1 entry, which
-// decides lock-delays and waits by that wall time.
+// decides lock-delays and waits by that wall time; and the unsafe
+// switches of the FSM (empty without the lockd_unsafe tag).
 type op struct {
-	index     uint64
-	now       time.Time
-	legacy    bool
-	grantHeld bool
-	unsafe    Unsafe
+	index  uint64
+	now    time.Time
+	legacy bool
+	unsafe unsafeSwitches
 }
 
 // New returns an empty FSM with applied index 0.
@@ -119,7 +119,7 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 	if decodeErr != nil {
 		res = Result{Err: decodeErr}
 	} else {
-		res = f.st.apply(c, index, f.grantHeld, f.unsafe)
+		res = f.st.apply(c, index, f.unsafe)
 		f.st.boundSeqs()
 		res.Activity, f.st.activity = f.st.activity, Activity{}
 	}
@@ -135,16 +135,6 @@ func (f *FSM) notify() {
 	f.st.touched = f.st.touched[:0]
 }
 
-// SetUnsafeGrantHeld makes the FSM grant an exclusive acquire even when
-// another session holds the lock. It breaks mutual exclusion on purpose, so
-// that the fault harness can show its checkers catch that; it is never on
-// in a real deployment. Every replica must be set alike, or they diverge.
-func (f *FSM) SetUnsafeGrantHeld(on bool) {
-	f.mu.Lock()
-	f.grantHeld = on
-	f.mu.Unlock()
-}
-
 // AppliedIndex returns the index of the last entry applied or restored.
 func (f *FSM) AppliedIndex() uint64 {
 	f.mu.RLock()
@@ -154,10 +144,10 @@ func (f *FSM) AppliedIndex() uint64 {
 
 // apply dispatches c. Every handler checks everything before it changes
 // anything, so a refusal leaves the state as it was.
-func (st *state) apply(c Command, index uint64, grantHeld bool, u Unsafe) Result {
+func (st *state) apply(c Command, index uint64, u unsafeSwitches) Result {
 	// UTC strips the monotonic reading and the location: times compare and
 	// encode the same on every replica, however the command reached it.
-	o := op{index: index, now: c.Now.UTC(), legacy: c.legacy, grantHeld: grantHeld, unsafe: u}
+	o := op{index: index, now: c.Now.UTC(), legacy: c.legacy, unsafe: u}
 	if err := precheck(o, c); err != nil {
 		return Result{Err: err}
 	}
@@ -233,7 +223,7 @@ func (f *FSM) Refusal(c Command) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	st := f.st
-	o := op{now: c.Now.UTC(), grantHeld: f.grantHeld, unsafe: f.unsafe}
+	o := op{now: c.Now.UTC(), unsafe: f.unsafe}
 	if err := precheck(o, c); err != nil {
 		return err
 	}

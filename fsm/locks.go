@@ -95,7 +95,7 @@ func (st *state) planAcquire(s *space, o op, c Command) acquirePlan {
 	}
 	p := acquirePlan{mode: mode}
 	l := s.peek(c.Name)
-	if st.repeated(s, c) && !o.unsafe.ForgetSeq {
+	if st.repeated(s, c) && !o.unsafe.forgetSeq() {
 		return st.planRepeated(s, l, p, o, c)
 	}
 	p.note = c.Seq != 0
@@ -115,7 +115,7 @@ func (st *state) planAcquire(s *space, o op, c Command) acquirePlan {
 	// exclusive waiter from being starved by a stream of shared requests.
 	free := len(l.Waiters) == 0 && !l.delayed(o) && l.admits(mode)
 	switch {
-	case free || o.grantHeld && mode == Exclusive && !s.election:
+	case free || o.unsafe.grantHeld() && mode == Exclusive && !s.election:
 		p.act = grant
 	case c.Wait > 0:
 		p.act = enqueue
@@ -265,7 +265,7 @@ func (st *state) letGo(s *space, o op, c Command) Result {
 func (st *state) planRepeated(s *space, l *Lock, p acquirePlan, o op, c Command) acquirePlan {
 	if i := l.holder(c.Session); i >= 0 && l.Mode == p.mode {
 		p.res = Result{Granted: true, Token: l.Holders[i].Token}
-		if o.unsafe.RefuseRepeat {
+		if o.unsafe.refuseRepeat() {
 			p.res = Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
 		}
 		return p

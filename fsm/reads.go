@@ -154,13 +154,7 @@ func (f *FSM) Timers() []Timer {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := f.st.elections.timers(f.st.locks.timers(nil))
-	if f.unsafe.EarlyLockDelay {
-		for i := range out {
-			if out[i].Session == "" {
-				out[i].Length /= 10
-			}
-		}
-	}
+	f.unsafe.shortenLockDelays(out)
 	return out
 }
 

@@ -98,12 +98,4 @@ func TestRefusal_NewRequestNumberMustBeApplied(t *testing.T) {
 			t.Fatalf("Refusal of %+v = %v, want nil (it would grant or queue)", c, err)
 		}
 	}
-	// Under the grant-held switch a held lock is granted anyway.
-	h.mustApply(acquire("a", "x", "", 0))
-	h.f.SetUnsafeGrantHeld(true)
-	c := acquire("b", "x", "", 0)
-	c.Now = h.now
-	if err := h.f.Refusal(c); err != nil {
-		t.Fatalf("Refusal under grant-held = %v, want nil", err)
-	}
 }

@@ -92,7 +92,7 @@ func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
 		s.heldObjs++
 	}
 	s.holders++
-	l.Holders = append(l.Holders, Holder{Session: session, Token: s.grantToken(o), AcquiredAt: o.now})
+	l.Holders = append(l.Holders, Holder{Session: session, Token: o.unsafe.grantToken(o.index), AcquiredAt: o.now})
 	l.Mode = mode
 	if s.election {
 		l.Value = value
@@ -157,11 +157,11 @@ func (s *space) handoff(l *Lock, o op) bool {
 	if o.legacy && s.dropExpired(l, o.now) {
 		changed = true
 	}
-	if s.skipHead(l, o) {
+	if o.unsafe.skipHead(s, l, o.index) {
 		changed = true
 	}
 	for len(l.Waiters) > 0 {
-		i := nextWaiter(l, o)
+		i := o.unsafe.nextWaiter(l)
 		w := l.Waiters[i]
 		if !l.admits(w.Mode) {
 			break

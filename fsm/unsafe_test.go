@@ -1,3 +1,5 @@
+//go:build lockd_unsafe
+
 package fsm
 
 import (
@@ -21,6 +23,24 @@ func TestUnsafeGrantHeld_BreaksExclusionOnlyWhenOn(t *testing.T) {
 		case on && (!res.Granted || len(h.f.Lock("x").Holders) != 2):
 			t.Fatalf("switch on: second acquire = %+v, holders %v; want a second exclusive holder", res, holders(h.f.Lock("x")))
 		}
+	}
+}
+
+// Under the grant-held switch Refusal does not refuse an acquire of a held
+// lock: Apply would grant it.
+func TestUnsafeGrantHeld_RefusalLetsTheAcquireThrough(t *testing.T) {
+	h := newHarness(t)
+	h.mustApply(create("a", 0))
+	h.mustApply(create("b", 0))
+	h.mustApply(acquire("a", "x", "", 0))
+	c := acquire("b", "x", "", 0)
+	c.Now = h.now
+	if err := h.f.Refusal(c); !errors.Is(err, ErrLockHeld) {
+		t.Fatalf("Refusal with the switch off = %v, want lock held", err)
+	}
+	h.f.SetUnsafeGrantHeld(true)
+	if err := h.f.Refusal(c); err != nil {
+		t.Fatalf("Refusal under grant-held = %v, want nil", err)
 	}
 }
 

@@ -32,8 +32,9 @@ const forwardDialTimeout = 5 * time.Second
 
 // FaultInjector breaks the node's peer connections on purpose, for the fault
 // harness. server implements it on top of internal/mux, and only when the
-// operator started the node with an explicit unsafe flag. Its methods may be
-// called concurrently.
+// operator started the node with an explicit unsafe flag, which only a
+// build with the lockd_unsafe tag has. Its methods may be called
+// concurrently.
 type FaultInjector interface {
 	// SetFault installs a rule for traffic with peer. Direction is "in",
 	// "out" or "both"; rule is "none", "drop", "blackhole" or "delay", and
@@ -52,7 +53,8 @@ type FaultInjector interface {
 
 // ClockSkewer changes the node's clock on purpose, for the fault harness:
 // the master lease, session deadlines and command timestamps all read it.
-// server provides it only with the explicit unsafe flag.
+// server provides it only with the explicit unsafe flag (a build with the
+// lockd_unsafe tag).
 type ClockSkewer interface {
 	// Set makes the clock read real time + offset, advancing at rate.
 	Set(offset time.Duration, rate float64)

@@ -1,5 +1,6 @@
-// Command jepsen is lockd's fault-injection harness. It builds lockd,
-// starts a cluster of real processes on loopback addresses (127.a.b.x),
+// Command jepsen is lockd's fault-injection harness. It builds lockd with
+// the lockd_unsafe tag (the build that has --unsafe-fault-injection and
+// --unsafe-debug, which the default build leaves out), starts a cluster of real processes on loopback addresses (127.a.b.x),
 // runs client workloads while it injects faults on a schedule drawn from a
 // seed, heals, checks the history with every checker of package validate,
 // and reports. See RESULTS.md for the
@@ -76,7 +77,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the first run (0: drawn at random and printed)")
 	fs.StringVar(&o.faults, "faults", "all", "comma-separated faults, all, or none; known: "+strings.Join(failpoint.Names(), ","))
 	fs.StringVar(&o.workloads, "workloads", strings.Join(traffic.All, ","), "comma-separated workloads, or all; known: "+strings.Join(traffic.All, ","))
-	fs.StringVar(&o.unsafeDebug, "unsafe-debug", "", "TEST ONLY: passed to lockd serve --unsafe-debug (stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease)")
+	fs.StringVar(&o.unsafeDebug, "unsafe-debug", "", "TEST ONLY: passed to lockd serve --unsafe-debug (stale-reads, grant-held, ...; lockd serve --help of a lockd_unsafe build lists them)")
 	fs.StringVar(&o.election, "election", "raft", "passed to lockd serve --election: raft, ring, bully, invitation or emergent")
 	fs.StringVar(&o.out, "out", "", "directory for data, logs and reports (default: a new temporary directory)")
 	fs.BoolVar(&o.noFencing, "no-fencing", false, "negative control: the fenced resource accepts every token")
@@ -84,7 +85,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.secure, "secure", false, "secure the cluster: HTTPS with client certificates, mutual TLS between nodes, ACLs; every client speaks TLS with a token (the workloads non-admin tokens of their own)")
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "TTL of the clients' sessions")
 	fs.StringVar(&o.results, "results", "", "append this campaign's row to this RESULTS.md")
-	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one")
+	fs.StringVar(&o.binary, "lockd", "", "use this lockd binary instead of building one; it must be built with -tags lockd_unsafe (make build-unsafe)")
 	fs.StringVar(&o.check, "check", "", "check a saved run again with every checker (history.jsonl, and the evidence.json next to it) and exit; no cluster")
 	fs.BoolVar(&o.keep, "keep", false, "keep every run's node logs, history and evidence (default: failing runs' only)")
 	fs.StringVar(&o.serveArgs, "serve-args", "", "more arguments for every lockd serve, space-separated (e.g. \"--heartbeat-timeout 2s\")")

@@ -142,9 +142,11 @@ type Config struct {
 	// token: the first leader that finds no bootstrap token in the state
 	// creates it (once in the cluster's life; see fsm.OpBootstrapACL).
 	ACLBootstrapSecret string
-	// Unsafe breaks guarantees on purpose, for the fault harness's
-	// self-test. The zero value is the only one for real use.
-	Unsafe Unsafe
+	// unsafeConfig holds, in a build with the lockd_unsafe tag only, the
+	// field Unsafe: switches that break guarantees on purpose, for the
+	// fault harness's self-test (unsafe_on.go). A default build has no
+	// such field (unsafe_off.go).
+	unsafeConfig
 
 	// Clock is the node's time source. Default SystemClock.
 	Clock Clock
@@ -153,84 +155,6 @@ type Config struct {
 	Logger *slog.Logger
 	// RaftLogLevel is the level raft's own logs are kept at. Default Warn.
 	RaftLogLevel slog.Level
-}
-
-// Unsafe holds switches that each break one guarantee, so that the fault
-// harness can prove that its checkers catch the bug. Never set them outside
-// tests.
-type Unsafe struct {
-	// StaleReads answers default reads and keepalives without the master
-	// lease: for as long as Raft believes this node leads, and, once Raft has
-	// deposed it, for 2 x HeartbeatTimeout more, as a leader that did not
-	// notice would. Its lease log does not show it (the log says the node
-	// stopped serving), so only the checkers of what clients saw can.
-	StaleReads bool
-	// GrantHeld makes the state machine grant an exclusive acquire over a
-	// current holder. Every node must be started with it alike.
-	GrantHeld bool
-	// NoSessionGrace makes a new leader expire every inherited session at
-	// once instead of giving each a full TTL.
-	NoSessionGrace bool
-	// RoundLease measures the master lease from the start of a
-	// hashicorp/raft VerifyLeader round instead of through the lease
-	// exchange: lockd's earlier rule, which a late answer to a heartbeat
-	// sent before the round can stretch past a follower's promise.
-	RoundLease bool
-	// LowerToken, EarlyLockDelay and BreakFIFO set the state machine's
-	// switches of the same names (see fsm.Unsafe): a grant's token lower
-	// than an earlier one's, lock-delays that end at a tenth of their
-	// length, hand-offs to the last waiter. Every node must be started
-	// with them alike.
-	LowerToken     bool
-	EarlyLockDelay bool
-	BreakFIFO      bool
-	// ForgetSeq sets the state machine's switch of that name: an acquire
-	// repeated with the request number it was first applied with grants
-	// anew.
-	ForgetSeq bool
-	// SkipWaiter and RefuseRepeat set the state machine's switches of
-	// those names: now and then a hand-off drops the head of a queue
-	// unseen and grants the next waiter (and the dropped waiter's acquire
-	// is not told: it waits out its wait, then is refused); a repeated
-	// acquire of a lock the session holds is refused. Every node must be
-	// started with them alike.
-	SkipWaiter   bool
-	RefuseRepeat bool
-	// StaleLag makes ?stale reads of a lock answer the newest state the
-	// node had at least staleLag ago: never going back, always behind.
-	StaleLag bool
-	// ObserveStale makes a blocking query of an election (the path of
-	// Observe) now and then answer with an older leader than one it has
-	// answered before.
-	ObserveStale bool
-	// EarlyExpiry makes the leader expire a session 0.9 x TTL after its
-	// create or last keepalive instead of after the full TTL.
-	EarlyExpiry bool
-	// ForgetGrant makes a restarted node skip the acquire and campaign
-	// entries of the log it had before it started when it replays them,
-	// so that it forgets grants it acknowledged before the restart.
-	ForgetGrant bool
-	// StaleGoesBack makes ?stale reads of a lock now and then answer an
-	// older state than one they answered before.
-	StaleGoesBack bool
-	// KeepaliveWrites makes every keepalive commit an entry to the log (one
-	// the state machine refuses, which changes nothing else).
-	KeepaliveWrites bool
-	// DeposedServing lets a leader keep serving reads and keepalives under
-	// its master lease for 2 x HeartbeatTimeout past the lease's computed
-	// end, even after Raft has made it a follower: a deposed leader that
-	// serves while a newer one does. Its lease log records the extended
-	// end.
-	DeposedServing bool
-}
-
-// sessionTTL is how long the leader keeps a session alive after a create
-// or keepalive asking for ttl: ttl itself, unless EarlyExpiry is set.
-func (u Unsafe) sessionTTL(ttl time.Duration) time.Duration {
-	if u.EarlyExpiry {
-		return ttl * 9 / 10
-	}
-	return ttl
 }
 
 // DefaultConfig returns a Config with the LAN defaults described on each field.

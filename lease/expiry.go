@@ -206,7 +206,7 @@ func (t *leaderTerm) adopt(sessions []fsm.Session) {
 func (t *leaderTerm) track(id string, ttl time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.deadlines.track(id, t.n.clock.Now().Add(t.n.cfg.Unsafe.sessionTTL(ttl)))
+	t.deadlines.track(id, t.n.clock.Now().Add(t.n.unsafeSessionTTL(ttl)))
 }
 
 // extend moves a session's deadline to now + ttl, never earlier. It refuses
@@ -221,7 +221,7 @@ func (t *leaderTerm) extend(id string, ttl time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.n.clock.Now()
-	return t.deadlines.extend(id, now, now.Add(t.n.cfg.Unsafe.sessionTTL(ttl)))
+	return t.deadlines.extend(id, now, now.Add(t.n.unsafeSessionTTL(ttl)))
 }
 
 // forget drops the deadlines of sessions that ended, in chunks of

@@ -17,6 +17,14 @@ import (
 	"github.com/lockd/lockd/fsm"
 )
 
+// mustApply applies c to f as the entry at index.
+func mustApply(t *testing.T, f *fsm.FSM, index uint64, c fsm.Command) {
+	t.Helper()
+	if res := f.ApplyCommand(index, c); res.Err != nil {
+		t.Fatalf("entry %d: %v", index, res.Err)
+	}
+}
+
 // checkHeap fails the test unless every tracked session not handed to
 // expire sits in the heap at the position it records, in heap order.
 func checkHeap(t *testing.T, d *deadlines) {

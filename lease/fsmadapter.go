@@ -12,10 +12,9 @@ import (
 // nothing of Raft.
 type raftFSM struct {
 	f *fsm.FSM
-	// forgetUpTo is the last log index the node had when it started, set
-	// only by the unsafe switch ForgetGrant: acquire and campaign entries
-	// up to it are skipped when replayed.
-	forgetUpTo uint64
+	// unsafe is what the unsafe switch ForgetGrant makes the node skip
+	// when it replays its log; empty without the lockd_unsafe tag.
+	unsafe unsafeReplay
 }
 
 var _ raft.BatchingFSM = raftFSM{}
@@ -25,10 +24,8 @@ func (a raftFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	if l.Index <= a.forgetUpTo {
-		if c, err := fsm.Decode(l.Data); err == nil && (c.Op == fsm.OpAcquire || c.Op == fsm.OpCampaign) {
-			return fsm.Result{Index: l.Index}
-		}
+	if a.unsafe.forgets(l) {
+		return fsm.Result{Index: l.Index}
 	}
 	return a.f.Apply(l.Index, l.Data)
 }

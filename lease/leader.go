@@ -24,8 +24,7 @@ type leaderTerm struct {
 	mu         sync.Mutex
 	ready      bool
 	leaseUntil time.Time // master lease end, on the node's monotonic clock
-	roundUntil time.Time // the end the last rounds computed (leaseUntil but for Unsafe.DeposedServing)
-	deposedAt  time.Time // when Unsafe.StaleReads first saw this term deposed
+	roundUntil time.Time // the end the last rounds computed (leaseUntil but for unsafeLeaseEnd)
 	logged     bool      // the lease log's last line for this term lets the node serve
 	unlogged   bool      // the log says the node stopped serving in this term, for good
 	given      bool      // lease given up for a leadership transfer
@@ -33,6 +32,7 @@ type leaderTerm struct {
 	deadlines  deadlines   // the sessions' leader-local deadlines
 	reconciled time.Time   // when the deadlines were last reconciled with the state
 	timers     *timerTable // ends of pending lock-delays and waits
+	unsafe     unsafeTerm  // the unsafe switches' state (none without the lockd_unsafe tag)
 }
 
 func newLeaderTerm(n *Node, raftTerm uint64) *leaderTerm {
@@ -95,7 +95,7 @@ func (t *leaderTerm) establish() {
 	// change it meanwhile; only the swap takes the lock.
 	now := n.clock.Now()
 	table := fill(n.fsm.AllSessions(), func(s fsm.Session) time.Time {
-		if n.cfg.Unsafe.NoSessionGrace {
+		if n.unsafeNoSessionGrace() {
 			return now // expire at the next sweep
 		}
 		return now.Add(s.TTL)
@@ -216,10 +216,7 @@ func (t *leaderTerm) finishRound(until time.Time, err error, waiting []chan erro
 		err = errNoLeader("leadership is being transferred")
 	case until.After(t.roundUntil):
 		t.roundUntil = until
-		t.leaseUntil = until
-		if t.n.cfg.Unsafe.DeposedServing {
-			t.leaseUntil = until.Add(deposedExtension * t.n.cfg.HeartbeatTimeout)
-		}
+		t.leaseUntil = t.n.unsafeLeaseEnd(until)
 		t.logLeaseLocked()
 	}
 	for _, w := range waiting {
@@ -258,49 +255,18 @@ func (t *leaderTerm) confirm(ctx context.Context) error {
 // and check the lease after, so the answer is true as of a moment the
 // lease held.
 func (t *leaderTerm) leaseValid() bool {
-	u := t.n.cfg.Unsafe
-	deposed := false
 	if leader, term := t.n.eng.state(); !leader || term != t.raftTerm {
-		if !u.DeposedServing && !u.StaleReads {
-			t.logStop()
-			return false
+		if valid, on := t.unsafeDeposedValid(); on {
+			return valid
 		}
-		deposed = true // and the lease's extension, or the stale window, decides alone
+		t.logStop()
+		return false
 	}
 	now := t.n.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if deposed && u.StaleReads {
-		if !t.staleServingLocked(now) {
-			t.logStopLocked()
-			return false
-		}
-	} else if deposed && !now.Before(t.leaseUntil) {
-		t.logStopLocked()
-		return false
-	}
-	return t.ready && !t.given && t.ctx.Err() == nil && (now.Before(t.leaseUntil) || u.StaleReads)
+	return t.ready && !t.given && t.ctx.Err() == nil && (now.Before(t.leaseUntil) || t.n.unsafeStaleReads())
 }
-
-// staleServing reports whether Unsafe.StaleReads keeps this deposed term
-// answering reads at now: for deposedExtension HeartbeatTimeouts from the
-// moment the node first noticed it no longer leads in it.
-func (t *leaderTerm) staleServing(now time.Time) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.staleServingLocked(now)
-}
-
-func (t *leaderTerm) staleServingLocked(now time.Time) bool {
-	if t.deposedAt.IsZero() {
-		t.deposedAt = now
-	}
-	return now.Before(t.deposedAt.Add(deposedExtension * t.n.cfg.HeartbeatTimeout))
-}
-
-// deposedExtension is how many HeartbeatTimeouts Unsafe.DeposedServing
-// adds to every master lease.
-const deposedExtension = 2
 
 // logLeaseLocked appends the lease's current end to the lease log, as a
 // real time. t.mu is held.

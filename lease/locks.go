@@ -150,9 +150,9 @@ func (n *Node) waitGrant(ctx context.Context, t *leaderTerm, ns namespace, cmd f
 			changed, stop := n.fsm.Watch(topic)
 			defer stop()
 			tok, held, queued := n.fsm.Standing(ns.election, cmd.Name, cmd.Session)
-			// Under the SkipWaiter switch a waiter dropped unseen is not
+			// Under an unsafe switch a waiter dropped unseen is not
 			// told: it waits out its wait, as if still queued.
-			dropped := !queued && n.cfg.Unsafe.SkipWaiter
+			dropped := !queued && n.unsafeSkipWaiter()
 			switch {
 			case held:
 				return tok, true, nil
@@ -252,11 +252,8 @@ func (n *Node) Lock(ctx context.Context, name string, opt api.ReadOptions) (api.
 	l, err := read(ctx, n, opt, fsm.ObjectTopic(false, name),
 		func() uint64 { return n.fsm.Lock(name).ModifyIndex },
 		func() api.Lock { return wireLock(n.fsm.Lock(name)) })
-	if err == nil && opt.Stale && n.cfg.Unsafe.StaleGoesBack {
-		l = n.unsafe.stale.answer(name, l, l.ModifyIndex, lockIndex)
-	}
-	if err == nil && opt.Stale && n.cfg.Unsafe.StaleLag {
-		l = n.unsafe.lag.answer(name, l, l.ModifyIndex, time.Now())
+	if err == nil && opt.Stale {
+		l = n.unsafeStaleLock(name, l)
 	}
 	return l, err
 }
@@ -288,8 +285,8 @@ func (n *Node) Election(ctx context.Context, name string, opt api.ReadOptions) (
 	e, err := read(ctx, n, opt, fsm.ObjectTopic(true, name),
 		func() uint64 { return n.fsm.Election(name).ModifyIndex },
 		func() api.Election { return wireElection(n.fsm.Election(name)) })
-	if err == nil && opt.Wait > 0 && n.cfg.Unsafe.ObserveStale {
-		e = n.unsafe.observe.answer(name, e, e.Token, electionToken)
+	if err == nil && opt.Wait > 0 {
+		e = n.unsafeObserved(name, e)
 	}
 	return e, err
 }

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -44,7 +43,7 @@ type Node struct {
 	// storage watches the writes to the data dir (storage.go).
 	storage *storageWatch
 
-	unsafe unsafeState // the state of the unsafe switches that need one
+	unsafe unsafeState // the state of the unsafe switches that need one (none without the lockd_unsafe tag)
 
 	// followed is the leader this node last logged it follows; only the
 	// leadership watch uses it.
@@ -84,16 +83,9 @@ func newNode(cfg Config) (*Node, error) {
 	}
 	n.storage = &storageWatch{log: n.log}
 	n.count.init()
-	n.fsm.SetUnsafeGrantHeld(cfg.Unsafe.GrantHeld)
-	n.fsm.SetUnsafe(fsm.Unsafe{LowerToken: cfg.Unsafe.LowerToken, EarlyLockDelay: cfg.Unsafe.EarlyLockDelay,
-		BreakFIFO: cfg.Unsafe.BreakFIFO, ForgetSeq: cfg.Unsafe.ForgetSeq,
-		SkipWaiter: cfg.Unsafe.SkipWaiter, RefuseRepeat: cfg.Unsafe.RefuseRepeat})
+	n.unsafeSetUp()
 	if c, ok := cfg.Clock.(interface{ OnChange(func()) }); ok {
 		c.OnChange(n.clockChanged)
-	}
-	if cfg.Unsafe != (Unsafe{}) {
-		n.log.Warn("UNSAFE test switches are on; this node breaks lockd's guarantees on purpose",
-			"unsafe", fmt.Sprintf("%+v", cfg.Unsafe))
 	}
 	return n, nil
 }
@@ -147,10 +139,10 @@ func (n *Node) Close() error {
 
 // leadershipLost is called as Raft leaves the leader state: the node
 // stops serving under its lease at once (leaseValid asks Raft at every
-// use), so the lease log says so at once, unless Unsafe.DeposedServing
-// keeps it serving.
+// use), so the lease log says so at once, unless the unsafe switch
+// DeposedServing keeps it serving.
 func (n *Node) leadershipLost() {
-	if n.cfg.Unsafe.DeposedServing {
+	if n.unsafeDeposedServing() {
 		return
 	}
 	n.mu.Lock()
@@ -227,11 +219,8 @@ func (n *Node) syncLeadership() {
 	cur := n.term
 	n.mu.Unlock()
 	if cur != nil && (!leader || cur.raftTerm != raftTerm || cur.ended()) {
-		if n.cfg.Unsafe.DeposedServing && !cur.ended() && cur.leaseRemaining() > 0 {
-			return // serves on until its extended lease runs out
-		}
-		if n.cfg.Unsafe.StaleReads && !cur.ended() && cur.staleServing(n.clock.Now()) {
-			return // answers reads on for a while, as a leader that missed its deposition
+		if n.unsafeKeepsServing(cur) {
+			return // serves on for a while, as a leader that missed its deposition
 		}
 		n.endTerm()
 		cur = nil

@@ -110,8 +110,8 @@ func (e *raftEngine) release(term uint64) { e.releaseFollowers(term) }
 // (a leader votes for nobody else in its term). See the package doc.
 func (e *raftEngine) lease(term uint64, start time.Time) (time.Time, error) {
 	cfg := e.n.cfg
-	if cfg.Unsafe.RoundLease {
-		return e.roundLease(start)
+	if until, on, err := e.unsafeRoundLease(start); on {
+		return until, err
 	}
 	if e.raft.State() != raft.Leader || e.raft.CurrentTerm() != term {
 		return time.Time{}, errNoLeader("no longer the Raft leader of this term")
@@ -151,18 +151,4 @@ func (e *raftEngine) lease(term uint64, start time.Time) (time.Time, error) {
 		own = got[0] // the smallest promise of the quorum that answered
 	}
 	return start.Add(cfg.leaseFor(own)), nil
-}
-
-// roundLease is the rule lockd used before the lease exchange, kept only as
-// the --unsafe-debug switch round-lease so that the fault harness can show
-// it catches it: the lease runs from the start of a VerifyLeader round.
-// hashicorp/raft completes such a round with any answer that arrives after
-// it began, including a late answer to a heartbeat the follower received
-// long before, so this lease can outlive the follower's promise by the
-// answer's delay.
-func (e *raftEngine) roundLease(start time.Time) (time.Time, error) {
-	if err := e.raft.VerifyLeader().Error(); err != nil {
-		return time.Time{}, raftErr(err)
-	}
-	return start.Add(e.n.cfg.leaseDuration()), nil
 }

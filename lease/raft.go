@@ -105,11 +105,9 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 		return fmt.Errorf("lease: read state: %w", err)
 	}
 	a := raftFSM{f: e.n.fsm}
-	if cfg.Unsafe.ForgetGrant {
-		if a.forgetUpTo, err = logs.LastIndex(); err != nil {
-			_ = e.trans.Close()
-			return fmt.Errorf("lease: read last index: %w", err)
-		}
+	if a.unsafe, err = e.unsafeReplay(logs); err != nil {
+		_ = e.trans.Close()
+		return err
 	}
 	r, err := raft.NewRaft(e.raftConfig(hl), a, logs, e.stable, snaps, e.trans)
 	if err != nil {

@@ -1,3 +1,5 @@
+//go:build lockd_unsafe
+
 package lease
 
 import (
@@ -11,13 +13,6 @@ import (
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
 )
-
-func mustApply(t *testing.T, f *fsm.FSM, index uint64, c fsm.Command) {
-	t.Helper()
-	if res := f.ApplyCommand(index, c); res.Err != nil {
-		t.Fatalf("entry %d: %v", index, res.Err)
-	}
-}
 
 // EarlyExpiry: the leader lists a session as expired at 0.9 x TTL after its
 // last keepalive with the switch, and not before the full TTL without it.
@@ -60,7 +55,7 @@ func TestUnsafe_ForgetGrant(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		a := raftFSM{f: fsm.New()}
 		if on {
-			a.forgetUpTo = 3 // the node had entries 1-3 when it started
+			a.unsafe = unsafeReplay{upTo: 3} // the node had entries 1-3 when it started
 		}
 		for i, data := range entries {
 			a.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})

@@ -11,6 +11,8 @@ export LOCKD_CLUSTER_DIR=${LOCKD_CLUSTER_DIR:-.bench-cluster}
 # limits; a benchmark measures the serving path, not those limits.
 export LOCKD_SERVE_ARGS=${LOCKD_SERVE_ARGS:---http-max-conns-per-client 0 --http-max-conns 0}
 export LOCKD_BIN=$BIN
+# The production build, as an operator runs it: no fault injection.
+export LOCKD_FAULT_INJECTION=0
 BENCH=${LOCKD_BENCH_BIN:-$(dirname "$BIN")/lockd-bench}
 rm -rf "$LOCKD_CLUSTER_DIR"
 trap 'scripts/cluster.sh down >/dev/null' EXIT

@@ -6,18 +6,21 @@
 # .cluster/ni.pid. "down" stops only the processes it started, by PID.
 # LOCKD_SERVE_ARGS adds flags to every node (e.g. "--pprof").
 # LOCKD_PORT_PREFIX moves the ports: node i serves on PREFIXi0 and PREFIXi1
-# (default 74). LOCKD_FAULT_INJECTION=0 starts the nodes without
-# --unsafe-fault-injection (which the partition and clock scripts need).
+# (default 74). The nodes run with --unsafe-fault-injection (which the
+# partition and clock scripts need), a flag only a build with the
+# lockd_unsafe tag has: LOCKD_BIN defaults to bin/lockd-unsafe (make
+# build-unsafe). LOCKD_FAULT_INJECTION=0 starts them without it, from
+# bin/lockd (make build) by default.
 set -euo pipefail
 BASE=${LOCKD_CLUSTER_DIR:-.cluster}
-BIN=${LOCKD_BIN:-bin/lockd}
 PREFIX=${LOCKD_PORT_PREFIX:-74}
 case "$PREFIX" in
   [1-9][0-9]) ;;
   *) echo "cluster.sh: LOCKD_PORT_PREFIX must be two digits, 10..99" >&2; exit 2 ;;
 esac
-FAULTS=--unsafe-fault-injection
-[ "${LOCKD_FAULT_INJECTION:-1}" = 0 ] && FAULTS=
+FAULTS=--unsafe-fault-injection BUILD=build-unsafe
+[ "${LOCKD_FAULT_INJECTION:-1}" = 0 ] && FAULTS= BUILD=build
+if [ -n "$FAULTS" ]; then BIN=${LOCKD_BIN:-bin/lockd-unsafe}; else BIN=${LOCKD_BIN:-bin/lockd}; fi
 
 http_addr() { echo "127.0.0.1:${PREFIX}${1}0"; }
 peer_addr() { echo "127.0.0.1:${PREFIX}${1}1"; }
@@ -31,7 +34,7 @@ alive() { [ -f "$BASE/n$1.pid" ] && running "$(cat "$BASE/n$1.pid")"; }
 up() {
   local n=${1:-3}
   if [ "$n" -lt 1 ] || [ "$n" -gt 9 ]; then echo "cluster.sh: N must be 1..9" >&2; exit 2; fi
-  [ -x "$BIN" ] || { echo "cluster.sh: $BIN not found; run 'make build' first" >&2; exit 1; }
+  [ -x "$BIN" ] || { echo "cluster.sh: $BIN not found; run 'make $BUILD' first" >&2; exit 1; }
   mkdir -p "$BASE"
   local initial=""
   for i in $(seq 1 "$n"); do initial+="${initial:+,}n$i=$(peer_addr "$i")"; done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # partition.sh — cut or slow links of a cluster.sh cluster through the nodes' fault
-# hooks (the nodes run with --unsafe-fault-injection).
+# hooks (the nodes run with --unsafe-fault-injection: a build with the
+# lockd_unsafe tag, make build-unsafe).
 #
 #   partition.sh isolate NODE|leader    cut every link of one node
 #   partition.sh split n1,n2 n3,n4,n5   cut every link between two groups

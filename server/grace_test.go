@@ -19,7 +19,7 @@ const graceTTL = 3 * time.Second
 // of a TTL after that moment (long after a TTL counted from the last
 // keepalive), and, with no keepalive, expires within TTL + 2s of it.
 func TestCluster_InheritedSessionsGetAFullTTLAfterFailover(t *testing.T) {
-	g := failoverSessions(t, lease.Unsafe{})
+	g := failoverSessions(t, nil)
 	t.Logf("new leader served %v after the last keepalive; %d of %d sessions alive at 0.9 TTL; all expired %v after it served",
 		g.failover, g.alive, g.sessions, g.expired)
 	if g.failover <= graceTTL/10 {
@@ -33,15 +33,6 @@ func TestCluster_InheritedSessionsGetAFullTTLAfterFailover(t *testing.T) {
 	}
 }
 
-// TestCluster_UnsafeNoSessionGraceIsCaught shows that the test above sees a
-// new leader that does not give inherited sessions their TTL.
-func TestCluster_UnsafeNoSessionGraceIsCaught(t *testing.T) {
-	g := failoverSessions(t, lease.Unsafe{NoSessionGrace: true})
-	if g.alive == g.sessions {
-		t.Fatalf("without the grace all %d sessions were alive at 0.9 TTL: the check cannot see the bug", g.sessions)
-	}
-}
-
 type graceRun struct {
 	sessions int
 	failover time.Duration // last keepalive -> new leader serving
@@ -50,9 +41,14 @@ type graceRun struct {
 }
 
 // failoverSessions creates sessions on the leader, keeps them alive once
-// more, crashes the leader and watches them on the node that takes over.
-func failoverSessions(t *testing.T, unsafe lease.Unsafe) graceRun {
-	c := servertest.New(t, 3, func(nc *lease.Config) { nc.Unsafe = unsafe })
+// more, crashes the leader and watches them on the node that takes over;
+// tune, if not nil, changes every node's configuration.
+func failoverSessions(t *testing.T, tune func(*lease.Config)) graceRun {
+	var tunes []func(*lease.Config)
+	if tune != nil {
+		tunes = append(tunes, tune)
+	}
+	c := servertest.New(t, 3, tunes...)
 	leader := c.WaitLeader()
 	l := newAPI(t, c, leader)
 	var ids []string

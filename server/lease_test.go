@@ -42,8 +42,8 @@ import (
 //     timeout, hence the 1ms).
 //
 // LOCKD_LEASE_TRIALS sets the number of trials (default 3);
-// LOCKD_LEASE_RULE=round runs the old rule (--unsafe-debug round-lease),
-// which this test catches in every trial.
+// LOCKD_LEASE_RULE=round runs the old rule (--unsafe-debug round-lease;
+// go test -tags lockd_unsafe), which this test catches in every trial.
 func TestCluster_LeaseEndsBeforeAnotherLeaderUnderDelayedAnswers(t *testing.T) {
 	trials := 3
 	if s := os.Getenv("LOCKD_LEASE_TRIALS"); s != "" {
@@ -53,10 +53,9 @@ func TestCluster_LeaseEndsBeforeAnotherLeaderUnderDelayedAnswers(t *testing.T) {
 		}
 		trials = n
 	}
-	roundRule := os.Getenv("LOCKD_LEASE_RULE") == "round"
 	c := servertest.New(t, 3, func(nc *lease.Config) {
 		nc.LeaderLeaseTimeout = nc.HeartbeatTimeout - time.Millisecond
-		nc.Unsafe.RoundLease = roundRule
+		leaseRuleFromEnv(t, nc)
 	})
 	const delay = 380 * time.Millisecond
 	bad := 0
@@ -186,7 +185,7 @@ func TestCluster_LeaseNeverOutrunsTheFollowersShorterPromises(t *testing.T) {
 		if nc.ID == "n1" {
 			nc.HeartbeatTimeout, nc.ElectionTimeout = long, long
 		}
-		nc.Unsafe.RoundLease = os.Getenv("LOCKD_LEASE_RULE") == "round"
+		leaseRuleFromEnv(t, nc)
 	})
 	l := c.WaitLeader()
 	if c.Nodes[l].ID() != "n1" {

@@ -44,7 +44,9 @@ type Config struct {
 	PeerListener net.Listener
 	// UnsafeFaults exposes /v1/debug/faults and /v1/debug/clock, which let
 	// anyone who can reach the HTTP port partition this node or skew its
-	// clock. For tests and the fault harness only.
+	// clock. For tests and the fault harness only: in-process tests set it
+	// directly, and cmd/lockd only from --unsafe-fault-injection, a flag
+	// that only a build with the lockd_unsafe tag has.
 	UnsafeFaults bool
 	// Pprof serves Go's profiles at /debug/pprof/ on the HTTP port. They
 	// show the process's internals to anyone who can reach that port:

@@ -36,9 +36,8 @@ type serveFlags struct {
 	margin                          time.Duration
 	maxBlocking                     int
 	logLevel, raftLogLevel, logFmt  string
-	unsafeFaults                    bool
 	pprof                           bool
-	unsafeDebug                     string
+	unsafe                          unsafeFlags // only with the lockd_unsafe tag (unsafe_on.go)
 	clusterHTTP                     string
 	leaseLog                        string
 	tlsCert, tlsKey, clientCA       string
@@ -87,8 +86,6 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&f.raftLogLevel, "raft-log-level", "warn", "log level of Raft's own messages")
 	fs.StringVar(&f.logFmt, "log-format", "text", "log format: text or json")
-	fs.BoolVar(&f.unsafeFaults, "unsafe-fault-injection", false,
-		"UNSAFE, tests only: expose /v1/debug/faults and /v1/debug/clock, which let any HTTP client partition this node or skew its clock")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles at /debug/pprof/ on the HTTP port (they show the process's internals to anyone who can reach it)")
 	fs.BoolVar(&f.aclOn, "acl", false, "turn ACLs on: every request but /healthz and /readyz needs a token (docs/security.md); set it on every node")
 	fs.StringVar(&f.aclBootstrapFile, "acl-bootstrap-token-file", "",
@@ -114,9 +111,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.leaseLog, "lease-log", "",
 		"debug aid for the fault harness: append a line to this file at every change of this node's master lease "+
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
-	fs.StringVar(&f.unsafeDebug, "unsafe-debug", "",
-		"UNSAFE, tests only: break guarantees on purpose for the fault harness's self-test: comma-separated "+
-			"stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, forget-seq, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes")
+	f.unsafe.register(fs)
 }
 
 func serve(args []string) int {
@@ -160,13 +155,7 @@ func serve(args []string) int {
 	logger.Info("lockd serving", "id", cfg.Node.ID, "http", srv.HTTPURL(), "peer", srv.PeerAddr(),
 		"data", cfg.Node.DataDir, "client_certs", cfg.HTTPTLS != nil && cfg.HTTPTLS.ClientCAs != nil,
 		"peer_mtls", cfg.PeerTLS != nil, "version", version)
-	if cfg.UnsafeFaults {
-		logger.Warn("fault injection is enabled (--unsafe-fault-injection): never use this in production")
-	}
-	if f.unsafeDebug != "" {
-		logger.Warn("UNSAFE debug switches are on (--unsafe-debug): this node breaks lockd's guarantees on purpose",
-			"switches", f.unsafeDebug)
-	}
+	f.unsafe.warn(logger)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
@@ -275,7 +264,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, err
 	}
 	nc.InitialCluster = peers
-	if err := applyUnsafeDebug(&nc, f.unsafeDebug); err != nil {
+	if err := f.unsafe.apply(&nc); err != nil {
 		return server.Config{}, err
 	}
 	boot, err := secretFrom("--acl-bootstrap-token-file", f.aclBootstrapFile, "LOCKD_ACL_BOOTSTRAP_TOKEN")
@@ -294,7 +283,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, errors.New(strings.TrimPrefix(err.Error(), "lease: config: "))
 	}
 	return server.Config{Node: nc, HTTPListen: f.httpAddr, PeerListen: f.peerAddr,
-		UnsafeFaults: f.unsafeFaults, Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
+		UnsafeFaults: f.unsafe.faultsOn(), Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
 		HTTPTLS: tc.http, PeerTLS: tc.peer, APIClientTLS: tc.apiClient,
 		ACL: f.aclOn, ACLToken: own, RateLimit: httpapi.RateLimit{Rate: f.rate, Burst: f.burst},
 		HTTPConns: httpConns, PeerConns: peerConns, HTTPBodyTimeout: f.bodyTimeout}, nil
@@ -384,56 +373,6 @@ func parseInitialCluster(s string) ([]lease.Peer, error) {
 		out = append(out, lease.Peer{ID: id, Addr: addr})
 	}
 	return out, nil
-}
-
-// applyUnsafeDebug sets the test-only switches named in list.
-func applyUnsafeDebug(nc *lease.Config, list string) error {
-	if list == "" {
-		return nil
-	}
-	for _, name := range strings.Split(list, ",") {
-		switch strings.TrimSpace(name) {
-		case "stale-reads":
-			nc.Unsafe.StaleReads = true
-		case "no-boot-wait":
-			nc.NoBootWait = true
-		case "grant-held":
-			nc.Unsafe.GrantHeld = true
-		case "no-session-grace":
-			nc.Unsafe.NoSessionGrace = true
-		case "round-lease":
-			nc.Unsafe.RoundLease = true
-		case "deposed-serving":
-			nc.Unsafe.DeposedServing = true
-		case "lower-token":
-			nc.Unsafe.LowerToken = true
-		case "early-lock-delay":
-			nc.Unsafe.EarlyLockDelay = true
-		case "break-fifo":
-			nc.Unsafe.BreakFIFO = true
-		case "forget-seq":
-			nc.Unsafe.ForgetSeq = true
-		case "observe-stale":
-			nc.Unsafe.ObserveStale = true
-		case "early-expiry":
-			nc.Unsafe.EarlyExpiry = true
-		case "forget-grant":
-			nc.Unsafe.ForgetGrant = true
-		case "stale-goes-back":
-			nc.Unsafe.StaleGoesBack = true
-		case "keepalive-writes":
-			nc.Unsafe.KeepaliveWrites = true
-		case "skip-waiter":
-			nc.Unsafe.SkipWaiter = true
-		case "refuse-repeat":
-			nc.Unsafe.RefuseRepeat = true
-		case "stale-lag":
-			nc.Unsafe.StaleLag = true
-		default:
-			return fmt.Errorf("--unsafe-debug: unknown switch %q (known: stale-reads, no-boot-wait, grant-held, no-session-grace, round-lease, deposed-serving, lower-token, early-lock-delay, break-fifo, forget-seq, observe-stale, early-expiry, forget-grant, stale-goes-back, keepalive-writes, skip-waiter, refuse-repeat, stale-lag)", name)
-		}
-	}
-	return nil
 }
 
 // parseClusterHTTP parses "n1=http://127.0.0.1:7400,n2=127.0.0.1:7410";

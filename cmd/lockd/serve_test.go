@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockd/lockd/internal/cli"
-	"github.com/lockd/lockd/lease"
+	"github.com/lockd/lockd/server"
 )
 
 func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags, error) {
@@ -23,6 +23,22 @@ func parseServe(t *testing.T, args []string, env map[string]string) (*serveFlags
 		return nil, err
 	}
 	return &f, cli.ApplyEnv(fs)
+}
+
+// mustServeConfig parses args and env as parseServe does and returns the
+// node's configuration; it fails the test on any error.
+func mustServeConfig(t *testing.T, args []string, env map[string]string) server.Config {
+	t.Helper()
+	f, err := parseServe(t, args, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := f.logger()
+	cfg, err := f.config(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func TestServeFlags_EnvironmentFillsUnsetFlags(t *testing.T) {
@@ -61,7 +77,6 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 		{[]string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1", "--voters", "3"}, "--voters are for --election raft"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
-		{[]string{"--unsafe-debug", "stale-reads,fast-mode"}, "unknown switch"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -95,26 +110,6 @@ func TestRun_ExitCodes(t *testing.T) {
 	}
 	if got := run([]string{"bench", "elections"}); got != cli.ExitUsage { // moved to lockd-bench
 		t.Errorf("bench exit = %d, want %d", got, cli.ExitUsage)
-	}
-}
-
-func TestServeFlags_UnsafeDebugSwitches(t *testing.T) {
-	f, err := parseServe(t, []string{"--unsafe-debug", "stale-reads,no-boot-wait,grant-held,no-session-grace"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := f.logger()
-	cfg, err := f.config(logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := cfg.Node.Unsafe
-	if !u.StaleReads || !u.GrantHeld || !u.NoSessionGrace || !cfg.Node.NoBootWait {
-		t.Fatalf("switches not all set: %+v no-boot-wait %v", u, cfg.Node.NoBootWait)
-	}
-	f, _ = parseServe(t, nil, nil)
-	if cfg, _ := f.config(logger); cfg.Node.Unsafe != (lease.Unsafe{}) || cfg.Node.NoBootWait {
-		t.Fatal("unsafe switches on by default")
 	}
 }
 

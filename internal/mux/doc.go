@@ -53,6 +53,6 @@
 // What mux does not do: it has no notion of Raft or of any message format,
 // no authentication of the node ID a peer claims without TLS, no HTTP (the
 // endpoints that drive Faults live in httpapi, behind an explicit unsafe
-// flag), and it does not retry or redial: a dropped connection is the
-// caller's to replace.
+// flag that only a build with the lockd_unsafe tag has), and it does not
+// retry or redial: a dropped connection is the caller's to replace.
 package mux

@@ -17,8 +17,8 @@ import (
 // the package documentation says how the rules judge bytes and compose.
 //
 // Faults is safe for concurrent use. It exists for tests and the fault
-// harness; nothing in it is meant to be reachable in production without an
-// explicit unsafe flag.
+// harness; nothing in it is reachable from a running node but through an
+// explicit unsafe flag, which only a build with the lockd_unsafe tag has.
 type Faults struct {
 	logger *slog.Logger
 

@@ -110,10 +110,26 @@ type Cluster struct {
 	tokenFile  string      // Config.ACL: the file that holds it
 }
 
-// Build compiles cmd/lockd into dir and returns the binary's path.
-func Build(dir string) (string, error) {
+// UnsafeTag is the build tag that compiles the unsafe switches into lockd:
+// the flags --unsafe-fault-injection and --unsafe-debug, which a default
+// build does not have.
+const UnsafeTag = "lockd_unsafe"
+
+// Build compiles cmd/lockd into dir with UnsafeTag, as the harness needs
+// it (New's nodes run with --unsafe-fault-injection unless Plain, and
+// Config.UnsafeDebug), and returns the binary's path.
+func Build(dir string) (string, error) { return BuildTags(dir, UnsafeTag) }
+
+// BuildTags compiles cmd/lockd into dir with the given build tags (none:
+// the production build, which only a Plain cluster can run) and returns
+// the binary's path.
+func BuildTags(dir string, tags ...string) (string, error) {
 	bin := filepath.Join(dir, "lockd")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/lockd/lockd/cmd/lockd").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	out, err := exec.Command("go", append(args, "github.com/lockd/lockd/cmd/lockd")...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("cluster: go build: %w\n%s", err, out)
 	}

@@ -27,7 +27,9 @@ var (
 	buildErr  error
 )
 
-// mustBuild builds cmd/lockd once per test binary.
+// mustBuild builds cmd/lockd once per test binary, with the build tag
+// lockd_unsafe (proccluster.UnsafeTag): the tests start nodes with
+// --unsafe-fault-injection, which a default build does not have.
 func mustBuild(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -40,7 +42,7 @@ func mustBuild(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "lockd")
-		out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		out, err := exec.Command("go", "build", "-tags", proccluster.UnsafeTag, "-o", dir+string(filepath.Separator),
 			"github.com/lockd/lockd/cmd/lockd", "github.com/lockd/lockd/cmd/lockd-bench").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
