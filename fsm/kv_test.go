@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -644,4 +645,62 @@ func TestView_KVFrozenWhileEntriesApply(t *testing.T) {
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("the view changed (%v)", err)
 	}
+}
+
+// randomTxn draws a transaction for randomLog over a few keys: compares
+// of every target, puts (ephemeral under a session that may not exist,
+// sequential), deletes of keys and prefixes, gets, and sometimes a guard
+// naming the lock l0 with its holder's token, a stale one or a made-up
+// one.
+func randomTxn(rng *rand.Rand, session func() string, scratch *FSM) *Txn {
+	keys := []string{"a", "a/1", "a/2", "b", "b/1"}
+	key := func() []byte { return []byte(keys[rng.IntN(len(keys))]) }
+	ops := func() []TxnOp {
+		var out []TxnOp
+		for range rng.IntN(4) {
+			switch rng.IntN(8) {
+			case 0, 1, 2:
+				op := Put(key(), fmt.Appendf(nil, "v%d", rng.IntN(3)))
+				if rng.IntN(3) == 0 {
+					op.Session = session()
+				}
+				out = append(out, op)
+			case 3:
+				out = append(out, TxnOp{Type: TxnPut, Key: []byte("q/"), Sequential: true})
+			case 4:
+				out = append(out, Delete(key()))
+			case 5:
+				out = append(out, prefixOp(TxnDelete, string(key()[:1])))
+			case 6:
+				out = append(out, TxnOp{Type: TxnGet, Key: nil, End: []byte{0}, Limit: rng.IntN(3)})
+			default:
+				out = append(out, TxnOp{Type: TxnGet, Key: key(), Limit: -rng.IntN(2)}) // sometimes malformed
+			}
+		}
+		return out
+	}
+	t := &Txn{Success: ops(), Failure: ops()}
+	targets := []CompareTarget{TargetValue, TargetVersion, TargetCreate, TargetModify, TargetSession, TargetExists}
+	for range rng.IntN(3) {
+		c := Compare{Key: key(), Target: targets[rng.IntN(len(targets))], Op: []CompareOp{Equal, NotEqual, Less, Greater}[rng.IntN(4)]}
+		switch c.Target {
+		case TargetValue:
+			c.Value = fmt.Appendf(nil, "v%d", rng.IntN(3))
+		case TargetSession:
+			c.Session = session()
+		case TargetExists:
+			c.Number = uint64(rng.IntN(2))
+		default:
+			c.Number = uint64(rng.IntN(int(scratch.KVIndex()) + 2))
+		}
+		t.Compare = append(t.Compare, c)
+	}
+	if rng.IntN(4) == 0 {
+		g := &Guard{Lock: "l0", Token: uint64(rng.IntN(int(scratch.AppliedIndex()) + 1))}
+		if l := scratch.Lock("l0"); len(l.Holders) > 0 && rng.IntN(2) == 0 {
+			g.Token = l.Holders[0].Token
+		}
+		t.Guard = g
+	}
+	return t
 }
