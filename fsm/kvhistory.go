@@ -19,8 +19,8 @@ import (
 // come from the log, so every replica drops the same events at the same
 // entry: they decide retention only, never a grant or a refusal.
 
-// ErrCompacted: the history no longer reaches back to the index asked for.
-// The returned error is a *CompactedError that wraps it.
+// ErrCompacted is returned when the history no longer reaches back to the
+// index asked for, as a *CompactedError that wraps it.
 var ErrCompacted = errors.New("fsm: history compacted")
 
 // CompactedError wraps ErrCompacted. Oldest is the lowest index after

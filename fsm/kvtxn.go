@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 )
 
-// ErrStaleToken: a transaction's guard names a token of a lock that a
-// holder with a higher token holds now.
+// ErrStaleToken is returned when a transaction's guard names a token of a
+// lock that a holder with a higher token holds now.
 var ErrStaleToken = errors.New("fsm: stale token")
 
 // MaxTxnOps bounds the compares and operations of a transaction, both

@@ -22,6 +22,10 @@ import (
 // since taken again. This is the client-session table of the Raft thesis
 // (section 6.3), reduced to what locks need.
 //
+// Transactions of the namespace of keys carry numbers too: their object
+// is the first key they name (txnObject), which a session never holds or
+// queues for, so a bounded table files it with the objects let go of.
+//
 // # Bounded tables
 //
 // A session created with a window W (Command.SeqWindow; this build's
