@@ -10,6 +10,9 @@ require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
 	github.com/chromedp/chromedp v0.14.2
+	// Ordered keys and history of the fsm's namespace; Clone freezes them for
+	// snapshots at a cost that does not grow with them.
+	github.com/google/btree v1.1.3
 	github.com/gorilla/mux v1.8.1
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-metrics v0.7.0

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func TestTokens_SnapshotAndOwner(t *testing.T) {
 		t.Fatalf("restore and snapshot changed the bytes:\n%s\n%s", snap, again)
 	}
 	// A version-3 file cannot carry tokens; one that does is refused.
-	v3 := strings.Replace(string(snap), `"version":4`, `"version":3`, 1)
+	v3 := strings.Replace(string(snap), fmt.Sprintf(`"version":%d`, snapshotVersion), `"version":3`, 1)
 	if err := New().Restore(strings.NewReader(v3)); !errors.Is(err, ErrBadSnapshot) {
 		t.Fatalf("version 3 with tokens: %v", err)
 	}

@@ -32,6 +32,7 @@ const (
 	OpCreateToken    Op = 17 // ACLToken: store a new ACL token (its secret's hash, never the secret)
 	OpRevokeToken    Op = 18 // ACLToken.AccessorID: remove a token
 	OpBootstrapACL   Op = 19 // ACLToken: store the first admin token, once in the cluster's life
+	OpTxn            Op = 20 // Txn, and Session and Seq for a request number: the namespace's one write (kvtxn.go)
 )
 
 // Version is the encoding version written as the first byte of every
@@ -76,7 +77,7 @@ type Command struct {
 	Value     string        `json:"value,omitempty"`
 	Member    *Member       `json:"member,omitempty"`
 	// Seq is the client's request number for lock and election operations
-	// (see seq.go); 0 means none.
+	// and transactions (see seq.go); 0 means none.
 	Seq uint64 `json:"seq,omitempty"`
 	// SeqWindow is the window of the session a create-session makes (see
 	// seq.go); 0, as older builds wrote, keeps every request number.
@@ -90,6 +91,8 @@ type Command struct {
 	// ACLToken is the token of OpCreateToken, OpRevokeToken and
 	// OpBootstrapACL.
 	ACLToken *acl.Token `json:"acl_token,omitempty"`
+	// Txn is the transaction of OpTxn.
+	Txn *Txn `json:"txn,omitempty"`
 
 	// legacy marks a command decoded from a version-1 entry.
 	legacy bool
@@ -137,7 +140,7 @@ func Decode(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return c, fmt.Errorf("%w: %d bytes", ErrBadCommand, len(b))
 	}
-	last := OpBootstrapACL
+	last := OpTxn
 	switch b[0] {
 	case Version:
 	case version1:
@@ -197,6 +200,8 @@ func (o Op) String() string {
 		return "revoke-token"
 	case OpBootstrapACL:
 		return "bootstrap-acl"
+	case OpTxn:
+		return "txn"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }

@@ -1,7 +1,7 @@
 // Package fsm is lockd's deterministic state machine: sessions, exclusive and
 // shared locks with their FIFO waiter queues and lock-delays, elections (a
-// lock with a value), fencing tokens, request numbers, the member table and
-// the ACL tokens.
+// lock with a value), fencing tokens, request numbers, the member table,
+// the ACL tokens, and a namespace of keys and values.
 //
 // The state changes only through Apply, one encoded Command at a time, with
 // the Raft index of the entry that carries it. Given the same sequence of
@@ -31,6 +31,17 @@
 // ref whose index no longer matches (the delay was restarted, the wait
 // retried, or the timer ended already) changes nothing, so a late or
 // repeated OpTimersDue is harmless.
+//
+// The namespace (kv.go) changes only by transactions (OpTxn, kvtxn.go):
+// compares choose between two lists of puts, deletes and gets, applied in
+// one entry whose index is the revision of every key it writes; a guard
+// makes one apply only under a lock's current fencing token. A session's
+// ephemeral keys go in the entry that ends it. Every change is an event
+// of a history (kvhistory.go) that watchers read after an index; it keeps
+// events by count and by the age the entries' wall times give them. That
+// is retention only, the one use of a wall time besides display: every
+// replica drops the same events at the same entry, and nothing is granted
+// or refused by it.
 //
 // Entries and snapshots carry versions, and Decode and Restore read every
 // older one under the rules of the build that wrote it, so an old log

@@ -136,7 +136,7 @@ func TestExpireSessions_ReportsWhatEachReleased(t *testing.T) {
 }
 
 func TestOp_String(t *testing.T) {
-	for op := OpCreateSession; op <= OpBootstrapACL; op++ {
+	for op := OpCreateSession; op <= OpTxn; op++ {
 		if s := op.String(); s == fmt.Sprintf("op(%d)", uint8(op)) {
 			t.Errorf("op %d has no name", uint8(op))
 		}
@@ -144,7 +144,7 @@ func TestOp_String(t *testing.T) {
 	if got := OpExpireSessions.String(); got != "expire-sessions" {
 		t.Errorf("OpExpireSessions.String() = %q", got)
 	}
-	if got := (OpBootstrapACL + 1).String(); got != "op(20)" {
+	if got := (OpTxn + 1).String(); got != "op(21)" {
 		t.Errorf("unknown op String() = %q", got)
 	}
 }

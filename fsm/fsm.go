@@ -48,6 +48,8 @@ type state struct {
 	elections *space
 	members   map[string]Member
 	tokens    tokens
+	// kv is the namespace of keys and values (kv.go).
+	kv *kvStore
 	// touched lists the topics the entry being applied changed, and noted
 	// the objects whose request number it recorded (as StandingTopics);
 	// both are emptied after every entry.
@@ -87,6 +89,7 @@ func newState() *state {
 	st.locks.touched = &st.touched
 	st.elections.touched = &st.touched
 	st.locks.act = &st.activity
+	st.kv = newKVStore(&st.touched)
 	return st
 }
 
@@ -121,6 +124,7 @@ func (f *FSM) apply(index uint64, c Command, decodeErr error) Result {
 	} else {
 		res = f.st.apply(c, index, f.unsafe)
 		f.st.boundSeqs()
+		f.st.kv.hist.endEntry()
 		res.Activity, f.st.activity = f.st.activity, Activity{}
 	}
 	res.Index = index
@@ -193,6 +197,8 @@ func (st *state) apply(c Command, index uint64, u unsafeSwitches) Result {
 		return st.createToken(o, c)
 	case OpRevokeToken:
 		return st.revokeToken(c)
+	case OpTxn:
+		return st.txn(o, c)
 	}
 	return refuse("unknown op %d", uint8(c.Op))
 }
@@ -237,6 +243,11 @@ func (f *FSM) Refusal(c Command) error {
 		if !st.sessions.has(c.Session) {
 			return sessionNotFound(c.Session)
 		}
+	case OpTxn:
+		// Every refusal of a transaction is decided before it changes
+		// anything, and it records nothing when refused.
+		_, err := st.planTxn(c)
+		return err
 	}
 	return nil
 }

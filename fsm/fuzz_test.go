@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 // state: sessions with and without request-number windows, an exclusive
 // and a shared lock, a queue, a lock-delay, an election with a queued
 // candidate, request numbers and a floor, a member; then a timer that runs
-// out and an expiry of several sessions.
+// out and an expiry of several sessions; then keys: ephemeral, sequential,
+// under a guard, deleted by prefix.
 func seedLog() []Command {
 	seqWindow := func(c Command, w int) Command { c.SeqWindow = w; return c }
 	at := func(c Command, d time.Duration) Command { c.Now = t0.Add(d); return c }
@@ -68,7 +69,20 @@ func seedLog() []Command {
 		{Op: OpSetMember, Member: &Member{ID: "n1", Peer: "127.0.0.1:7401", HTTP: "http://127.0.0.1:7400"}},
 		at(due(TimerRef{Name: "dl", Armed: 10}), time.Minute),
 		at(expireAll("b", "zz"), time.Minute), // 20
+		ephemeral("a", "e/1", "x"),
+		seqd(withSession(sequential("q/"), "c"), 7),
+		guardedTxn(Guard{Lock: "x", Token: 5}, Compare{Key: []byte("e/1"), Target: TargetVersion, Op: Equal, Number: 1}),
+		txn(Txn{Success: []TxnOp{prefixOp(TxnDelete, "q/"), prefixOp(TxnGet, "e/")}}),
+		puts("k", "v"), // 25
 	}
+}
+
+func withSession(c Command, session string) Command { c.Session = session; return c }
+
+// guardedTxn is a transaction under guard g that puts a key if cmp holds
+// and deletes it if not.
+func guardedTxn(g Guard, cmp Compare) Command {
+	return txn(Txn{Guard: &g, Compare: []Compare{cmp}, Success: []TxnOp{Put([]byte("g"), []byte("1"))}, Failure: []TxnOp{Delete([]byte("g"))}})
 }
 
 // encodeAll returns the log entries of cs, version-2.

@@ -247,6 +247,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			t.Fatalf("session %q (window %d): idle %v, want %v", id, sess.SeqWindow, tb.idle, want)
 		}
 	}
+	checkKV(t, f.st)
 }
 
 func checkObject(t testing.TB, s *space, st *state, name string, l *Lock) {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,7 +44,13 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 		v1 := len(log) < n/4
 		now = now.Add(time.Duration(rng.IntN(600)) * time.Millisecond)
 		c := Command{Now: now, Session: session()}
-		switch r := rng.IntN(100); {
+		draws := 125 // the last 25 are transactions, which version 1 lacks
+		if v1 {
+			draws = 100
+		}
+		switch r := rng.IntN(draws); {
+		case r >= 100 && !v1:
+			c.Op, c.Txn = OpTxn, randomTxn(rng, session, scratch)
 		case r < 8:
 			c.Op, c.Session, c.TTL = OpCreateSession, fmt.Sprint("s", rng.IntN(7)), time.Duration(rng.IntN(4))*time.Second
 			c.LockDelay = []time.Duration{0, 2 * time.Second, 5 * time.Second}[rng.IntN(3)]
@@ -127,7 +134,11 @@ func describe(r Result) string {
 	if r.Session != nil {
 		s = *r.Session
 	}
-	return fmt.Sprintf("%d %v %d %v %v %v %+v %+v", r.Index, r.Granted, r.Token, r.Err, r.Released, r.Resigned, s, r.Expired)
+	txn, err := json.Marshal(r.Txn)
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("%d %v %d %v %v %v %+v %+v %s", r.Index, r.Granted, r.Token, r.Err, r.Released, r.Resigned, s, r.Expired, txn)
 }
 
 // outcomes counts what a log did, to prove the random test exercised
@@ -147,8 +158,22 @@ func (o outcomes) add(f *FSM, index uint64, data []byte, r Result) {
 		o["other refusal"]++
 	case r.Granted && r.Token == index:
 		o["granted"]++
+	case r.Txn != nil && r.Txn.Succeeded:
+		o["txn succeeded"]++
+	case r.Txn != nil:
+		o["txn failed"]++
 	}
 	c, err := Decode(data)
+	switch {
+	case err != nil || c.Op != OpTxn:
+		if page, err := f.Events(index-1, nil, []byte{0}, 1); err == nil && len(page.Events) > 0 {
+			o["ephemeral deleted"]++
+		}
+	case errors.Is(r.Err, ErrRepeated):
+		o["txn repeated"]++
+	case c.Txn != nil && c.Txn.Guard != nil && (r.Err == nil || errors.Is(r.Err, ErrStaleToken)):
+		o["txn guard"]++
+	}
 	if err != nil || c.Op == OpAcquire || c.Op == OpCampaign {
 		return
 	}
@@ -187,7 +212,8 @@ func TestApply_SameLogSameState(t *testing.T) {
 				t.Fatalf("snapshots differ:\n%s\n%s", sa, sb)
 			}
 			t.Logf("outcomes: %v", seen)
-			for _, k := range []string{"granted", "held", "delay", "bad", "hand-off by release", "hand-off by tick", "hand-off by timers-due", "hand-off by expire-session"} {
+			for _, k := range []string{"granted", "held", "delay", "bad", "hand-off by release", "hand-off by tick", "hand-off by timers-due", "hand-off by expire-session",
+				"txn succeeded", "txn failed", "txn repeated", "txn guard", "ephemeral deleted"} {
 				if seen[k] == 0 {
 					t.Errorf("log never produced %q: %v", k, seen)
 				}

@@ -18,6 +18,11 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 		log := randomLog(t, seed, 1200)
 		rng := rand.New(rand.NewPCG(seed, 7))
 		f := New()
+		// A short history, compacted often, keeps the state's encoding,
+		// compared below around every refusal, small.
+		if err := f.SetHistoryLimits(HistoryLimits{MinEvents: 20, MaxEvents: 100}); err != nil {
+			t.Fatal(err)
+		}
 		for i, b := range log {
 			c, err := Decode(b)
 			if err != nil || c.legacy {
@@ -30,7 +35,10 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 			refusal := f.Refusal(c)
 			if refusal == nil {
 				counts["applied"]++
-				f.ApplyCommand(uint64(i+1), c)
+				// A transaction's refusals are all told in advance.
+				if res := f.ApplyCommand(uint64(i+1), c); c.Op == OpTxn && res.Err != nil {
+					t.Fatalf("seed %d entry %d: Refusal said nothing, Apply refused the transaction: %v", seed, i+1, res.Err)
+				}
 				continue
 			}
 			before := mustStateJSON(t, f)
@@ -45,7 +53,7 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%v", counts)
-	for _, k := range []string{"held", "delay", "repeated", "session", "applied"} {
+	for _, k := range []string{"held", "delay", "repeated", "session", "applied", "stale token", "not holder"} {
 		if counts[k] == 0 {
 			t.Errorf("no %s refusal told in advance: %v", k, counts)
 		}
@@ -63,6 +71,10 @@ func refusalKind(err error) string {
 		return "repeated"
 	case errors.Is(err, ErrSessionNotFound):
 		return "session"
+	case errors.Is(err, ErrStaleToken):
+		return "stale token"
+	case errors.Is(err, ErrNotHolder):
+		return "not holder"
 	}
 	return "other"
 }

@@ -22,6 +22,10 @@ import (
 // since taken again. This is the client-session table of the Raft thesis
 // (section 6.3), reduced to what locks need.
 //
+// Transactions of the namespace of keys carry numbers too: their object
+// is the first key they name (txnObject), which a session never holds or
+// queues for, so a bounded table files it with the objects let go of.
+//
 // # Bounded tables
 //
 // A session created with a window W (Command.SeqWindow; this build's
@@ -84,17 +88,23 @@ func seqKey(s *space, name string) string {
 // its session and object, or, for an object without a number, not above
 // the session's floor. Commands without a number are never repeats.
 func (st *state) repeated(s *space, c Command) bool {
-	if c.Seq == 0 {
+	return st.seen(c.Session, seqKey(s, c.Name), c.Seq)
+}
+
+// seen reports whether seq is not above the number session's table keeps
+// for key, or, without one, not above its floor; 0 is never seen.
+func (st *state) seen(session, key string, seq uint64) bool {
+	if seq == 0 {
 		return false
 	}
-	t, ok := st.seqs.get(c.Session)
+	t, ok := st.seqs.get(session)
 	if !ok {
 		return false
 	}
-	if n, ok := t.last[seqKey(s, c.Name)]; ok {
-		return c.Seq <= n
+	if n, ok := t.last[key]; ok {
+		return seq <= n
 	}
-	return c.Seq <= t.floor
+	return seq <= t.floor
 }
 
 // noteSeq records c's number as the last applied for its session and
@@ -103,13 +113,33 @@ func (st *state) noteSeq(s *space, c Command) {
 	if c.Seq == 0 {
 		return
 	}
-	t, ok := st.seqs.mut(c.Session)
+	st.seqTable(c.Session).last[seqKey(s, c.Name)] = c.Seq
+	st.noted = append(st.noted, StandingTopic(s.election, c.Name, c.Session))
+}
+
+// noteIdleSeq records seq as the last number applied for session's
+// object key, one the session never holds or queues for (a transaction's,
+// kvtxn.go): a bounded table files it as idle at once, and trims.
+func (st *state) noteIdleSeq(session, key string, seq uint64) {
+	t := st.seqTable(session)
+	t.last[key] = seq
+	if sess, _ := st.sessions.get(session); sess.SeqWindow > 0 {
+		if t.idle == nil {
+			t.idle = make(map[string]struct{})
+		}
+		t.idle[key] = struct{}{}
+		t.trim(sess.SeqWindow)
+	}
+}
+
+// seqTable returns session's table to change, made first if it has none.
+func (st *state) seqTable(session string) *seqTable {
+	t, ok := st.seqs.mut(session)
 	if !ok {
 		t = &seqTable{last: make(map[string]uint64, 1)}
-		st.seqs.set(c.Session, t)
+		st.seqs.set(session, t)
 	}
-	t.last[seqKey(s, c.Name)] = c.Seq
-	st.noted = append(st.noted, StandingTopic(s.election, c.Name, c.Session))
+	return t
 }
 
 // boundSeqs runs after every entry: for each object whose number the entry
@@ -178,6 +208,10 @@ func (t *seqTable) trim(window int) {
 func (st *state) idleKeys(session string, t *seqTable) map[string]struct{} {
 	out := make(map[string]struct{})
 	for key := range t.last {
+		if strings.HasPrefix(key, kvSeqPrefix) {
+			out[key] = struct{}{} // a transaction's: never held
+			continue
+		}
 		s, name := st.locks, strings.TrimPrefix(key, "l/")
 		if strings.HasPrefix(key, "e/") {
 			s, name = st.elections, strings.TrimPrefix(key, "e/")

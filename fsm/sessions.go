@@ -28,8 +28,8 @@ func (st *state) createSession(o op, c Command) Result {
 }
 
 // endSession runs OpDestroySession and, with expire set, OpExpireSession:
-// the session loses everything at once; on expiry what it held stays
-// ungrantable for its lock-delay.
+// the session loses everything at once, its ephemeral keys included; on
+// expiry what it held stays ungrantable for its lock-delay.
 func (st *state) endSession(o op, id string, expire bool) Result {
 	sess, ok := st.sessions.get(id)
 	if !ok {
@@ -43,6 +43,7 @@ func (st *state) endSession(o op, id string, expire bool) Result {
 		Released: st.locks.evict(id, delay, expire, o),
 		Resigned: st.elections.evict(id, delay, expire, o),
 	}
+	st.kv.endSession(o, id)
 	st.sessions.del(id)
 	st.tokens.own(sess.Owner, -1)
 	st.seqs.del(id)

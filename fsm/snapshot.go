@@ -17,13 +17,15 @@ import (
 // snapshotVersion1, written before lock-delays and waits were leader-local
 // timers, and snapshotVersion2, written before request numbers were
 // bounded (its sessions keep every number: seq.go), and snapshotVersion3,
-// written before ACL tokens (it has none).
-const snapshotVersion = 4
+// written before ACL tokens (it has none), and snapshotVersion4, written
+// before the namespace of keys (it restores with none).
+const snapshotVersion = 5
 
 const (
 	snapshotVersion1 = 1
 	snapshotVersion2 = 2
 	snapshotVersion3 = 3
+	snapshotVersion4 = 4
 )
 
 // Lengths given on restore of a version-1 snapshot to timers it could not
@@ -54,6 +56,8 @@ type snapshotFile struct {
 	// bootstrap token was ever created (version 4 on).
 	ACLTokens       []acl.Token `json:"acl_tokens,omitempty"`
 	ACLBootstrapped bool        `json:"acl_bootstrapped,omitempty"`
+	// The namespace of keys (version 5 on; kvsnapshot.go).
+	kvFile
 }
 
 // Snapshot returns the whole state, encoded. Two FSMs that applied the same
@@ -78,6 +82,7 @@ type View struct {
 	members                    []Member
 	tokens                     []acl.Token
 	bootstrapped               bool
+	kv                         kvView
 }
 
 // View returns the current state, frozen.
@@ -96,6 +101,7 @@ func (f *FSM) View() *View {
 		members:        sortedValues(st.members),
 		tokens:         st.tokens.sorted(), // at most MaxTokens, small
 		bootstrapped:   st.tokens.bootstrapped,
+		kv:             st.kv.freeze(),
 	}
 }
 
@@ -115,6 +121,7 @@ func (v *View) Marshal() ([]byte, error) {
 		Members:         v.members,
 		ACLTokens:       v.tokens,
 		ACLBootstrapped: v.bootstrapped,
+		kvFile:          v.kv.file(),
 	}
 	for id, t := range v.seqs.all() {
 		if len(t.last) > 0 {
@@ -158,6 +165,7 @@ func (f *FSM) Restore(r io.Reader) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	st.kv.hist.limits = f.st.kv.hist.limits // the node's, not the snapshot's
 	f.st = st
 	f.watch.notifyAll()
 	return nil
@@ -181,9 +189,12 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if file.ACLTokens != nil || file.ACLBootstrapped {
 			return nil, badSnapshot(fmt.Errorf("version %d with ACL tokens", file.Version))
 		}
-	case snapshotVersion:
+	case snapshotVersion4, snapshotVersion:
 	default:
 		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d to %d)", file.Version, snapshotVersion1, snapshotVersion))
+	}
+	if file.Version < snapshotVersion && !file.kvFile.empty() {
+		return nil, badSnapshot(fmt.Errorf("version %d with keys", file.Version))
 	}
 	if file.Version == snapshotVersion1 {
 		file.upgradeV1()
@@ -273,6 +284,9 @@ func (file *snapshotFile) state() (*state, error) {
 	}
 	if err := st.elections.load(file.Elections, file.ElectionsIndex, file.AppliedIndex, st.sessions); err != nil {
 		return nil, fmt.Errorf("elections: %w", err)
+	}
+	if err := st.kv.load(file.kvFile, file.AppliedIndex, st.sessions); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
 	}
 	st.touched = nil // a restore wakes every watcher anyway
 	// The idle numbers of bounded tables follow from what the sessions

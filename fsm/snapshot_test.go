@@ -130,7 +130,7 @@ func TestRestore_RejectsBadInput(t *testing.T) {
 		{"garbage", "\x00\x01garbage"},
 		{"null", "null"},
 		{"no version", "{}"},
-		{"unknown version", strings.Replace(string(good), `"version":4`, `"version":5`, 1)},
+		{"unknown version", strings.Replace(string(good), fmt.Sprintf(`"version":%d`, snapshotVersion), fmt.Sprintf(`"version":%d`, snapshotVersion+1), 1)},
 		{"truncated", string(good[:len(good)/2])},
 		{"trailing data", string(good) + "{}"},
 		{"duplicate session", mutate(func(f *snapshotFile, x *Lock) { f.Sessions = append(f.Sessions, f.Sessions[0]) })},

@@ -97,6 +97,8 @@ type Result struct {
 	ACLToken *acl.Token
 	// Activity is what the entry did to the locks' holders (for metrics).
 	Activity Activity
+	// Txn is what a transaction did (nil if it was refused).
+	Txn *TxnResult
 }
 
 // Expiry is one session an expire-sessions ended: the locks it held, and

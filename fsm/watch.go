@@ -20,6 +20,8 @@ const (
 	topicObject                    // one lock or election
 	topicSpace                     // any lock, or any election
 	topicStanding                  // one session's holding of, or place in the queue of, one object
+	topicKey                       // one key of the namespace
+	topicPrefix                    // the keys that start with a prefix
 )
 
 // AppliedTopic changes with every entry applied, refused ones included,
@@ -45,11 +47,22 @@ func StandingTopic(election bool, name, session string) Topic {
 	return Topic{kind: topicStanding, election: election, name: name, session: session}
 }
 
+// KeyTopic changes whenever the key is put or deleted.
+func KeyTopic(key []byte) Topic { return Topic{kind: topicKey, name: string(key)} }
+
+// PrefixTopic changes whenever a key that starts with prefix is put or
+// deleted; the empty prefix, whenever any key is.
+func PrefixTopic(prefix []byte) Topic { return Topic{kind: topicPrefix, name: string(prefix)} }
+
 // watchers holds one channel per watched topic; the entry that changes the
 // topic closes it and forgets it.
 type watchers struct {
 	mu sync.Mutex
 	m  map[Topic]*watch
+	// prefixLens counts the watched prefix topics by the length of their
+	// prefix: a change of a key looks up only the prefixes of the key of
+	// those lengths, whatever the number of watchers and keys.
+	prefixLens map[int]int
 }
 
 type watch struct {
@@ -73,6 +86,7 @@ func (f *FSM) Watch(t Topic) (<-chan struct{}, func()) {
 	if e == nil {
 		e = &watch{ch: make(chan struct{})}
 		w.m[t] = e
+		w.counted(t, 1)
 	}
 	e.refs++
 	return e.ch, func() {
@@ -83,7 +97,21 @@ func (f *FSM) Watch(t Topic) (<-chan struct{}, func()) {
 		}
 		if e.refs--; e.refs == 0 {
 			delete(w.m, t)
+			w.counted(t, -1)
 		}
+	}
+}
+
+// counted counts a prefix topic in (d = 1) or out (d = -1) of prefixLens.
+func (w *watchers) counted(t Topic, d int) {
+	if t.kind != topicPrefix {
+		return
+	}
+	if w.prefixLens == nil {
+		w.prefixLens = make(map[int]int)
+	}
+	if w.prefixLens[len(t.name)] += d; w.prefixLens[len(t.name)] == 0 {
+		delete(w.prefixLens, len(t.name))
 	}
 }
 
@@ -104,6 +132,14 @@ func (w *watchers) notify(touched []Topic) {
 	w.fire(AppliedTopic())
 	for _, t := range touched {
 		w.fire(t)
+		if t.kind != topicKey {
+			continue
+		}
+		for n := range w.prefixLens {
+			if n <= len(t.name) {
+				w.fire(Topic{kind: topicPrefix, name: t.name[:n]})
+			}
+		}
 	}
 }
 
@@ -111,6 +147,7 @@ func (w *watchers) fire(t Topic) {
 	if e, ok := w.m[t]; ok {
 		close(e.ch)
 		delete(w.m, t)
+		w.counted(t, -1)
 	}
 }
 
@@ -122,6 +159,7 @@ func (w *watchers) notifyAll() {
 		close(e.ch)
 		delete(w.m, t)
 	}
+	clear(w.prefixLens)
 }
 
 // touch records that the entry being applied changed t.
