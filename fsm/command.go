@@ -16,7 +16,7 @@ const (
 	OpCreateSession  Op = 1  // Session, Name, TTL, LockDelay, SeqWindow
 	OpDestroySession Op = 2  // Session: release its locks at once, drop its waiters
 	OpExpireSession  Op = 3  // Session: like destroy, but locks get the session's lock-delay
-	OpAcquire        Op = 4  // Session, Name, Mode, Wait
+	OpAcquire        Op = 4  // Session, Name, Mode, Wait, Limit (a semaphore's slots; 0: an exclusive or shared lock)
 	OpRelease        Op = 5  // Session, Name
 	OpCancelWait     Op = 6  // Session, Name: leave the queue unless already granted
 	OpTick           Op = 7  // version-1 entries only: end lock-delays and drop waiters by the wall time Now
@@ -47,6 +47,9 @@ const version1 byte = 1
 // MaxTimersPerEntry bounds Command.Timers.
 const MaxTimersPerEntry = 1000
 
+// MaxLimit bounds Command.Limit: a semaphore has 1 to MaxLimit slots.
+const MaxLimit = 1024
+
 // MaxSessionsPerEntry bounds Command.Sessions: an entry that ends that
 // many sessions, each releasing what it held, is still short to apply.
 const MaxSessionsPerEntry = 1000
@@ -76,6 +79,10 @@ type Command struct {
 	Wait      time.Duration `json:"wait,omitempty"`
 	Value     string        `json:"value,omitempty"`
 	Member    *Member       `json:"member,omitempty"`
+	// Limit makes an OpAcquire take one of the Limit slots of a semaphore
+	// (1 to MaxLimit); 0, as older builds wrote, takes an exclusive or
+	// shared lock. Every holder and waiter of a lock has the same limit.
+	Limit int `json:"limit,omitempty"`
 	// Seq is the client's request number for lock and election operations
 	// and transactions (see seq.go); 0 means none.
 	Seq uint64 `json:"seq,omitempty"`
@@ -98,16 +105,23 @@ type Command struct {
 	legacy bool
 }
 
-// TimerRef names one leader-local timer: a lock-delay (Session empty) or a
-// waiter's wait on the lock or election (Election) Name. Armed is the index
-// of the entry that started it; a ref whose Armed no longer matches names a
-// timer that was restarted or ended since, and is ignored.
+// TimerRef names one leader-local timer: a lock-delay (Session empty), a
+// waiter's wait on the lock or election (Election) Name, or, with Slot, the
+// lock-delay of the slot of semaphore Name that Session held when it
+// expired. Armed is the index of the entry that started it; a ref whose
+// Armed no longer matches names a timer that was restarted or ended since,
+// and is ignored.
 type TimerRef struct {
 	Election bool   `json:"election,omitempty"`
 	Name     string `json:"name"`
 	Session  string `json:"session,omitempty"`
+	Slot     bool   `json:"slot,omitempty"`
 	Armed    uint64 `json:"armed"`
 }
+
+// IsDelay reports whether r names a lock-delay (of a whole lock, or of one
+// slot of a semaphore) rather than a waiter's wait.
+func (r TimerRef) IsDelay() bool { return r.Session == "" || r.Slot }
 
 // Timer is a pending timer and its full length, which a leader runs from
 // when it learns of the timer (so a new leader gives each its full length

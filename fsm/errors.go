@@ -38,6 +38,11 @@ var (
 	// that is queued for the lock: the try fails, the session keeps its
 	// place in the queue.
 	ErrStillQueued = fmt.Errorf("%w: the session stays queued for it", ErrLockHeld)
+	// ErrLimitConflict is the ErrBadCommand of an acquire whose limit is
+	// not the lock's: every holder and waiter of a lock (and the delayed
+	// slots its expired holders left) has the same limit, 0 for an
+	// exclusive or shared lock.
+	ErrLimitConflict = fmt.Errorf("%w: the lock has another limit", ErrBadCommand)
 	// ErrBadSnapshot: Restore was given bytes that are not a snapshot this
 	// build can read (garbage, unknown version, or inconsistent state).
 	ErrBadSnapshot = errors.New("fsm: bad snapshot")

@@ -211,7 +211,7 @@ func checkInvariants(t testing.TB, f *FSM) {
 			for _, w := range l.Waiters {
 				addRef(waiting, w.Session, name)
 			}
-			if len(l.Waiters) > 0 || l.DelayIndex != 0 {
+			if l.timed() {
 				timed[name] = struct{}{}
 			}
 		}

@@ -15,15 +15,31 @@ func (st *state) checkObject(c Command) error {
 }
 
 // requestMode returns the mode c asks for: exclusive unless it says shared,
-// and always exclusive for a campaign.
-func requestMode(s *space, c Command) (Mode, error) {
+// and always exclusive for a campaign and for a slot of a semaphore.
+func requestMode(s *space, o op, c Command) (Mode, error) {
 	switch {
+	case c.Limit < 0 || c.Limit > MaxLimit:
+		return "", fmt.Errorf("%w: %v: limit %d (want 0, or 1 to %d for a semaphore)", ErrBadCommand, c.Op, c.Limit, MaxLimit)
+	case c.Limit > 0 && (s.election || o.legacy):
+		return "", fmt.Errorf("%w: %v: a limit on an election or in a version-1 entry", ErrBadCommand, c.Op)
+	case c.Limit > 0 && c.Mode == Shared:
+		return "", fmt.Errorf("%w: %v: a semaphore's slots are not shared: a limit takes no mode shared", ErrBadCommand, c.Op)
 	case c.Mode == "" || c.Mode == Exclusive:
 		return Exclusive, nil
 	case c.Mode == Shared && !s.election:
 		return Shared, nil
 	}
 	return "", fmt.Errorf("%w: %v: mode %q", ErrBadCommand, c.Op, c.Mode)
+}
+
+// limitConflict refuses an acquire whose limit is not that of l, if l
+// exists (it has holders, waiters or a pending lock-delay).
+func limitConflict(l *Lock, o op, c Command) error {
+	if c.Limit == l.Limit || !l.exists(o) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s has limit %d while it has holders, waiters or delayed slots, and this acquire asks for %d (0: not a semaphore); every holder and waiter must ask for the same limit",
+		ErrLimitConflict, c.Name, l.Limit, c.Limit)
 }
 
 // acquireAct is what an acquire does to the state.
@@ -58,6 +74,7 @@ func (st *state) acquire(s *space, o op, c Command) Result {
 		return p.res
 	}
 	l := s.lookup(c.Name)
+	l.Limit = c.Limit // the same, unless l is new
 	value := ""
 	if s.election {
 		value = c.Value
@@ -86,7 +103,7 @@ func (st *state) planAcquire(s *space, o op, c Command) acquirePlan {
 	if err := st.checkObject(c); err != nil {
 		return acquirePlan{res: Result{Err: err}}
 	}
-	mode, err := requestMode(s, c)
+	mode, err := requestMode(s, o, c)
 	if err != nil {
 		return acquirePlan{res: Result{Err: err}}
 	}
@@ -99,6 +116,13 @@ func (st *state) planAcquire(s *space, o op, c Command) acquirePlan {
 		return st.planRepeated(s, l, p, o, c)
 	}
 	p.note = c.Seq != 0
+	// Refused with its number recorded, as a try of a held lock is: the
+	// lock may later exist with this limit, and a late copy of a request
+	// its client was told no to must not be granted then.
+	if err := limitConflict(l, o, c); err != nil {
+		p.res = Result{Err: err}
+		return p
+	}
 	if i := l.holder(c.Session); i >= 0 {
 		// A retry of an acquire that already succeeded: same token, no change.
 		if l.Mode != mode {
@@ -119,7 +143,7 @@ func (st *state) planAcquire(s *space, o op, c Command) acquirePlan {
 		p.act = grant
 	case c.Wait > 0:
 		p.act = enqueue
-	case len(l.Holders) == 0 && l.delayed(o):
+	case l.waitsOnDelay(o):
 		p.res = Result{Err: s.delayError(l)}
 	default:
 		p.res = Result{Err: fmt.Errorf("%w: %s", ErrLockHeld, c.Name)}
@@ -263,7 +287,7 @@ func (st *state) letGo(s *space, o op, c Command) Result {
 // from the current state: the session's holding or its place in the queue
 // if it still has them, and otherwise a refusal. It never grants anew.
 func (st *state) planRepeated(s *space, l *Lock, p acquirePlan, o op, c Command) acquirePlan {
-	if i := l.holder(c.Session); i >= 0 && l.Mode == p.mode {
+	if i := l.holder(c.Session); i >= 0 && l.Mode == p.mode && l.Limit == c.Limit {
 		p.res = Result{Granted: true, Token: l.Holders[i].Token}
 		if o.unsafe.refuseRepeat() {
 			p.res = Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
@@ -278,9 +302,9 @@ func (st *state) planRepeated(s *space, l *Lock, p acquirePlan, o op, c Command)
 	// free (the first request was applied, and whatever it got, this one
 	// is not applied again).
 	switch {
-	case len(l.Holders) == 0 && l.delayed(o):
+	case l.waitsOnDelay(o):
 		p.res = Result{Err: s.delayError(l)}
-	case len(l.Holders) > 0 || len(l.Waiters) > 0:
+	case l.busy():
 		p.res = Result{Err: fmt.Errorf("%w: %s: request %d repeats one already applied", ErrLockHeld, c.Name, c.Seq)}
 	default:
 		p.res = Result{Err: fmt.Errorf("%w: %s: request %d", ErrRepeated, c.Name, c.Seq)}

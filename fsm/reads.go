@@ -194,6 +194,7 @@ func copyLock(l *Lock) Lock {
 	c := *l
 	c.Holders = slices.Clone(l.Holders)
 	c.Waiters = slices.Clone(l.Waiters)
+	c.Slots = slices.Clone(l.Slots)
 	return c
 }
 

@@ -18,14 +18,16 @@ import (
 // timers, and snapshotVersion2, written before request numbers were
 // bounded (its sessions keep every number: seq.go), and snapshotVersion3,
 // written before ACL tokens (it has none), and snapshotVersion4, written
-// before the namespace of keys (it restores with none).
-const snapshotVersion = 5
+// before the namespace of keys (it restores with none), and
+// snapshotVersion5, written before semaphores (it has none).
+const snapshotVersion = 6
 
 const (
 	snapshotVersion1 = 1
 	snapshotVersion2 = 2
 	snapshotVersion3 = 3
 	snapshotVersion4 = 4
+	snapshotVersion5 = 5
 )
 
 // Lengths given on restore of a version-1 snapshot to timers it could not
@@ -189,12 +191,15 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if file.ACLTokens != nil || file.ACLBootstrapped {
 			return nil, badSnapshot(fmt.Errorf("version %d with ACL tokens", file.Version))
 		}
-	case snapshotVersion4, snapshotVersion:
+	case snapshotVersion4, snapshotVersion5, snapshotVersion:
 	default:
 		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d to %d)", file.Version, snapshotVersion1, snapshotVersion))
 	}
-	if file.Version < snapshotVersion && !file.kvFile.empty() {
+	if file.Version < snapshotVersion5 && !file.kvFile.empty() {
 		return nil, badSnapshot(fmt.Errorf("version %d with keys", file.Version))
+	}
+	if file.Version < snapshotVersion && slices.ContainsFunc(slices.Concat(file.Locks, file.Elections), isSemaphore) {
+		return nil, badSnapshot(fmt.Errorf("version %d with a semaphore", file.Version))
 	}
 	if file.Version == snapshotVersion1 {
 		file.upgradeV1()
@@ -205,6 +210,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 	}
 	return st, nil
 }
+
+func isSemaphore(l Lock) bool { return l.Limit != 0 || l.Slots != nil }
 
 func badSnapshot(err error) error {
 	return fmt.Errorf("%w: %w", ErrBadSnapshot, err)
@@ -322,6 +329,7 @@ func (s *space) load(locks []Lock, index, applied uint64, sessions *cowMap[Sessi
 		l := &Lock{
 			Name:        in.Name,
 			Mode:        in.Mode,
+			Limit:       in.Limit,
 			DelayUntil:  in.DelayUntil.UTC(),
 			Delay:       in.Delay,
 			DelayIndex:  in.DelayIndex,
@@ -339,8 +347,12 @@ func (s *space) load(locks []Lock, index, applied uint64, sessions *cowMap[Sessi
 			w.Deadline = w.Deadline.UTC()
 			s.enqueue(l, w)
 		}
+		for _, d := range in.Slots {
+			d.Until = d.Until.UTC()
+			l.Slots = append(l.Slots, d)
+		}
 		s.objs.set(l.Name, l)
-		if len(l.Waiters) > 0 || l.DelayIndex != 0 {
+		if l.timed() {
 			s.timed[l.Name] = struct{}{}
 		}
 	}
@@ -351,8 +363,11 @@ func (s *space) load(locks []Lock, index, applied uint64, sessions *cowMap[Sessi
 // validate checks one object of a snapshot against the invariants the
 // commands keep.
 func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
+	if err := s.validateLimit(l); err != nil {
+		return err
+	}
 	switch {
-	case len(l.Holders) == 0 && len(l.Waiters) == 0 && l.DelayIndex == 0:
+	case len(l.Holders) == 0 && len(l.Waiters) == 0 && l.DelayIndex == 0 && len(l.Slots) == 0:
 		return errors.New("empty object")
 	case (l.DelayIndex != 0) != (l.Delay > 0) || (l.DelayIndex != 0) == l.DelayUntil.IsZero():
 		return errors.New("lock-delay without its length, starting entry or shown end")
@@ -360,7 +375,7 @@ func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 		return errors.New("mode or value without a holder")
 	case len(l.Holders) > 0 && !validMode(s, l.Mode):
 		return fmt.Errorf("mode %q", l.Mode)
-	case l.Mode == Exclusive && len(l.Holders) > 1:
+	case l.Mode == Exclusive && len(l.Holders) > max(l.Limit, 1):
 		return errors.New("several exclusive holders")
 	case !s.election && l.Value != "":
 		return errors.New("value on a lock")
@@ -395,6 +410,37 @@ func (s *space) validate(l Lock, sessions *cowMap[Session]) error {
 	return nil
 }
 
+// validateLimit checks what a semaphore keeps: a limit within bounds, on a
+// lock; exclusive slots, no more held or delayed than the limit; no
+// lock-delay of the whole lock; each delayed slot named, timed and shown.
+func (s *space) validateLimit(l Lock) error {
+	switch {
+	case l.Limit < 0 || l.Limit > MaxLimit || (l.Limit > 0 && s.election):
+		return fmt.Errorf("limit %d", l.Limit)
+	case l.Limit == 0 && l.Slots != nil:
+		return errors.New("delayed slots without a limit")
+	case l.Limit == 0:
+		return nil
+	case len(l.Holders)+len(l.Slots) > l.Limit:
+		return fmt.Errorf("%d holders and %d delayed slots over the limit %d", len(l.Holders), len(l.Slots), l.Limit)
+	case l.DelayIndex != 0 || l.Delay != 0 || !l.DelayUntil.IsZero():
+		return errors.New("a semaphore with a lock-delay of the whole lock")
+	case len(l.Holders) > 0 && l.Mode != Exclusive:
+		return fmt.Errorf("a semaphore held in mode %q", l.Mode)
+	case slices.ContainsFunc(l.Waiters, func(w Waiter) bool { return w.Mode != Exclusive }):
+		return errors.New("a semaphore's waiter in a mode other than exclusive")
+	}
+	seen := make(map[SlotDelay]bool)
+	for _, d := range l.Slots {
+		key := SlotDelay{Session: d.Session, Index: d.Index}
+		if d.Session == "" || d.Index == 0 || d.Length <= 0 || d.Until.IsZero() || !encodable(d.Until) || seen[key] {
+			return fmt.Errorf("delayed slot of %q from entry %d: unnamed, repeated, without a length or a shown end", d.Session, d.Index)
+		}
+		seen[key] = true
+	}
+	return nil
+}
+
 // validateOrder checks one object of a snapshot against the order the
 // entries that built it keep: it changed last at or before the space's
 // index, its tokens are indexes of entries applied, in grant order (so a
@@ -408,6 +454,10 @@ func validateOrder(l Lock, index, applied uint64) error {
 		return fmt.Errorf("a token after the applied index %d", applied)
 	case !slices.IsSortedFunc(l.Holders, func(a, b Holder) int { return cmp.Compare(a.Token, b.Token) }):
 		return errors.New("holders not in grant order")
+	case slices.ContainsFunc(l.Slots, func(d SlotDelay) bool { return d.Index > applied }):
+		return fmt.Errorf("a delayed slot after the applied index %d", applied)
+	case !slices.IsSortedFunc(l.Slots, func(a, b SlotDelay) int { return cmp.Compare(a.Index, b.Index) }):
+		return errors.New("delayed slots not in the order they started")
 	case l.DelayIndex == 0 && len(l.Waiters) > 0 && l.admits(l.Waiters[0].Mode):
 		return fmt.Errorf("waiter %q queued though it could hold", l.Waiters[0].Session)
 	}

@@ -72,13 +72,13 @@ func (s *space) settle(l *Lock, o op) {
 	s.index = o.index
 	s.touch(ObjectTopic(s.election, l.Name))
 	s.touch(SpaceTopic(s.election))
-	if len(l.Holders) == 0 && len(l.Waiters) == 0 && !l.delayed(o) {
+	if !l.exists(o) {
 		s.objs.del(l.Name)
 		delete(s.timed, l.Name)
 		return
 	}
 	s.objs.set(l.Name, l)
-	if len(l.Waiters) > 0 || l.DelayIndex != 0 {
+	if l.timed() {
 		s.timed[l.Name] = struct{}{}
 	} else {
 		delete(s.timed, l.Name)
@@ -102,7 +102,8 @@ func (s *space) grant(l *Lock, session string, mode Mode, value string, o op) {
 }
 
 // dropHolder removes the i-th holder. A lock nobody holds has no mode, and
-// an election without a leader has no value.
+// an election without a leader has no value. (A semaphore keeps its limit
+// while it exists.)
 func (s *space) dropHolder(l *Lock, i int, o op) {
 	s.unlink(s.held, l.Holders[i].Session, l.Name)
 	s.ended(l.Holders[i], o)
@@ -143,9 +144,10 @@ func (s *space) dropExpired(l *Lock, now time.Time) bool {
 }
 
 // handoff grants l to the head of its queue, and for a shared head to every
-// shared waiter right behind it, in the entry that freed it, so a hand-off
-// costs one commit. Nothing is granted inside a lock-delay. It reports
-// whether l changed.
+// shared waiter right behind it, or for a semaphore to as many waiters as
+// it has grantable slots, in the entry that freed it, so a hand-off costs
+// one commit. Nothing is granted inside a lock-delay, nor on a delayed
+// slot. It reports whether l changed.
 func (s *space) handoff(l *Lock, o op) bool {
 	if l.delayed(o) {
 		return false
@@ -170,7 +172,7 @@ func (s *space) handoff(l *Lock, o op) bool {
 		s.grant(l, w.Session, w.Mode, w.Value, o)
 		s.granted(true)
 		changed = true
-		if w.Mode != Shared {
+		if w.Mode != Shared && l.Limit == 0 {
 			break
 		}
 	}
@@ -192,9 +194,10 @@ func (s *space) tick(o op) {
 
 // evict takes from session everything it holds or waits for in s, hands
 // off each object in name order and returns the names it held, sorted. With
-// delay > 0 (expiry) the objects it held get a lock-delay first, so nobody,
-// not even a waiter, gets them before it ends. expired says the session
-// expired (rather than was destroyed), for the entry's Activity.
+// delay > 0 (expiry) the objects it held get a lock-delay first (on a
+// semaphore, the slot it held does), so nobody, not even a waiter, gets
+// them before it ends. expired says the session expired (rather than was
+// destroyed), for the entry's Activity.
 func (s *space) evict(session string, delay time.Duration, expired bool, o op) []string {
 	held := refs(s.held, session)
 	names := slices.Concat(held, refs(s.waiting, session))
@@ -205,7 +208,10 @@ func (s *space) evict(session string, delay time.Duration, expired bool, o op) [
 		if i := l.holder(session); i >= 0 {
 			held = true
 			s.dropHolder(l, i, o)
-			if delay > 0 {
+			switch {
+			case delay > 0 && l.Limit > 0:
+				l.Slots = append(l.Slots, SlotDelay{Session: session, Index: o.index, Length: delay, Until: o.now.Add(delay)})
+			case delay > 0:
 				s.startDelay(l, delay, o)
 			}
 		}
@@ -269,8 +275,45 @@ func (l *Lock) delayed(o op) bool {
 	return l.DelayIndex != 0
 }
 
-// delayError describes l's lock-delay in space s.
+// exists reports whether l must be kept in entry o: it has holders,
+// waiters, a lock-delay in force or a delayed slot.
+func (l *Lock) exists(o op) bool {
+	return len(l.Holders) > 0 || len(l.Waiters) > 0 || l.delayed(o) || len(l.Slots) > 0
+}
+
+// timed reports whether l has timers: waiters, a lock-delay or a delayed
+// slot.
+func (l *Lock) timed() bool {
+	return len(l.Waiters) > 0 || l.DelayIndex != 0 || len(l.Slots) > 0
+}
+
+// waitsOnDelay reports whether only a lock-delay keeps l from being
+// granted in entry o: nobody holds it and a lock-delay is in force, or,
+// for a semaphore, every slot nobody holds is delayed and one is.
+func (l *Lock) waitsOnDelay(o op) bool {
+	if l.Limit > 0 {
+		return len(l.Slots) > 0 && len(l.Holders)+len(l.Slots) >= l.Limit
+	}
+	return len(l.Holders) == 0 && l.delayed(o)
+}
+
+// busy reports whether l is held or queued for, so that a try by another
+// session would not be granted for that reason: a lock with holders or
+// waiters, a semaphore with waiters or every slot held or delayed.
+func (l *Lock) busy() bool {
+	if l.Limit > 0 {
+		return len(l.Waiters) > 0 || len(l.Holders)+len(l.Slots) >= l.Limit
+	}
+	return len(l.Holders) > 0 || len(l.Waiters) > 0
+}
+
+// delayError describes l's lock-delay in space s: for a semaphore, that of
+// the delayed slot that started first.
 func (s *space) delayError(l *Lock) *DelayError {
+	if l.Limit > 0 && len(l.Slots) > 0 {
+		d := l.Slots[0]
+		return &DelayError{Ref: d.Ref(l.Name), Length: d.Length, Until: d.Until}
+	}
 	return &DelayError{
 		Ref:    TimerRef{Election: s.election, Name: l.Name, Armed: l.DelayIndex},
 		Length: l.Delay,
@@ -278,13 +321,27 @@ func (s *space) delayError(l *Lock) *DelayError {
 	}
 }
 
+// PendingDelay returns the lock-delay that alone keeps l from being
+// granted now (see waitsOnDelay), or nil: what a refused try would name.
+func (l *Lock) PendingDelay(election bool) *DelayError {
+	if !l.waitsOnDelay(op{}) {
+		return nil
+	}
+	s := space{election: election}
+	return s.delayError(l)
+}
+
 // timers appends the pending timers of s, in name order, each object's
-// lock-delay before its waiters in queue order.
+// lock-delay, then its delayed slots in the order they started, then its
+// waiters in queue order.
 func (s *space) timers(out []Timer) []Timer {
 	for _, name := range slices.Sorted(maps.Keys(s.timed)) {
 		l, _ := s.objs.get(name)
 		if l.DelayIndex != 0 {
 			out = append(out, Timer{TimerRef{Election: s.election, Name: name, Armed: l.DelayIndex}, l.Delay})
+		}
+		for _, d := range l.Slots {
+			out = append(out, Timer{d.Ref(name), d.Length})
 		}
 		for _, w := range l.Waiters {
 			out = append(out, Timer{TimerRef{Election: s.election, Name: name, Session: w.Session, Armed: w.Since}, w.Wait})
@@ -294,12 +351,22 @@ func (s *space) timers(out []Timer) []Timer {
 }
 
 // timeUp ends the timer r names if it is still the one running: the
-// lock-delay (then the queue may move up) or the waiter's wait (it leaves
-// the queue, which may unblock those behind it). A ref to a timer that was
-// restarted or has ended already changes nothing.
+// lock-delay or a slot's (then the queue may move up) or the waiter's wait
+// (it leaves the queue, which may unblock those behind it). A ref to a
+// timer that was restarted or has ended already changes nothing.
 func (s *space) timeUp(r TimerRef, o op) {
 	l, ok := s.objs.mut(r.Name)
 	if !ok {
+		return
+	}
+	if r.Slot {
+		i := slices.IndexFunc(l.Slots, func(d SlotDelay) bool { return d.Session == r.Session && d.Index == r.Armed })
+		if i < 0 {
+			return
+		}
+		l.Slots = without(l.Slots, i)
+		s.handoffAfterExpiry(l, o)
+		s.settle(l, o)
 		return
 	}
 	if r.Session == "" {
@@ -322,8 +389,13 @@ func (s *space) timeUp(r TimerRef, o op) {
 }
 
 // admits reports whether the current holders leave room for one in mode:
-// anyone may take a free lock, and shared holders admit more shared ones.
+// anyone may take a free lock, and shared holders admit more shared ones;
+// a semaphore admits one more while it has a slot neither held nor
+// delayed.
 func (l *Lock) admits(mode Mode) bool {
+	if l.Limit > 0 {
+		return len(l.Holders)+len(l.Slots) < l.Limit
+	}
 	return len(l.Holders) == 0 || (mode == Shared && l.Mode == Shared)
 }
 

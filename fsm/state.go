@@ -52,16 +52,43 @@ type Waiter struct {
 // timer of length Delay started by entry DelayIndex, and ends with the
 // OpTimersDue that names it. DelayUntil is the wall time the stamping
 // leader expected it to end, shown only.
+//
+// A semaphore (Limit above 0) has Limit slots, each held exclusively: up
+// to Limit holders at once, each with its own token, and Mode Exclusive
+// while any holds one. It never has the lock-delay above; instead each
+// slot whose holder expired stays ungrantable for that holder's lock-delay
+// (Slots), while the other free slots stay grantable: Limit − holders −
+// delayed slots can be granted. The limit is the object's for as long as
+// it exists (holders, waiters or delayed slots).
 type Lock struct {
 	Name        string        `json:"name"`
 	Mode        Mode          `json:"mode,omitempty"`
+	Limit       int           `json:"limit,omitempty"`
 	Holders     []Holder      `json:"holders,omitempty"`
 	Waiters     []Waiter      `json:"waiters,omitempty"`
 	DelayUntil  time.Time     `json:"delay_until,omitzero"`
 	Delay       time.Duration `json:"delay,omitempty"`
 	DelayIndex  uint64        `json:"delay_index,omitempty"`
+	Slots       []SlotDelay   `json:"delayed_slots,omitempty"`
 	Value       string        `json:"value,omitempty"`
 	ModifyIndex uint64        `json:"modify_index"`
+}
+
+// SlotDelay is the lock-delay of one slot of a semaphore: Session expired
+// holding it in entry Index, and the slot stays ungrantable until the
+// OpTimersDue naming it (TimerRef with Slot) ends its leader-local timer
+// of length Length. Until is the wall time the stamping leader expected it
+// to end, shown only. A semaphore keeps them in the order they started.
+type SlotDelay struct {
+	Session string        `json:"session"`
+	Index   uint64        `json:"index"`
+	Length  time.Duration `json:"length"`
+	Until   time.Time     `json:"until"`
+}
+
+// Ref names the timer of d on semaphore name.
+func (d SlotDelay) Ref(name string) TimerRef {
+	return TimerRef{Name: name, Session: d.Session, Slot: true, Armed: d.Index}
 }
 
 // Member is one node in the replicated member table.

@@ -109,13 +109,14 @@ func (s unsafeSwitches) nextWaiter(l *Lock) int {
 }
 
 // shortenLockDelays cuts the lock-delays among timers (those of no
-// session) to a tenth of their length, under EarlyLockDelay.
+// session, and those of a semaphore's slots) to a tenth of their length,
+// under EarlyLockDelay.
 func (s unsafeSwitches) shortenLockDelays(timers []Timer) {
 	if !s.u.EarlyLockDelay {
 		return
 	}
 	for i := range timers {
-		if timers[i].Session == "" {
+		if timers[i].IsDelay() {
 			timers[i].Length /= 10
 		}
 	}
