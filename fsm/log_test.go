@@ -14,7 +14,8 @@ import (
 )
 
 // randomLog returns n encoded entries drawn from a fixed seed: sessions
-// coming and going, acquires of every kind, releases, expiries, elections,
+// coming and going, acquires of every kind (semaphores' too, with limits
+// that agree, conflict or are out of bounds), releases, expiries, elections,
 // timers running out and undecodable entries. The first quarter are
 // version-1 entries, ticking by the wall clock as older builds did; the
 // rest name the pending timers of the state so far (seen through a
@@ -33,6 +34,10 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 		return fmt.Sprint("s", rng.IntN(7))
 	}
 	lock := func() string { return pick("l0", "l1", "l2") }
+	// Semaphores draw from a stream of their own, so that the rest of
+	// the log is drawn as before they existed.
+	semRng := rand.New(rand.NewPCG(seed, 2))
+	semaphore := func(v1 bool) bool { return !v1 && semRng.IntN(3) == 0 }
 	election := func() string { return pick("e0", "e1") }
 	wait := func() time.Duration {
 		return []time.Duration{0, 0, 2 * time.Second, 5 * time.Second, 20 * time.Second, -1}[rng.IntN(6)]
@@ -59,10 +64,20 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 			}
 		case r < 38:
 			c.Op, c.Name, c.Mode, c.Wait = OpAcquire, lock(), mode(), wait()
+			if semaphore(v1) {
+				c.Name = []string{"s0", "s1"}[semRng.IntN(2)]
+				c.Limit = []int{2, 2, 2, 3, 1, 0, -1, MaxLimit + 1}[semRng.IntN(8)]
+				c.Mode = []Mode{"", "", Exclusive, Shared}[semRng.IntN(4)]
+			}
 		case r < 46:
 			c.Op, c.Name = OpRelease, lock()
 		case r < 53:
 			c.Op, c.Name = OpLetGo, lock()
+			// A semaphore the session holds, rather than a lock it may
+			// not: semaphores' slots go round.
+			if held, _ := scratch.SessionHolds(c.Session); !v1 && len(held) > 0 && held[0][0] == 's' && semRng.IntN(2) == 0 {
+				c.Name = held[0]
+			}
 		case r < 56:
 			c.Op, c.Name = OpCancelWait, lock()
 		case r < 64 && v1:
@@ -147,6 +162,12 @@ type outcomes map[string]int
 
 func (o outcomes) add(f *FSM, index uint64, data []byte, r Result) {
 	var de *DelayError
+	if errors.As(r.Err, &de) && de.Ref.Slot {
+		o["slot delay"]++
+	}
+	if errors.Is(r.Err, ErrLimitConflict) {
+		o["limit conflict"]++
+	}
 	switch {
 	case errors.As(r.Err, &de):
 		o["delay"]++
@@ -181,7 +202,13 @@ func (o outcomes) add(f *FSM, index uint64, data []byte, r Result) {
 		for _, h := range l.Holders {
 			if h.Token == index {
 				o["hand-off by "+c.Op.String()]++
+				if l.Limit > 0 {
+					o["slot hand-off by "+c.Op.String()]++
+				}
 			}
+		}
+		if l.Limit > 1 && len(l.Holders) > 1 {
+			o["semaphore holders"]++
 		}
 	}
 }
@@ -213,7 +240,7 @@ func TestApply_SameLogSameState(t *testing.T) {
 			}
 			t.Logf("outcomes: %v", seen)
 			for _, k := range []string{"granted", "held", "delay", "bad", "hand-off by release", "hand-off by tick", "hand-off by timers-due", "hand-off by expire-session",
-				"txn succeeded", "txn failed", "txn repeated", "txn guard", "ephemeral deleted"} {
+				"txn succeeded", "txn failed", "txn repeated", "txn guard", "ephemeral deleted", "limit conflict", "semaphore holders"} {
 				if seen[k] == 0 {
 					t.Errorf("log never produced %q: %v", k, seen)
 				}

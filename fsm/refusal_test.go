@@ -53,7 +53,7 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%v", counts)
-	for _, k := range []string{"held", "delay", "repeated", "session", "applied", "stale token", "not holder"} {
+	for _, k := range []string{"held", "delay", "repeated", "session", "applied", "stale token", "not holder", "limit"} {
 		if counts[k] == 0 {
 			t.Errorf("no %s refusal told in advance: %v", k, counts)
 		}
@@ -63,8 +63,12 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 func refusalKind(err error) string {
 	var de *DelayError
 	switch {
+	case errors.As(err, &de) && de.Ref.Slot:
+		return "slot delay"
 	case errors.As(err, &de):
 		return "delay"
+	case errors.Is(err, ErrLimitConflict):
+		return "limit"
 	case errors.Is(err, ErrLockHeld):
 		return "held"
 	case errors.Is(err, ErrRepeated):
