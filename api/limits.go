@@ -18,6 +18,10 @@ const (
 	DefaultLockDelay = 5 * time.Second
 	// MaxLockDelay is the longest lock-delay.
 	MaxLockDelay = 60 * time.Second
+	// MaxLimit is the largest limit of a semaphore (an acquire's limit):
+	// every hand-off and read of a semaphore handles its holders, so they
+	// are bounded to keep both short.
+	MaxLimit = 1024
 	// MaxWait is the longest an acquire or campaign may block.
 	MaxWait = 5 * time.Minute
 	// MaxQueryWait is the longest a blocking query may wait.

@@ -55,6 +55,11 @@ type KeepAliveResponse struct {
 // AcquireRequest is the body of POST /v1/locks/{name}/acquire. Wait is how
 // long to block in the waiter queue; 0 means try once.
 //
+// Limit, 1 to MaxLimit, makes the lock a counting semaphore: up to Limit
+// sessions hold it at once, each with a token of its own. Every holder and
+// waiter of a lock must give the same limit (0, the default, for an
+// exclusive or shared lock); a semaphore takes no mode shared.
+//
 // Seq, in this and the other lock and election requests, is optional: a
 // number the client makes grow with every operation of a session, and
 // repeats when it retries one. The server then ignores a request whose
@@ -66,14 +71,17 @@ type AcquireRequest struct {
 	Mode    string   `json:"mode,omitempty"`
 	Wait    Duration `json:"wait,omitempty"`
 	Seq     uint64   `json:"seq,omitempty"`
+	Limit   int      `json:"limit,omitempty"`
 }
 
-// AcquireResponse answers a successful acquire.
+// AcquireResponse answers a successful acquire. Limit is the semaphore's
+// (absent for an exclusive or shared lock).
 type AcquireResponse struct {
 	Name    string `json:"name"`
 	Mode    string `json:"mode"`
 	Token   uint64 `json:"token"`
 	Session string `json:"session"`
+	Limit   int    `json:"limit,omitempty"`
 }
 
 // SessionRequest is the body of release, resign and similar calls that name
@@ -99,14 +107,25 @@ type Waiter struct {
 
 // Lock is the state of a lock. A lock that does not exist reads as free: no
 // holders, an empty mode, and a ModifyIndex no lower than the last change of
-// any lock.
+// any lock. A semaphore shows its Limit, and DelayedSlots: each slot whose
+// holder expired and which stays ungrantable for that holder's lock-delay.
 type Lock struct {
-	Name        string     `json:"name"`
-	Mode        string     `json:"mode,omitempty"`
-	Holders     []Holder   `json:"holders"`
-	Waiters     []Waiter   `json:"waiters"`
-	DelayUntil  *time.Time `json:"delay_until,omitempty"`
-	ModifyIndex uint64     `json:"modify_index"`
+	Name         string        `json:"name"`
+	Mode         string        `json:"mode,omitempty"`
+	Limit        int           `json:"limit,omitempty"`
+	Holders      []Holder      `json:"holders"`
+	Waiters      []Waiter      `json:"waiters"`
+	DelayUntil   *time.Time    `json:"delay_until,omitempty"`
+	DelayedSlots []DelayedSlot `json:"delayed_slots,omitempty"`
+	ModifyIndex  uint64        `json:"modify_index"`
+}
+
+// DelayedSlot is one slot of a semaphore in a lock-delay: Session expired
+// holding it, and Until is the delay's end as the leader's wall clock
+// showed it then (for display: the delay ends by the leader's timer).
+type DelayedSlot struct {
+	Session string    `json:"session"`
+	Until   time.Time `json:"until"`
 }
 
 // CheckRequest is the body of POST /v1/locks/{name}/check.

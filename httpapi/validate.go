@@ -104,6 +104,12 @@ func fillAcquire(req *api.AcquireRequest) error {
 	if err := required("session", req.Session); err != nil {
 		return err
 	}
+	switch {
+	case req.Limit < 0 || req.Limit > api.MaxLimit:
+		return badRequest("limit %d is out of range: it must be between 1 and %d for a semaphore, or 0 (absent) for an exclusive or shared lock", req.Limit, api.MaxLimit)
+	case req.Limit > 0 && req.Mode == api.ModeShared:
+		return badRequest("a semaphore (limit %d) takes no mode %q: each holder holds one slot of it exclusively; leave mode out", req.Limit, api.ModeShared)
+	}
 	switch req.Mode {
 	case "":
 		req.Mode = api.ModeExclusive

@@ -33,12 +33,12 @@ func (n *Node) Acquire(ctx context.Context, name string, req api.AcquireRequest)
 	if mode == "" {
 		mode = fsm.Exclusive
 	}
-	cmd := fsm.Command{Op: fsm.OpAcquire, Session: req.Session, Name: name, Mode: mode, Wait: req.Wait.D(), Seq: req.Seq}
+	cmd := fsm.Command{Op: fsm.OpAcquire, Session: req.Session, Name: name, Mode: mode, Wait: req.Wait.D(), Seq: req.Seq, Limit: req.Limit}
 	token, err := n.acquire(ctx, locksNS, cmd)
 	if err != nil {
 		return api.AcquireResponse{}, err
 	}
-	return api.AcquireResponse{Name: name, Mode: string(mode), Token: token, Session: req.Session}, nil
+	return api.AcquireResponse{Name: name, Mode: string(mode), Token: token, Session: req.Session, Limit: req.Limit}, nil
 }
 
 // Campaign is Acquire for an election: it returns once the session leads.
@@ -206,9 +206,8 @@ func (n *Node) notGranted(ns namespace, cmd fsm.Command) error {
 		return n.apiErr(fsm.ErrSessionNotFound, cmd.Session, "")
 	}
 	l := ns.get(n.fsm, cmd.Name)
-	if len(l.Holders) == 0 && l.DelayIndex != 0 {
-		ref := fsm.TimerRef{Election: ns.election, Name: l.Name, Armed: l.DelayIndex}
-		return n.apiErr(&fsm.DelayError{Ref: ref, Length: l.Delay, Until: l.DelayUntil}, cmd.Session, ns.what(cmd.Name))
+	if delay := l.PendingDelay(ns.election); delay != nil {
+		return n.apiErr(delay, cmd.Session, ns.what(cmd.Name))
 	}
 	e := api.Errorf(api.CodeLockHeld, "%s is still held after waiting %v", ns.what(cmd.Name), cmd.Wait)
 	return e
@@ -292,7 +291,7 @@ func (n *Node) Election(ctx context.Context, name string, opt api.ReadOptions) (
 }
 
 func wireLock(l fsm.Lock) api.Lock {
-	out := api.Lock{Name: l.Name, Mode: string(l.Mode), Holders: []api.Holder{}, Waiters: []api.Waiter{}, ModifyIndex: l.ModifyIndex}
+	out := api.Lock{Name: l.Name, Mode: string(l.Mode), Limit: l.Limit, Holders: []api.Holder{}, Waiters: []api.Waiter{}, ModifyIndex: l.ModifyIndex}
 	for _, h := range l.Holders {
 		out.Holders = append(out.Holders, api.Holder{Session: h.Session, Token: h.Token, AcquiredAt: h.AcquiredAt})
 	}
@@ -302,6 +301,9 @@ func wireLock(l fsm.Lock) api.Lock {
 	if !l.DelayUntil.IsZero() {
 		d := l.DelayUntil
 		out.DelayUntil = &d
+	}
+	for _, d := range l.Slots {
+		out.DelayedSlots = append(out.DelayedSlots, api.DelayedSlot{Session: d.Session, Until: d.Until})
 	}
 	return out
 }

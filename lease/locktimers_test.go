@@ -285,3 +285,27 @@ func TestTimerTable_StartsInFullAndNeverShortens(t *testing.T) {
 		t.Fatal("an ended wait stays in the table")
 	}
 }
+
+// A semaphore's delayed slots are timers of their own, apart from each
+// other (two sessions expiring in one entry), from the lock-delay of the
+// whole lock and from a waiter of the same session: each runs its own
+// length and comes back due as the ref the state named, Slot and all.
+func TestTimerTable_SlotDelaysKeptApart(t *testing.T) {
+	tt := &timerTable{ends: make(map[timerKey]timerEnd)}
+	t0 := time.Unix(1000, 0)
+	slotA := fsm.Timer{TimerRef: fsm.TimerRef{Name: "s", Session: "a", Slot: true, Armed: 7}, Length: 2 * time.Second}
+	slotB := fsm.Timer{TimerRef: fsm.TimerRef{Name: "s", Session: "b", Slot: true, Armed: 7}, Length: 5 * time.Second}
+	slotA2 := fsm.Timer{TimerRef: fsm.TimerRef{Name: "s", Session: "a", Slot: true, Armed: 9}, Length: 3 * time.Second}
+	waitA := fsm.Timer{TimerRef: fsm.TimerRef{Name: "s", Session: "a", Armed: 8}, Length: 4 * time.Second}
+	all := []fsm.Timer{slotA, slotB, slotA2, waitA}
+	tt.sync(all, t0)
+	for _, tm := range all {
+		if d, ok := tt.remaining(tm.TimerRef, t0); !ok || d != tm.Length {
+			t.Fatalf("%+v: %v left (%v), want its full length", tm.TimerRef, d, ok)
+		}
+	}
+	refs, next, _ := tt.due(t0.Add(3 * time.Second))
+	if len(refs) != 2 || refs[0] != slotA.TimerRef || refs[1] != slotA2.TimerRef || !next.Equal(t0.Add(4*time.Second)) {
+		t.Fatalf("due at +3s: %+v, next %v", refs, next)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -109,6 +110,8 @@ func (n *Node) apiErr(err error, session, what string) error {
 			what, left.Round(time.Millisecond), delay.Length, delay.Until.UTC().Format(time.RFC3339Nano))
 		e.RetryAfter = left
 		return e
+	case errors.Is(err, fsm.ErrLimitConflict):
+		return api.Errorf(api.CodeBadRequest, "%s", strings.TrimPrefix(err.Error(), fsm.ErrBadCommand.Error()+": "))
 	case errors.Is(err, fsm.ErrSessionNotFound):
 		return api.Errorf(api.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
 	case errors.Is(err, fsm.ErrStillQueued):

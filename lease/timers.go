@@ -17,11 +17,14 @@ import (
 // timer its full length again: a delay or a wait may last longer across a
 // failover, never shorter. No wall-clock reading of any node is involved.
 
-// timerKey names a timer in the table: a lock-delay has no session.
+// timerKey names a timer in the table: a lock-delay has no session; a
+// semaphore's delayed slot has the session that expired holding it and,
+// in slot, the entry that started it.
 type timerKey struct {
 	election bool
 	name     string
 	session  string
+	slot     uint64
 }
 
 // timerEnd is when a timer started by entry armed runs out.
@@ -44,7 +47,11 @@ func newTimerTable() *timerTable {
 func (t *leaderTerm) timerTable() *timerTable { return t.timers }
 
 func keyOf(r fsm.TimerRef) timerKey {
-	return timerKey{election: r.Election, name: r.Name, session: r.Session}
+	k := timerKey{election: r.Election, name: r.Name, session: r.Session}
+	if r.Slot {
+		k.slot = r.Armed
+	}
+	return k
 }
 
 // sync brings the table in line with the pending timers at now: a timer
@@ -83,7 +90,7 @@ func (tt *timerTable) due(now time.Time) (refs []fsm.TimerRef, next time.Time, m
 	defer tt.mu.Unlock()
 	for k, e := range tt.ends {
 		if !now.Before(e.end) {
-			refs = append(refs, fsm.TimerRef{Election: k.election, Name: k.name, Session: k.session, Armed: e.armed})
+			refs = append(refs, fsm.TimerRef{Election: k.election, Name: k.name, Session: k.session, Slot: k.slot != 0, Armed: e.armed})
 			continue
 		}
 		if !more || e.end.Before(next) {
@@ -91,7 +98,8 @@ func (tt *timerTable) due(now time.Time) (refs []fsm.TimerRef, next time.Time, m
 		}
 	}
 	slices.SortFunc(refs, func(a, b fsm.TimerRef) int {
-		return cmp.Or(compareBool(a.Election, b.Election), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Session, b.Session))
+		return cmp.Or(compareBool(a.Election, b.Election), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Session, b.Session),
+			compareBool(a.Slot, b.Slot), cmp.Compare(a.Armed, b.Armed))
 	})
 	if len(refs) > fsm.MaxTimersPerEntry {
 		refs = refs[:fsm.MaxTimersPerEntry]
