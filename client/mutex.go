@@ -23,6 +23,24 @@ type MutexOption func(*Mutex)
 // coexist, and exclude exclusive ones.
 func Shared() MutexOption { return func(m *Mutex) { m.mode = api.ModeShared } }
 
+// Limit makes the Mutex take one of the n slots of a counting semaphore
+// (1 to api.MaxLimit): up to n sessions hold the lock at once, each with a
+// token of its own. Every Mutex on the lock must give the same n (the
+// server refuses another with ErrBadRequest while the lock has holders or
+// waiters); it does not go with Shared. See NewSemaphore.
+func Limit(n int) MutexOption { return func(m *Mutex) { m.limit = n } }
+
+// NewSemaphore returns a Mutex that holds one of the limit slots of the
+// counting semaphore name, on session s: NewMutex with Limit(limit). Lock
+// waits for a slot (waiters are served in arrival order, one per freed
+// slot), Token is this holder's fencing token, and Lost tells when this
+// holding ended. Tokens of concurrent holders of a semaphore are all
+// current: a resource they share must not refuse a token because a higher
+// one was seen (as Fence does), but may ask Client.CheckToken.
+func NewSemaphore(s *Session, name string, limit int) *Mutex {
+	return NewMutex(s, name, Limit(limit))
+}
+
 // Mutex is a lock held by a Session. Its holding ends with Unlock or when
 // the session is lost; Lost tells which holding ended.
 //
@@ -30,9 +48,10 @@ func Shared() MutexOption { return func(m *Mutex) { m.mode = api.ModeShared } }
 // moment you act (see the package doc): pass Token to the resource you
 // protect, and let it reject stale tokens.
 type Mutex struct {
-	s    *Session
-	name string
-	mode string
+	s     *Session
+	name  string
+	mode  string
+	limit int // a semaphore's, or 0
 
 	mu      sync.Mutex
 	token   uint64
@@ -52,6 +71,9 @@ func NewMutex(s *Session, name string, opts ...MutexOption) *Mutex {
 
 // Name returns the lock's name.
 func (m *Mutex) Name() string { return m.name }
+
+// Limit returns the semaphore's limit, or 0 for an exclusive or shared lock.
+func (m *Mutex) Limit() int { return m.limit }
 
 // Lock blocks until the session holds the lock, ctx ends, or the session is
 // lost. Waiters are served in arrival order.
@@ -104,7 +126,7 @@ func (m *Mutex) acquire(ctx context.Context, wait time.Duration) error {
 		return ErrSessionLost
 	}
 	held := m.holding()
-	r, err := m.s.c.acquire(ctx, m.name, api.AcquireRequest{Session: m.s.id, Mode: m.mode, Wait: api.Duration(wait), Seq: m.s.nextSeq()})
+	r, err := m.s.c.acquire(ctx, m.name, api.AcquireRequest{Session: m.s.id, Mode: m.mode, Limit: m.limit, Wait: api.Duration(wait), Seq: m.s.nextSeq()})
 	if err != nil {
 		if errors.Is(err, ErrSessionExpired) {
 			m.s.lose(ErrSessionExpired)

@@ -94,13 +94,16 @@ func lockCmd(args []string) int {
 	fs := cli.NewFlagSet("lockd lock", "lockd lock [flags] NAME [-- CMD [ARGS...]]\n\n"+
 		"With CMD, run it holding the lock, and release the lock when it exits.\n"+
 		"Without CMD, print the lock's name and fencing token once it is held, and hold it\n"+
-		"until lockd is interrupted (SIGINT, SIGTERM, SIGHUP), then release it.")
+		"until lockd is interrupted (SIGINT, SIGTERM, SIGHUP), then release it.\n"+
+		"With -n N, hold one of the N slots of a semaphore: up to N holders at once.")
 	var f holdFlags
 	f.registerHold(fs)
 	wait := waitFlag{forever: true}
 	var shared bool
+	var limit int
 	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` such as 30s, 0 to try once (exit 3 if held), or forever, also spelt -1")
 	fs.BoolVar(&shared, "shared", false, "take the lock in shared mode")
+	fs.IntVar(&limit, "n", 0, fmt.Sprintf("hold one of the `N` slots of a semaphore (1 to %d): up to N holders at once, each with its own token; every holder and waiter of NAME must give the same N", api.MaxLimit))
 	pos, command, err := cli.ParseArgs(fs, args)
 	if err != nil {
 		return cli.FlagErr(err)
@@ -112,6 +115,12 @@ func lockCmd(args []string) int {
 	if err := api.ValidateName(name); err != nil {
 		return cli.UsageErr(fs, "%v", err)
 	}
+	switch {
+	case limit < 0 || limit > api.MaxLimit:
+		return cli.UsageErr(fs, "-n %d: want 1 to %d slots (or no -n for an exclusive or shared lock)", limit, api.MaxLimit)
+	case limit > 0 && shared:
+		return cli.UsageErr(fs, "-n and --shared do not go together: each holder of a semaphore holds one slot exclusively")
+	}
 	h, code := f.open("lockd lock", command)
 	if h == nil {
 		return code
@@ -120,6 +129,9 @@ func lockCmd(args []string) int {
 	var opts []client.MutexOption
 	if shared {
 		opts = append(opts, client.Shared())
+	}
+	if limit > 0 {
+		opts = append(opts, client.Limit(limit))
 	}
 	m := client.NewMutex(h.s, name, opts...)
 	if code := h.acquire(func(ctx context.Context) error {
@@ -136,9 +148,16 @@ func lockCmd(args []string) int {
 		return code
 	}
 	if len(command) == 0 {
-		code = h.hold(m.Lost(), "lock "+name, fmt.Sprintf("lock=%s token=%d session=%s", name, m.Token(), h.s.ID()))
+		line := fmt.Sprintf("lock=%s token=%d session=%s", name, m.Token(), h.s.ID())
+		if limit > 0 {
+			line += fmt.Sprintf(" limit=%d", limit)
+		}
+		code = h.hold(m.Lost(), "lock "+name, line)
 	} else {
 		env := []string{"LOCKD_LOCK=" + name, fmt.Sprintf("LOCKD_TOKEN=%d", m.Token())}
+		if limit > 0 {
+			env = append(env, fmt.Sprintf("LOCKD_LIMIT=%d", limit))
+		}
 		code = h.run(command, env, m.Lost(), "lock "+name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

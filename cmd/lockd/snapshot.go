@@ -191,6 +191,7 @@ func countState(state []byte) (stateCounts, error) {
 			if l.DelayIndex != 0 {
 				c.LockDelays++
 			}
+			c.LockDelays += len(l.Slots) // a semaphore's delayed slots
 			c.Waiters += len(l.Waiters)
 			for _, h := range l.Holders {
 				c.HighestToken = max(c.HighestToken, h.Token)

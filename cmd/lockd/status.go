@@ -179,7 +179,17 @@ func printLocks(w io.Writer, ls []api.Lock, names map[string]string) {
 		if l.DelayUntil != nil {
 			delay = l.DelayUntil.Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", l.Name, dash(l.Mode), dash(strings.Join(hs, " ")), len(l.Waiters), delay)
+		mode := dash(l.Mode)
+		if l.Limit > 0 {
+			// A semaphore: its limit, and the ends of its delayed slots.
+			mode = fmt.Sprintf("semaphore/%d", l.Limit)
+			var ends []string
+			for _, d := range l.DelayedSlots {
+				ends = append(ends, d.Until.Format(time.RFC3339))
+			}
+			delay = dash(strings.Join(ends, " "))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", l.Name, mode, dash(strings.Join(hs, " ")), len(l.Waiters), delay)
 	}
 }
 

@@ -148,6 +148,13 @@ func lockLine(l api.Lock) string {
 	if l.DelayUntil != nil {
 		delay = " delay_until=" + l.DelayUntil.Format(time.RFC3339)
 	}
+	if l.Limit > 0 {
+		var ds []string
+		for _, d := range l.DelayedSlots {
+			ds = append(ds, short(d.Session)+":"+d.Until.Format(time.RFC3339))
+		}
+		delay = fmt.Sprintf(" limit=%d delayed_slots=%s", l.Limit, dash(strings.Join(ds, ",")))
+	}
 	return fmt.Sprintf("lock=%s mode=%s holders=%s waiters=%s%s", l.Name, dash(l.Mode), dash(strings.Join(hs, ",")),
 		dash(strings.Join(ws, ",")), delay)
 }
