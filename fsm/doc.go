@@ -1,5 +1,6 @@
 // Package fsm is lockd's deterministic state machine: sessions, exclusive and
-// shared locks with their FIFO waiter queues and lock-delays, elections (a
+// shared locks and counting semaphores with their FIFO waiter queues and
+// lock-delays, elections (a
 // lock with a value), fencing tokens, request numbers, the member table,
 // the ACL tokens, and a namespace of keys and values.
 //
@@ -20,7 +21,10 @@
 //   - a lock-delay: when a session expires, every lock it held is marked
 //     delayed, with the delay's length and the index of the expiring entry
 //     (Lock.Delay, Lock.DelayIndex); nothing is granted on it until an
-//     OpTimersDue names that delay;
+//     OpTimersDue names that delay. On a semaphore (a lock acquired with a
+//     limit, Lock.Limit slots) only the slot the session held is delayed
+//     (Lock.Slots, named by the session and that index, TimerRef.Slot),
+//     and the other free slots stay grantable;
 //   - a waiter's wait: each waiter records its length and the index of the
 //     entry that queued it or last retried (Waiter.Wait, Waiter.Since); it
 //     stays queued until it is granted, cancelled, or an OpTimersDue names

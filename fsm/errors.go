@@ -64,3 +64,18 @@ func (e *DelayError) Error() string {
 
 // Unwrap returns ErrLockDelay.
 func (e *DelayError) Unwrap() error { return ErrLockDelay }
+
+// LimitError wraps ErrLimitConflict: lock Name has limit Limit (0: it is
+// not a semaphore) while it exists, and an acquire asked for Asked.
+type LimitError struct {
+	Name         string
+	Limit, Asked int
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%v: %s has limit %d while it has holders, waiters or delayed slots, and this acquire asks for %d (0: not a semaphore)",
+		ErrLimitConflict, e.Name, e.Limit, e.Asked)
+}
+
+// Unwrap returns ErrLimitConflict.
+func (e *LimitError) Unwrap() error { return ErrLimitConflict }

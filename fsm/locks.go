@@ -38,8 +38,7 @@ func limitConflict(l *Lock, o op, c Command) error {
 	if c.Limit == l.Limit || !l.exists(o) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s has limit %d while it has holders, waiters or delayed slots, and this acquire asks for %d (0: not a semaphore); every holder and waiter must ask for the same limit",
-		ErrLimitConflict, c.Name, l.Limit, c.Limit)
+	return &LimitError{Name: c.Name, Limit: l.Limit, Asked: c.Limit}
 }
 
 // acquireAct is what an acquire does to the state.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -100,6 +99,7 @@ func raftErr(err error) error {
 // object for the message ("lock \"a\"").
 func (n *Node) apiErr(err error, session, what string) error {
 	var delay *fsm.DelayError
+	var limit *fsm.LimitError
 	switch {
 	case err == nil:
 		return nil
@@ -110,8 +110,9 @@ func (n *Node) apiErr(err error, session, what string) error {
 			what, left.Round(time.Millisecond), delay.Length, delay.Until.UTC().Format(time.RFC3339Nano))
 		e.RetryAfter = left
 		return e
-	case errors.Is(err, fsm.ErrLimitConflict):
-		return api.Errorf(api.CodeBadRequest, "%s", strings.TrimPrefix(err.Error(), fsm.ErrBadCommand.Error()+": "))
+	case errors.As(err, &limit):
+		return api.Errorf(api.CodeBadRequest, "%s has limit %d while it has holders, waiters or delayed slots, and this acquire asks for %d (0: not a semaphore): every holder and waiter of a lock must ask for the same limit",
+			what, limit.Limit, limit.Asked)
 	case errors.Is(err, fsm.ErrSessionNotFound):
 		return api.Errorf(api.CodeSessionExpired, "session %q does not exist: it expired, was destroyed or never existed", session)
 	case errors.Is(err, fsm.ErrStillQueued):
