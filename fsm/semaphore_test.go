@@ -2,13 +2,11 @@ package fsm
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -406,23 +404,12 @@ func TestSemaphore_RestoreRejects(t *testing.T) {
 // snapshot it ended with. It replays here to the same answers and the
 // same state, the version number of the snapshot aside.
 func TestVersion5Log_ReplaysAsRecorded(t *testing.T) {
-	file, err := os.Open("testdata/version5-log.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = file.Close() }()
-	zr, err := gzip.NewReader(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rec struct {
 		Entries  []string        `json:"entries"`
 		Results  []string        `json:"results"`
 		Snapshot json.RawMessage `json:"snapshot"`
 	}
-	if err := json.NewDecoder(zr).Decode(&rec); err != nil {
-		t.Fatal(err)
-	}
+	readGzipJSON(t, "testdata/version5-log.json.gz", &rec)
 	f := New()
 	for i, enc := range rec.Entries {
 		data, err := base64.StdEncoding.DecodeString(enc)

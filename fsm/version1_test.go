@@ -30,7 +30,15 @@ type version1Log struct {
 // readVersion1Log reads testdata/version1-log.json.gz.
 func readVersion1Log(t testing.TB) version1Log {
 	t.Helper()
-	file, err := os.Open("testdata/version1-log.json.gz")
+	var rec version1Log
+	readGzipJSON(t, "testdata/version1-log.json.gz", &rec)
+	return rec
+}
+
+// readGzipJSON decodes the gzipped JSON file at path into out.
+func readGzipJSON(t testing.TB, path string, out any) {
+	t.Helper()
+	file, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +47,9 @@ func readVersion1Log(t testing.TB) version1Log {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec version1Log
-	if err := json.NewDecoder(zr).Decode(&rec); err != nil {
+	if err := json.NewDecoder(zr).Decode(out); err != nil {
 		t.Fatal(err)
 	}
-	return rec
 }
 
 // errKind names the package error err wraps, as the recorded results do.

@@ -72,22 +72,19 @@ func TestCluster_Semaphore(t *testing.T) {
 	if _, st, er := f.semAcquire("pool", d, 3, 0); st != 409 || er.Code != api.CodeLockDelay || er.RetryAfter <= 0 {
 		t.Fatalf("d's try inside b's slot delay: %d %+v", st, er)
 	}
-	grantD := make(chan api.AcquireResponse, 1)
-	go func() {
-		r, _, _ := f.semAcquire("pool", d, 3, time.Minute)
-		grantD <- r
-	}()
-	servertest.WaitFor(t, 5*time.Second, "d to queue", func() bool {
-		return len(read().Waiters) == 1
-	})
-	grantE := make(chan api.AcquireResponse, 1)
-	go func() {
-		r, _, _ := f.semAcquire("pool", e, 3, time.Minute)
-		grantE <- r
-	}()
-	servertest.WaitFor(t, 5*time.Second, "e to queue", func() bool {
-		return len(read().Waiters) == 2
-	})
+	// queue sends a blocking acquire by session and waits until it is
+	// the queue's n-th; its answer comes on the channel.
+	queue := func(session string, n int) <-chan api.AcquireResponse {
+		grant := make(chan api.AcquireResponse, 1)
+		go func() {
+			r, _, _ := f.semAcquire("pool", session, 3, time.Minute)
+			grant <- r
+		}()
+		servertest.WaitFor(t, 5*time.Second, "a waiter to queue", func() bool { return len(read().Waiters) == n })
+		return grant
+	}
+	grantD := queue(d, 1)
+	grantE := queue(e, 2)
 	var rd api.AcquireResponse
 	select {
 	case rd = <-grantD:

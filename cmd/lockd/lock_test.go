@@ -123,7 +123,7 @@ func lockCLI(t *testing.T, args ...string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	saved := os.Stderr
 	os.Stderr = f
 	code := run(append([]string{"lock"}, args...))
