@@ -24,6 +24,8 @@ type counters struct {
 	leaseLapses atomic.Uint64
 	// guard counts what the guarded transport refused (transport.go).
 	guard guardCounts
+	// kvCompacted counts watches answered compacted.
+	kvCompacted atomic.Uint64
 
 	grants             *prometheus.CounterVec
 	autopilot          *prometheus.CounterVec // voter-set changes by kind
@@ -107,6 +109,7 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 	cs := []prometheus.Collector{
 		newClusterCollector(n),
 		newStateCollector(n),
+		newKVCollector(n),
 		n.count.grants, n.count.wait, n.count.hold, n.count.autopilot,
 		counter("lockd_master_lease_failures_total", "Master-lease renewals that failed to confirm a quorum while this node led.",
 			func() float64 { return float64(n.leaseFailures.Load()) }),
@@ -136,6 +139,8 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 			func() float64 { return float64(n.count.sessionsExpired.Load()) }),
 		counter("lockd_keepalives_total", "Keepalives this node answered as leader.",
 			func() float64 { return float64(n.count.keepalives.Load()) }),
+		counter("lockd_kv_watch_compacted_total", "Watches of keys this node answered compacted: they asked for events after an index the history no longer reaches.",
+			func() float64 { return float64(n.count.kvCompacted.Load()) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -179,6 +184,40 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{c.sessions, k.Sessions}, {c.holders, k.LockHolders}, {c.held, k.LocksHeld}, {c.waiters, k.LockWaiters},
 		{c.elections, k.ElectionsLed}, {c.campaigns, k.ElectionWaiters}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, float64(m.v))
+	}
+}
+
+// kvCollector reports the size of the namespace of keys (fsm.KVCounts),
+// read once per scrape.
+type kvCollector struct {
+	n                                *Node
+	keys, bytes, events, compactedAt *prometheus.Desc
+}
+
+func newKVCollector(n *Node) *kvCollector {
+	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
+	return &kvCollector{
+		n:           n,
+		keys:        d("lockd_kv_keys", "Keys in the node's namespace."),
+		bytes:       d("lockd_kv_bytes", "Bytes of the keys and values in the node's namespace."),
+		events:      d("lockd_kv_history_events", "Events (puts and deletes of keys) the node's history keeps for watches."),
+		compactedAt: d("lockd_kv_history_compacted_index", "The index up to which the history was compacted: a watch must start after it."),
+	}
+}
+
+func (c *kvCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.keys, c.bytes, c.events, c.compactedAt} {
+		ch <- d
+	}
+}
+
+func (c *kvCollector) Collect(ch chan<- prometheus.Metric) {
+	k := c.n.fsm.KVCounts()
+	for _, m := range []struct {
+		d *prometheus.Desc
+		v float64
+	}{{c.keys, float64(k.Keys)}, {c.bytes, float64(k.Bytes)}, {c.events, float64(k.Events)}, {c.compactedAt, float64(k.Compacted)}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v)
 	}
 }
 
