@@ -249,9 +249,6 @@ func (n *Node) Txn(ctx context.Context, req api.TxnRequest) (api.TxnResponse, er
 	t.Success = fsmOps(req.Success, req.Session)
 	t.Failure = fsmOps(req.Failure, req.Session)
 	what := kvWhat + " (a transaction)"
-	if req.Guard != nil {
-		what = fmt.Sprintf("%s, guarded by lock %q with token %d,", what, req.Guard.Lock, req.Guard.Token)
-	}
 	res, index, err := n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Session: req.Session, Seq: req.Seq, Txn: t}, what)
 	if err != nil {
 		return api.TxnResponse{}, err

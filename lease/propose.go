@@ -113,9 +113,9 @@ func (n *Node) apiErr(err error, session, what string) error {
 	case errors.As(err, &cas):
 		return api.Errorf(api.CodeCASFailed, "key %q has modify index %d, and cas asked for %d; nothing was applied", cas.key, cas.have, cas.want)
 	case errors.Is(err, fsm.ErrStaleToken):
-		return api.Errorf(api.CodeStaleToken, "%s was refused: %s: the lock has been granted since under a higher fencing token; nothing was applied", what, fsmDetail(err, fsm.ErrStaleToken))
+		return api.Errorf(api.CodeStaleToken, "%s was refused by its guard (%s): the lock was granted since under a higher fencing token; nothing was applied", what, fsmDetail(err, fsm.ErrStaleToken))
 	case kv && errors.Is(err, fsm.ErrNotHolder):
-		return api.Errorf(api.CodeNotHolder, "%s was refused: %s: the guard's lock is free or held under other tokens; nothing was applied", what, fsmDetail(err, fsm.ErrNotHolder))
+		return api.Errorf(api.CodeNotHolder, "%s was refused by its guard (%s): the lock is free or held under other tokens; nothing was applied", what, fsmDetail(err, fsm.ErrNotHolder))
 	case kv && errors.Is(err, fsm.ErrRepeated):
 		return api.Errorf(api.CodeRepeated, "%s repeats a request of session %q already applied (the same seq for the same first key), so it is not applied again: send a new request", what, session)
 	case errors.As(err, &delay):
