@@ -339,15 +339,17 @@ func (r *KVPutRequest) Validate(key string) error {
 	return r.Guard.validate()
 }
 
+// validateRange checks a key, or with prefix a prefix of keys.
+func validateRange(key string, prefix bool) error {
+	if prefix {
+		return ValidatePrefix(key)
+	}
+	return ValidateKey(key)
+}
+
 // Validate checks a delete.
 func (d *KVDelete) Validate() error {
-	var err error
-	if d.Prefix {
-		err = ValidatePrefix(d.Key)
-	} else {
-		err = ValidateKey(d.Key)
-	}
-	switch {
+	switch err := validateRange(d.Key, d.Prefix); {
 	case err != nil:
 		return err
 	case d.Prefix && d.CAS != nil:
@@ -480,13 +482,7 @@ func (op TxnOp) validate(session string) error {
 }
 
 func (r *TxnRange) validate() error {
-	var err error
-	if r.Prefix {
-		err = ValidatePrefix(r.Key)
-	} else {
-		err = ValidateKey(r.Key)
-	}
-	if err != nil {
+	if err := validateRange(r.Key, r.Prefix); err != nil {
 		return fmt.Errorf("key: %w", err)
 	}
 	return nil

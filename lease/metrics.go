@@ -109,7 +109,6 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 	cs := []prometheus.Collector{
 		newClusterCollector(n),
 		newStateCollector(n),
-		newKVCollector(n),
 		n.count.grants, n.count.wait, n.count.hold, n.count.autopilot,
 		counter("lockd_master_lease_failures_total", "Master-lease renewals that failed to confirm a quorum while this node led.",
 			func() float64 { return float64(n.leaseFailures.Load()) }),
@@ -150,11 +149,13 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 	return nil
 }
 
-// stateCollector reports the size of the node's state (fsm.Counts), read
-// once per scrape.
+// stateCollector reports the size of the node's state (fsm.Counts and
+// fsm.KVCounts), read once per scrape.
 type stateCollector struct {
 	n                                                      *Node
 	sessions, holders, held, waiters, elections, campaigns *prometheus.Desc
+	// The namespace of keys (fsm.KVCounts).
+	keys, kvBytes, kvEvents, kvCompacted *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -167,57 +168,29 @@ func newStateCollector(n *Node) *stateCollector {
 		waiters:   d("lockd_lock_waiters", "Acquires queued for a lock in the node's state."),
 		elections: d("lockd_elections_led", "Elections with a leader in the node's state."),
 		campaigns: d("lockd_election_waiters", "Campaigns queued for an election in the node's state."),
+
+		keys:        d("lockd_kv_keys", "Keys in the node's namespace."),
+		kvBytes:     d("lockd_kv_bytes", "Bytes of the keys and values in the node's namespace."),
+		kvEvents:    d("lockd_kv_history_events", "Events (puts and deletes of keys) the node's history keeps for watches."),
+		kvCompacted: d("lockd_kv_history_compacted_index", "The index up to which the history of keys was compacted: a watch must start after it."),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.holders, c.held, c.waiters, c.elections, c.campaigns} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.holders, c.held, c.waiters, c.elections, c.campaigns, c.keys, c.kvBytes, c.kvEvents, c.kvCompacted} {
 		ch <- d
 	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	k := c.n.fsm.Counts()
+	k, kv := c.n.fsm.Counts(), c.n.fsm.KVCounts()
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v int
 	}{{c.sessions, k.Sessions}, {c.holders, k.LockHolders}, {c.held, k.LocksHeld}, {c.waiters, k.LockWaiters},
-		{c.elections, k.ElectionsLed}, {c.campaigns, k.ElectionWaiters}} {
+		{c.elections, k.ElectionsLed}, {c.campaigns, k.ElectionWaiters},
+		{c.keys, kv.Keys}, {c.kvBytes, kv.Bytes}, {c.kvEvents, kv.Events}, {c.kvCompacted, int(kv.Compacted)}} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, float64(m.v))
-	}
-}
-
-// kvCollector reports the size of the namespace of keys (fsm.KVCounts),
-// read once per scrape.
-type kvCollector struct {
-	n                                *Node
-	keys, bytes, events, compactedAt *prometheus.Desc
-}
-
-func newKVCollector(n *Node) *kvCollector {
-	d := func(name, help string) *prometheus.Desc { return prometheus.NewDesc(name, help, nil, nil) }
-	return &kvCollector{
-		n:           n,
-		keys:        d("lockd_kv_keys", "Keys in the node's namespace."),
-		bytes:       d("lockd_kv_bytes", "Bytes of the keys and values in the node's namespace."),
-		events:      d("lockd_kv_history_events", "Events (puts and deletes of keys) the node's history keeps for watches."),
-		compactedAt: d("lockd_kv_history_compacted_index", "The index up to which the history was compacted: a watch must start after it."),
-	}
-}
-
-func (c *kvCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.keys, c.bytes, c.events, c.compactedAt} {
-		ch <- d
-	}
-}
-
-func (c *kvCollector) Collect(ch chan<- prometheus.Metric) {
-	k := c.n.fsm.KVCounts()
-	for _, m := range []struct {
-		d *prometheus.Desc
-		v float64
-	}{{c.keys, float64(k.Keys)}, {c.bytes, float64(k.Bytes)}, {c.events, float64(k.Events)}, {c.compactedAt, float64(k.Compacted)}} {
-		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v)
 	}
 }
 
