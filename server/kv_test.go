@@ -95,6 +95,15 @@ func TestKV_Cluster(t *testing.T) {
 		if st, e := f.do("GET", "/v1/kv/cfg/a", nil, nil); st != 404 || e.Code != api.CodeNotFound {
 			t.Fatalf("get of a deleted key: %d %+v", st, e)
 		}
+		// A value of the largest size passes a follower and the peer port.
+		big := make([]byte, api.MaxKVValueLen)
+		big[len(big)-1] = 7
+		f.must("PUT", "/v1/kv/big", api.KVPutRequest{Value: big}, nil)
+		var b api.KVRead
+		f.must("GET", "/v1/kv/big", nil, &b)
+		if len(b.KV.Value) != api.MaxKVValueLen || b.KV.Value[len(big)-1] != 7 {
+			t.Fatalf("the largest value came back as %d bytes", len(b.KV.Value))
+		}
 		var l api.KVList
 		f.must("GET", "/v1/kv?prefix=cfg/&stale", nil, &l)
 		if l.Count != 1 || l.KVs[0].Key != "cfg/b" {
