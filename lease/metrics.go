@@ -186,11 +186,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	k, kv := c.n.fsm.Counts(), c.n.fsm.KVCounts()
 	for _, m := range []struct {
 		d *prometheus.Desc
-		v int
-	}{{c.sessions, k.Sessions}, {c.holders, k.LockHolders}, {c.held, k.LocksHeld}, {c.waiters, k.LockWaiters},
-		{c.elections, k.ElectionsLed}, {c.campaigns, k.ElectionWaiters},
-		{c.keys, kv.Keys}, {c.kvBytes, kv.Bytes}, {c.kvEvents, kv.Events}, {c.kvCompacted, int(kv.Compacted)}} {
-		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, float64(m.v))
+		v float64
+	}{{c.sessions, float64(k.Sessions)}, {c.holders, float64(k.LockHolders)}, {c.held, float64(k.LocksHeld)}, {c.waiters, float64(k.LockWaiters)},
+		{c.elections, float64(k.ElectionsLed)}, {c.campaigns, float64(k.ElectionWaiters)},
+		{c.keys, float64(kv.Keys)}, {c.kvBytes, float64(kv.Bytes)}, {c.kvEvents, float64(kv.Events)}, {c.kvCompacted, float64(kv.Compacted)}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v)
 	}
 }
 
