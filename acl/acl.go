@@ -14,11 +14,13 @@
 //
 //   - Admin tokens may do everything: cluster membership, tokens, snapshots,
 //     the debug routes, and every lock, election and session.
-//   - Other tokens carry rules. A rule grants read or write on the locks or
-//     the elections whose names start with its prefix ("" is every name).
-//     Write includes read. Read lets a token look at a lock or an election
-//     and check a fencing token; write lets it acquire, release, campaign,
-//     proclaim and resign there.
+//   - Other tokens carry rules. A rule grants read or write on the locks,
+//     the elections or the keys whose names start with its prefix ("" is
+//     every name). Write includes read. Read lets a token look at a lock or
+//     an election and check a fencing token, or read and watch keys; write
+//     lets it acquire, release, campaign, proclaim and resign there, or
+//     put and delete keys. A read or delete of a prefix needs the access on
+//     that prefix: a rule whose prefix starts it.
 //   - Sessions are not named objects: any token with at least one write
 //     rule may create sessions, and may keep alive, use and destroy only the
 //     sessions it created (Owns). Any token may read the session list, but
@@ -50,6 +52,9 @@ type Kind string
 const (
 	Lock     Kind = "lock"
 	Election Kind = "election"
+	// Key covers the keys of the namespace: read lets a token read keys
+	// and watch them, write lets it put and delete them too.
+	Key Kind = "key"
 )
 
 // Rule grants Access on the objects of Kind whose names start with Prefix.
@@ -177,8 +182,8 @@ func Validate(t Token) error {
 	}
 	for i, r := range t.Rules {
 		switch {
-		case r.Kind != Lock && r.Kind != Election:
-			return fmt.Errorf("rule %d: kind %q (want %q or %q)", i, r.Kind, Lock, Election)
+		case r.Kind != Lock && r.Kind != Election && r.Kind != Key:
+			return fmt.Errorf("rule %d: kind %q (want %q, %q or %q)", i, r.Kind, Lock, Election, Key)
 		case r.Access != Read && r.Access != Write:
 			return fmt.Errorf("rule %d: access %q (want %q or %q)", i, r.Access, Read, Write)
 		case len(r.Prefix) > MaxPrefix:

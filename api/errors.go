@@ -36,6 +36,15 @@ const (
 	// CodeOverloaded: the node holds as many connections as it allows
 	// in total; retry later or ask another member. Nothing was done.
 	CodeOverloaded = "overloaded"
+	// CodeCASFailed: a put or delete with cas found another modify
+	// index (or, for cas 0, a key that exists). Nothing was applied.
+	CodeCASFailed = "cas_failed"
+	// CodeStaleToken: a write's guard names a fencing token of a lock
+	// that a holder with a higher token holds now. Nothing was applied.
+	CodeStaleToken = "stale_token"
+	// CodeCompacted: a watch asked for events after an index the history
+	// no longer reaches (see CompactedError). Nothing was done.
+	CodeCompacted = "compacted"
 )
 
 // Error is the body of every error response, and the error type the server

@@ -42,4 +42,30 @@ const (
 	// MaxListLimit is the largest page. A page is read and encoded in one
 	// go on the node that answers, so it is bounded to keep that short.
 	MaxListLimit = 10000
+
+	// MaxKVValueLen is the longest value of a key of the namespace, in
+	// bytes (fsm.MaxValueLen).
+	MaxKVValueLen = 256 << 10
+	// MaxKVBody is the largest body of PUT /v1/kv/{key}: a value of
+	// MaxKVValueLen in base64 (4/3 of it) and the other fields.
+	MaxKVBody = 384 << 10
+	// MaxTxnBody is the largest body of POST /v1/txn, all its values
+	// together in base64.
+	MaxTxnBody = 2 << 20
+	// MaxTxnOps bounds a transaction's compares and operations, both
+	// branches counted (fsm.MaxTxnOps).
+	MaxTxnOps = 128
+	// DefaultKVListLimit is the page size of GET /v1/kv whose query names
+	// none, and MaxKVListLimit the largest: values are up to 256 KiB, so
+	// pages of keys are smaller than those of locks.
+	DefaultKVListLimit = 100
+	MaxKVListLimit     = 1000
+	// MaxKVPageBytes bounds the values of one page of keys: a page stops
+	// early, with a next cursor, once its values pass it.
+	MaxKVPageBytes = 4 << 20
+	// DefaultWatchLimit is the most events a watch answers at once when
+	// its query names no limit, and MaxWatchLimit the largest limit. One
+	// entry's events are never split, so an answer may hold more.
+	DefaultWatchLimit = 100
+	MaxWatchLimit     = 1000
 )

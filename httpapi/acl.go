@@ -144,6 +144,9 @@ func (s *Server) filter(r *http.Request, body any) any {
 		return body
 	}
 	v := viewer{s: s, tok: tok, owners: map[string]string{}}
+	if out, ok := v.kvView(body); ok {
+		return out
+	}
 	switch b := body.(type) {
 	case api.Session:
 		return v.session(b)

@@ -23,20 +23,22 @@ import (
 // response would otherwise see a connection reset instead of the answer.
 const maxDrain = 4 << 20
 
-// readBody reads r's body, at most api.MaxBody bytes. A longer body is read
-// on up to maxDrain bytes, discarded, and answered too_large.
+// readBody reads r's body, at most bodyLimit(r) bytes (api.MaxBody but
+// for the routes that take more). A longer body is read on up to maxDrain
+// bytes, discarded, and answered too_large.
 func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBody+1))
+	limit := bodyLimit(r)
+	b, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
 		return nil, bodyError(err)
 	}
-	if len(b) <= api.MaxBody {
+	if len(b) <= limit {
 		return b, nil
 	}
 	// Beyond maxDrain, net/http itself closes the connection after the
 	// answer (with "Connection: close").
 	_, _ = io.CopyN(io.Discard, r.Body, maxDrain-int64(len(b)))
-	return nil, api.Errorf(api.CodeTooLarge, "request body is larger than the limit of %d bytes", api.MaxBody)
+	return nil, api.Errorf(api.CodeTooLarge, "request body is larger than the limit of %d bytes", limit)
 }
 
 // bodyError is the answer to a failed read of a request's body: a body

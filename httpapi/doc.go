@@ -1,9 +1,9 @@
 // Package httpapi serves lockd's JSON HTTP API v1 (sessions, locks,
-// elections, cluster membership, health) on top of a Service, the node that
-// owns the state.
+// elections, the namespace of keys, cluster membership, health) on top of
+// a Service, the node that owns the state.
 //
 // It parses and checks every request before the Service sees it: bodies are
-// limited to api.MaxBody, unknown JSON fields and out-of-range values are
+// limited to api.MaxBody (a put of a key and a transaction to more), unknown JSON fields and out-of-range values are
 // rejected with a message that names the problem, and omitted fields are
 // filled with the defaults in package api. It maps errors to HTTP statuses
 // in one table (codeStatus), and a follower transparently proxies requests

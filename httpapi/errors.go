@@ -38,6 +38,9 @@ var codeStatus = map[string]struct {
 	api.CodeOverloaded:     {http.StatusServiceUnavailable, true},
 	api.CodeStorageFull:    {http.StatusServiceUnavailable, true},
 	api.CodeStorageError:   {http.StatusServiceUnavailable, true},
+	api.CodeCASFailed:      {http.StatusConflict, false},
+	api.CodeStaleToken:     {http.StatusConflict, false},
+	api.CodeCompacted:      {http.StatusGone, false},
 }
 
 // internalMessage is all a client learns of an error that is not a
@@ -52,6 +55,7 @@ func badRequest(format string, args ...any) *api.Error {
 // writeError answers r with err, its status taken from codeStatus.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := publicError(err)
+	errorHeaders(w, err)
 	s.writeErrorStatus(w, r, codeStatus[e.Code].status, e, err)
 }
 

@@ -289,7 +289,7 @@ func (f *forwarding) failure(cause error) *api.Error {
 }
 
 // readAhead reads r's body into memory before anything is sent to the
-// leader (it is at most api.MaxBody bytes; a longer one is passed on
+// leader (it is at most bodyLimit(r) bytes; a longer one is passed on
 // whole, for the leader to refuse), and puts it back for the proxy. A body
 // that cannot be read is an error (request_timeout past the body timeout),
 // so the leader never sees part of a request. The body is not decoded.
@@ -297,7 +297,7 @@ func readAhead(r *http.Request) error {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return nil
 	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBody+1))
+	b, err := io.ReadAll(io.LimitReader(r.Body, int64(bodyLimit(r))+1))
 	if err != nil {
 		return bodyError(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -284,7 +285,7 @@ var verbRoutes = map[string][]string{
 // with ".*" and checked by api.ValidateName, which also rejects the empty
 // name a "//" would otherwise smuggle in.
 func (s *Server) routes() []route {
-	const get, post, del, ok = http.MethodGet, http.MethodPost, http.MethodDelete, http.StatusOK
+	const get, post, put, del, ok = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.StatusOK
 	lockR, lockW := onName(acl.Lock, acl.Read), onName(acl.Lock, acl.Write)
 	elecR, elecW := onName(acl.Election, acl.Read), onName(acl.Election, acl.Write)
 	rs := []route{
@@ -305,6 +306,13 @@ func (s *Server) routes() []route {
 		{post, "/v1/elections/{name:.*}/campaign", leaderOnly, elecW, ok, s.campaign, nil, bodyWait},
 		{post, "/v1/elections/{name:.*}/proclaim", leaderOnly, elecW, ok, s.proclaim, nil, noWait},
 		{post, "/v1/elections/{name:.*}/resign", leaderOnly, elecW, ok, s.resign, nil, noWait},
+
+		{get, kvListPath, leaderUnlessStale, onPrefix(acl.Read), ok, s.listKV, kvListQuery, queryWait},
+		{del, kvListPath, leaderOnly, onPrefix(acl.Write), ok, s.deletePrefix, []string{"prefix", "all"}, noWait},
+		{get, kvKeyPath, leaderUnlessStale, onKey(acl.Read), ok, s.getKV, kvKeyQuery, queryWait},
+		{put, kvKeyPath, leaderOnly, onKey(acl.Write), ok, s.putKV, nil, noWait},
+		{del, kvKeyPath, leaderOnly, onKey(acl.Write), ok, s.deleteKV, []string{"cas"}, noWait},
+		{post, txnPath, leaderOnly, anyToken, ok, s.txn, nil, noWait},
 
 		{get, "/v1/cluster", local, anyToken, ok, s.cluster, nil, noWait},
 		{post, "/v1/cluster/members", leaderOnly, admin, ok, s.addMember, nil, noWait},
@@ -372,6 +380,7 @@ func (s *Server) newRouter() *mux.Router {
 // handler adapts a route to http.Handler: forward if need be, then serve.
 func (s *Server) handler(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = withBodyLimit(r, rt)
 		if s.removed(w, r, rt) {
 			return
 		}
@@ -410,6 +419,10 @@ func (s *Server) handler(rt route) http.Handler {
 		if raw, ok := body.(*rawAnswer); ok {
 			raw.write(w, rt.status)
 			return
+		}
+		if a, ok := body.(indexed); ok {
+			w.Header().Set(api.HeaderIndex, strconv.FormatUint(a.index, 10))
+			body = a.body
 		}
 		s.writeJSON(w, rt.status, s.filter(r, body))
 	})
@@ -516,7 +529,7 @@ var muxVar = regexp.MustCompile(`\{([a-z]+):[^}]*\}`)
 // router to match r with each method in turn.
 func (s *Server) allowed(r *http.Request) []string {
 	var out []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete} {
 		probe := r.WithContext(r.Context())
 		probe.Method = m
 		var match mux.RouteMatch

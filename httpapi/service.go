@@ -57,6 +57,9 @@ type Service interface {
 	Election(ctx context.Context, name string, opt ReadOptions) (api.Election, error)
 	Elections(ctx context.Context, opt ListOptions) (api.ElectionList, error)
 
+	// The namespace of keys (kv.go).
+	KVService
+
 	Cluster(ctx context.Context) (api.Cluster, error)
 	// AddMember adds m as a voter, or as a non-voter if m.Voter is false.
 	AddMember(ctx context.Context, m api.Member) error

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/lockd/lockd/fsm"
 )
 
 // The Raft log stores a node can keep its log in (Config.LogStore).
@@ -128,6 +130,13 @@ type Config struct {
 	MaxSessionsPerToken  int
 	MaxObjectsPerSession int
 	MaxWaitersPerObject  int
+	// KVHistory bounds the history of the namespace that watches read
+	// (fsm.HistoryLimits): at least the last MinEvents events and those
+	// younger than MinAge, never more than MaxEvents. Every node of a
+	// cluster must use the same, or their histories differ (never their
+	// keys). Default fsm.DefaultHistoryLimits: 10000 events, 5 minutes,
+	// 1000000 events.
+	KVHistory fsm.HistoryLimits
 	// NoBootWait skips the wait of one HeartbeatTimeout before Raft starts.
 	// It exists for tests of fresh in-memory clusters and for the fault
 	// harness's self-test; it is unsafe for a node that restarts.
@@ -174,6 +183,7 @@ func DefaultConfig() Config {
 		MaxObjectsPerSession: 10000,
 		MaxWaitersPerObject:  100000,
 		DeadVoterAfter:       10 * time.Second,
+		KVHistory:            fsm.DefaultHistoryLimits(),
 		Clock:                SystemClock{},
 		RaftLogLevel:         slog.LevelWarn,
 	}
@@ -209,6 +219,9 @@ func (c *Config) Validate() error {
 	case c.MaxSessionsPerToken < 1 || c.MaxObjectsPerSession < 1 || c.MaxWaitersPerObject < 1:
 		return fmt.Errorf("lease: config: MaxSessionsPerToken %d, MaxObjectsPerSession %d and MaxWaitersPerObject %d must be at least 1",
 			c.MaxSessionsPerToken, c.MaxObjectsPerSession, c.MaxWaitersPerObject)
+	case c.KVHistory != (fsm.HistoryLimits{}) && (c.KVHistory.MinEvents < 0 || c.KVHistory.MinAge < 0 || c.KVHistory.MaxEvents < 1 || c.KVHistory.MinEvents > c.KVHistory.MaxEvents):
+		return fmt.Errorf("lease: config: KVHistory: MinEvents %d and MinAge %v must not be negative, and MaxEvents %d must be at least 1 and MinEvents",
+			c.KVHistory.MinEvents, c.KVHistory.MinAge, c.KVHistory.MaxEvents)
 	case len(c.InitialCluster) > 0 && c.Join != "":
 		return errors.New("lease: config: InitialCluster and Join are exclusive")
 	case c.NonVoter && c.Join == "":

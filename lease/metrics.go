@@ -24,6 +24,8 @@ type counters struct {
 	leaseLapses atomic.Uint64
 	// guard counts what the guarded transport refused (transport.go).
 	guard guardCounts
+	// kvCompacted counts watches answered compacted.
+	kvCompacted atomic.Uint64
 
 	grants             *prometheus.CounterVec
 	autopilot          *prometheus.CounterVec // voter-set changes by kind
@@ -136,6 +138,8 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 			func() float64 { return float64(n.count.sessionsExpired.Load()) }),
 		counter("lockd_keepalives_total", "Keepalives this node answered as leader.",
 			func() float64 { return float64(n.count.keepalives.Load()) }),
+		counter("lockd_kv_watch_compacted_total", "Watches of keys this node answered compacted: they asked for events after an index the history no longer reaches.",
+			func() float64 { return float64(n.count.kvCompacted.Load()) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
@@ -145,11 +149,13 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 	return nil
 }
 
-// stateCollector reports the size of the node's state (fsm.Counts), read
-// once per scrape.
+// stateCollector reports the size of the node's state (fsm.Counts and
+// fsm.KVCounts), read once per scrape.
 type stateCollector struct {
 	n                                                      *Node
 	sessions, holders, held, waiters, elections, campaigns *prometheus.Desc
+	// The namespace of keys (fsm.KVCounts).
+	keys, kvBytes, kvEvents, kvCompacted *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -162,23 +168,29 @@ func newStateCollector(n *Node) *stateCollector {
 		waiters:   d("lockd_lock_waiters", "Acquires queued for a lock in the node's state."),
 		elections: d("lockd_elections_led", "Elections with a leader in the node's state."),
 		campaigns: d("lockd_election_waiters", "Campaigns queued for an election in the node's state."),
+
+		keys:        d("lockd_kv_keys", "Keys in the node's namespace."),
+		kvBytes:     d("lockd_kv_bytes", "Bytes of the keys and values in the node's namespace."),
+		kvEvents:    d("lockd_kv_history_events", "Events (puts and deletes of keys) the node's history keeps for watches."),
+		kvCompacted: d("lockd_kv_history_compacted_index", "The index up to which the history of keys was compacted: a watch must start after it."),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.holders, c.held, c.waiters, c.elections, c.campaigns} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.holders, c.held, c.waiters, c.elections, c.campaigns, c.keys, c.kvBytes, c.kvEvents, c.kvCompacted} {
 		ch <- d
 	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	k := c.n.fsm.Counts()
+	k, kv := c.n.fsm.Counts(), c.n.fsm.KVCounts()
 	for _, m := range []struct {
 		d *prometheus.Desc
-		v int
-	}{{c.sessions, k.Sessions}, {c.holders, k.LockHolders}, {c.held, k.LocksHeld}, {c.waiters, k.LockWaiters},
-		{c.elections, k.ElectionsLed}, {c.campaigns, k.ElectionWaiters}} {
-		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, float64(m.v))
+		v float64
+	}{{c.sessions, float64(k.Sessions)}, {c.holders, float64(k.LockHolders)}, {c.held, float64(k.LocksHeld)}, {c.waiters, float64(k.LockWaiters)},
+		{c.elections, float64(k.ElectionsLed)}, {c.campaigns, float64(k.ElectionWaiters)},
+		{c.keys, float64(kv.Keys)}, {c.kvBytes, float64(kv.Bytes)}, {c.kvEvents, float64(kv.Events)}, {c.kvCompacted, float64(kv.Compacted)}} {
+		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v)
 	}
 }
 

@@ -81,6 +81,13 @@ func newNode(cfg Config) (*Node, error) {
 		fsm:   fsm.New(),
 		stop:  make(chan struct{}),
 	}
+	if cfg.KVHistory != (fsm.HistoryLimits{}) {
+		// The zero limits (a Config not made by DefaultConfig) keep the
+		// FSM's own defaults.
+		if err := n.fsm.SetHistoryLimits(cfg.KVHistory); err != nil {
+			return nil, err
+		}
+	}
 	n.storage = &storageWatch{log: n.log}
 	n.count.init()
 	n.unsafeSetUp()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -100,9 +101,24 @@ func raftErr(err error) error {
 func (n *Node) apiErr(err error, session, what string) error {
 	var delay *fsm.DelayError
 	var limit *fsm.LimitError
+	var compacted *fsm.CompactedError
+	var cas *casError
+	kv := strings.HasPrefix(what, kvWhat)
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &compacted):
+		return &api.CompactedError{Oldest: compacted.Oldest}
+	case errors.As(err, &cas) && cas.have == 0:
+		return api.Errorf(api.CodeCASFailed, "key %q does not exist, and cas %d asked for its modify index to be %d; nothing was applied", cas.key, cas.want, cas.want)
+	case errors.As(err, &cas):
+		return api.Errorf(api.CodeCASFailed, "key %q has modify index %d, and cas asked for %d; nothing was applied", cas.key, cas.have, cas.want)
+	case errors.Is(err, fsm.ErrStaleToken):
+		return api.Errorf(api.CodeStaleToken, "%s was refused by its guard (%s): the lock was granted since under a higher fencing token; nothing was applied", what, fsmDetail(err, fsm.ErrStaleToken))
+	case kv && errors.Is(err, fsm.ErrNotHolder):
+		return api.Errorf(api.CodeNotHolder, "%s was refused by its guard (%s): the lock is free or held under other tokens; nothing was applied", what, fsmDetail(err, fsm.ErrNotHolder))
+	case kv && errors.Is(err, fsm.ErrRepeated):
+		return api.Errorf(api.CodeRepeated, "%s repeats a request of session %q already applied (the same seq for the same first key), so it is not applied again: send a new request", what, session)
 	case errors.As(err, &delay):
 		n.count.delayRefusals.Add(1)
 		left := n.delayRemaining(delay)
@@ -131,6 +147,12 @@ func (n *Node) apiErr(err error, session, what string) error {
 		return api.Errorf(api.CodeBadRequest, "%v", err)
 	}
 	return err
+}
+
+// fsmDetail is the part of an FSM refusal's message after its sentinel's
+// ("jobs/a: token 5, held since under a higher one").
+func fsmDetail(err, sentinel error) string {
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), sentinel.Error()), ": ")
 }
 
 func errNoLeader(why string) error {

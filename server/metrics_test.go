@@ -64,6 +64,7 @@ func TestMetrics_ServedAndBounded(t *testing.T) {
 		ac.must("", "POST", "/v1/locks/"+name+"/release", api.SessionRequest{Session: s.ID}, 200, nil)
 	}
 	cycle("m/0")
+	ac.must("", "PUT", "/v1/kv/m/k", api.KVPutRequest{Value: []byte("abc")}, 200, nil)
 	lead := scrape(t, c.URL(leader))
 	for _, want := range []string{
 		"lockd_leader 1",
@@ -72,6 +73,10 @@ func TestMetrics_ServedAndBounded(t *testing.T) {
 		`lockd_http_requests_total{code="200",method="POST",route="/v1/locks/{name:.*}/acquire"} 1`,
 		"lockd_master_lease_remaining_seconds 0.",
 		"lockd_master_lease_failures_total 0",
+		"lockd_kv_keys 1",
+		"lockd_kv_bytes 6",
+		"lockd_kv_history_events 1",
+		"lockd_kv_watch_compacted_total 0",
 	} {
 		if !hasLine(lead, want) {
 			t.Errorf("leader's /metrics has no line %q", want)

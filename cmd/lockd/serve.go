@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/acl"
+	"github.com/lockd/lockd/fsm"
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/internal/cli"
@@ -49,6 +50,8 @@ type serveFlags struct {
 	maxSessionsPerToken             int
 	maxLocksPerSession              int
 	maxWaitersPerLock               int
+	kvHistoryEvents, kvHistoryMax   int
+	kvHistoryAge                    time.Duration
 	bodyTimeout                     time.Duration
 	httpConnsPerClient, httpConns   int
 	peerConnsPerClient, peerConns   int
@@ -108,6 +111,12 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxSessionsPerToken, "max-sessions-per-token", d.MaxSessionsPerToken, "live sessions one ACL token may have")
 	fs.IntVar(&f.maxLocksPerSession, "max-locks-per-session", d.MaxObjectsPerSession, "locks and elections one session may hold or wait for")
 	fs.IntVar(&f.maxWaitersPerLock, "max-waiters-per-lock", d.MaxWaitersPerObject, "sessions that may wait for one lock or election")
+	fs.IntVar(&f.kvHistoryEvents, "kv-history-events", d.KVHistory.MinEvents,
+		"events of keys the history keeps at least, for watches (every node must use the same)")
+	fs.DurationVar(&f.kvHistoryAge, "kv-history-age", d.KVHistory.MinAge,
+		"the history also keeps every event of keys younger than this (every node must use the same)")
+	fs.IntVar(&f.kvHistoryMax, "kv-history-max-events", d.KVHistory.MaxEvents,
+		"events of keys the history never keeps more of, whatever their age (every node must use the same)")
 	fs.StringVar(&f.leaseLog, "lease-log", "",
 		"debug aid for the fault harness: append a line to this file at every change of this node's master lease "+
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
@@ -249,6 +258,11 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
 	nc.MaxBlockingQueries = f.maxBlocking
 	nc.MaxSessionsPerToken, nc.MaxObjectsPerSession, nc.MaxWaitersPerObject = f.maxSessionsPerToken, f.maxLocksPerSession, f.maxWaitersPerLock
+	if f.kvHistoryEvents < 0 || f.kvHistoryAge < 0 || f.kvHistoryMax < 1 || f.kvHistoryEvents > f.kvHistoryMax {
+		return server.Config{}, fmt.Errorf("--kv-history-events %d and --kv-history-age %v must not be negative, and --kv-history-max-events %d must be at least 1 and at least --kv-history-events",
+			f.kvHistoryEvents, f.kvHistoryAge, f.kvHistoryMax)
+	}
+	nc.KVHistory = fsm.HistoryLimits{MinEvents: f.kvHistoryEvents, MinAge: f.kvHistoryAge, MaxEvents: f.kvHistoryMax}
 	if f.rate < 0 || f.burst < 1 {
 		return server.Config{}, fmt.Errorf("--rate-limit %g must not be negative and --rate-burst %d must be at least 1", f.rate, f.burst)
 	}

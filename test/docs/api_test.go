@@ -69,7 +69,7 @@ func stringLit(e ast.Expr) (string, bool) {
 func methodOf(e ast.Expr) string {
 	switch x := e.(type) {
 	case *ast.Ident:
-		return map[string]string{"get": "GET", "post": "POST", "del": "DELETE"}[x.Name]
+		return map[string]string{"get": "GET", "post": "POST", "put": "PUT", "del": "DELETE"}[x.Name]
 	case *ast.SelectorExpr:
 		if m, ok := strings.CutPrefix(x.Sel.Name, "Method"); ok {
 			return strings.ToUpper(m)
@@ -214,8 +214,12 @@ func TestAPIDocCoversEveryField(t *testing.T) {
 		api.Member{}, api.LeaderInfo{}, api.Cluster{}, api.ElectionStats{},
 		api.CreateTokenRequest{}, api.Token{}, api.TokenList{}, acl.Rule{},
 		api.FaultRequest{}, api.FaultList{}, api.FaultRules{}, api.ClockSkew{}, api.Error{},
+		api.KV{}, api.KVRead{}, api.KVList{}, api.Guard{}, api.KVPutRequest{}, api.KVPutResponse{},
+		api.KVDeleteRequest{}, api.KVDeleteResponse{}, api.Compare{}, api.TxnOp{}, api.TxnPut{}, api.TxnRange{},
+		api.TxnRequest{}, api.TxnResult{}, api.TxnResponse{}, api.Event{}, api.KVEvents{},
 	}
-	fields := []string{"index", "wait", "stale", "consistent", "limit", "after"}
+	fields := []string{"index", "wait", "stale", "consistent", "limit", "after",
+		"prefix", "keys", "count", "raw", "watch", "cas", "all"}
 	for _, v := range types {
 		rt := reflect.TypeOf(v)
 		for f := range rt.Fields() {
