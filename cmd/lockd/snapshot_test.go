@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -87,7 +88,8 @@ const (
 // loadCluster creates sessions a..e (TTL loadTTL, kept alive until stop) and x:
 // a holds jobs/a with b then c queued behind it, b and c share reports, d
 // leads sched with e queued for it, and x, which is left to expire, held
-// delayed, now in its lock-delay.
+// delayed, now in its lock-delay. The keys are cfg/db, svc/a (owned by a)
+// and svc/b (owned by b).
 func loadCluster(t *testing.T) *loaded {
 	c := servertest.New(t, 3)
 	base := c.URL(c.WaitLeader())
@@ -132,6 +134,11 @@ func loadCluster(t *testing.T) *loaded {
 	queue("/v1/locks/jobs/a/acquire", api.AcquireRequest{Session: s["c"], Wait: api.Duration(loadWait)}, jobs, 2)
 	queue("/v1/elections/sched/campaign", api.CampaignRequest{Session: s["e"], Value: "e:1", Wait: api.Duration(loadWait)},
 		func() int { return len(fsmOf().Election("sched").Waiters) }, 1)
+	// Keys: one of nobody's, and one each owned by a (kept alive after
+	// the restore) and by b (left to expire after it).
+	mustAPI(t, base, "PUT", "/v1/kv/cfg/db", api.KVPutRequest{Value: []byte("postgres://db:5432"), Flags: 7}, nil)
+	mustAPI(t, base, "PUT", "/v1/kv/svc/a", api.KVPutRequest{Value: []byte("10.0.0.1:80"), Session: s["a"], Ephemeral: true}, nil)
+	mustAPI(t, base, "PUT", "/v1/kv/svc/b", api.KVPutRequest{Value: []byte("10.0.0.2:80"), Session: s["b"], Ephemeral: true}, nil)
 	x := newSession("x", time.Second, loadDelay)
 	mustAPI(t, base, "POST", "/v1/locks/delayed/acquire", api.AcquireRequest{Session: x}, nil)
 	servertest.WaitFor(t, 10*time.Second, "x to expire", func() bool {
@@ -186,6 +193,11 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	}
 	f := src.c.Nodes[leader].Node().FSM()
 	wantSessions, wantLocks, wantElections := f.Sessions(), f.Locks(), f.Elections()
+	allKeys := func(f *fsm.FSM) []fsm.KV { return f.Range(nil, []byte{0}, nil, 0, false, false).KVs }
+	wantKeys, wantKVIndex := allKeys(f), f.KVIndex()
+	if len(wantKeys) != 3 {
+		t.Fatalf("the source holds %d keys, want 3", len(wantKeys))
+	}
 	src.stop()
 	for i := range src.c.Nodes {
 		src.c.Crash(i)
@@ -233,6 +245,9 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 		if !reflect.DeepEqual(withoutTimes(g.Locks()), withoutTimes(wantLocks)) || !reflect.DeepEqual(withoutTimes(g.Elections()), withoutTimes(wantElections)) {
 			t.Fatalf("node %d: locks %+v elections %+v\nwant %+v %+v", i, g.Locks(), g.Elections(), wantLocks, wantElections)
 		}
+		if got := allKeys(g); !reflect.DeepEqual(got, wantKeys) || g.KVIndex() != wantKVIndex {
+			t.Fatalf("node %d: keys %+v at index %d\nwant %+v at %d", i, got, g.KVIndex(), wantKeys, wantKVIndex)
+		}
 		// The waits and the lock-delay are shown running from the restore.
 		for _, l := range append(g.Locks(), g.Elections()...) {
 			for _, w := range l.Waiters {
@@ -277,6 +292,14 @@ func TestSnapshot_SaveAndRestoreIntoAFreshCluster(t *testing.T) {
 	}
 	if r, e := g.Lock("reports"), g.Election("sched"); len(r.Holders)+len(e.Holders)+len(e.Waiters) != 0 {
 		t.Fatalf("after the others expired: reports %+v, sched %+v; want both released", r, e)
+	}
+	// b's key went with b; a's and nobody's stay.
+	var keys []string
+	for _, kv := range allKeys(g) {
+		keys = append(keys, string(kv.Key))
+	}
+	if !slices.Equal(keys, []string{"cfg/db", "svc/a"}) {
+		t.Fatalf("keys after the others expired: %q; want cfg/db and svc/a", keys)
 	}
 }
 
