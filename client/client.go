@@ -147,6 +147,15 @@ const (
 // request number (seq) after a timeout or a lost answer: the leader
 // applies it at most once, and answers a repeat from the current state.
 func (c *Client) call(ctx context.Context, method, path string, in, out any, policy retry, wait time.Duration) error {
+	return c.callTold(ctx, method, path, in, out, policy, wait, nil)
+}
+
+// callTold is call that also reports, through unknown (if not nil),
+// whether an attempt before the last may have been applied: one whose
+// outcome was left open (a lost answer, 504 timeout) and that was then
+// repeated. A numbered write whose repeat is answered request_repeated
+// was applied by such an attempt, and by it alone.
+func (c *Client) callTold(ctx context.Context, method, path string, in, out any, policy retry, wait time.Duration, unknown *bool) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -170,6 +179,9 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, pol
 		sent, err := c.attempt(ctx, c.endpoints[i], method, path, body, bodyWait, out, wait)
 		if err == nil {
 			return nil
+		}
+		if unknown != nil && openOutcome(err, sent) && retryable(err, sent, policy) && ctx.Err() == nil {
+			*unknown = true
 		}
 		if !retryable(err, sent, policy) || ctx.Err() != nil {
 			if ctx.Err() != nil && !isAPIError(err) {
@@ -206,6 +218,18 @@ func retryable(err error, sent bool, policy retry) bool {
 		return policy == idempotent
 	case "":
 		return !sent || policy == idempotent
+	}
+	return false
+}
+
+// openOutcome reports whether an attempt that failed with err may have
+// been applied: its answer was lost after it was sent, or was 504 timeout.
+func openOutcome(err error, sent bool) bool {
+	switch api.CodeOf(err) {
+	case api.CodeTimeout:
+		return true
+	case "":
+		return sent
 	}
 	return false
 }
@@ -255,7 +279,7 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 		if s, perr := strconv.Atoi(resp.Header.Get("Retry-After")); perr == nil {
 			e.RetryAfter = time.Duration(s) * time.Second
 		}
-		return true, e
+		return true, withIndexes(e, resp.Header)
 	}
 	if rb, ok := out.(*rawBody); ok {
 		rb.body, rb.header = raw, resp.Header
@@ -267,6 +291,32 @@ func (c *Client) attempt(ctx context.Context, base, method, path string, body []
 		}
 	}
 	return true, nil
+}
+
+// indexedError is an error answer that carried the index its read saw
+// (api.HeaderIndex): a read of a key that does not exist.
+type indexedError struct {
+	err   *api.Error
+	index uint64
+}
+
+func (e *indexedError) Error() string { return e.err.Error() }
+func (e *indexedError) Unwrap() error { return e.err }
+
+// withIndexes returns the error of an answer with the indexes its headers
+// carry: *api.CompactedError for a compacted history (with the oldest
+// index a watch may start after), *indexedError for an answer with
+// X-Lockd-Index; else e.
+func withIndexes(e *api.Error, h http.Header) error {
+	if e.Code == api.CodeCompacted {
+		if n, err := strconv.ParseUint(h.Get(api.HeaderOldestIndex), 10, 64); err == nil {
+			return &api.CompactedError{Oldest: n}
+		}
+	}
+	if n, err := strconv.ParseUint(h.Get(api.HeaderIndex), 10, 64); err == nil {
+		return &indexedError{err: e, index: n}
+	}
+	return e
 }
 
 // follow makes the endpoint the leader named in an answer the client's

@@ -6,7 +6,10 @@
 // leader, retrying the calls that are safe to retry with backoff and
 // jitter. Session is the unit of liveness: it keeps itself alive in the
 // background and reports, through Done and Ctx, the moment it can no longer
-// be sure it is alive. Mutex and Election are built on a Session.
+// be sure it is alive. Mutex and Election are built on a Session. KV is
+// the namespace of keys: reads, lists, writes with compare-and-swap and
+// fencing guards, transactions, and watches that ride out a change of
+// leader; a put may be ephemeral, owned by a Session.
 //
 // What a lease does and does not guarantee. A Session keeps a conservative
 // local deadline: the time the last successful keepalive was sent, plus the

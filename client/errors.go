@@ -15,6 +15,8 @@ var (
 	// ErrRepeated: the acquire repeated one of this session already applied
 	// (a retry whose first answer was lost) and the lock is free now; the
 	// repeat is not applied again. A new Lock or TryLock sends a new request.
+	// From a KV write of a session: the write was applied once, by an
+	// earlier attempt whose answer was lost (see KV).
 	ErrRepeated error = &api.Error{Code: api.CodeRepeated, Message: "request repeats one already applied"}
 	// ErrNotHolder: the session does not hold the lock or lead the election.
 	ErrNotHolder error = &api.Error{Code: api.CodeNotHolder, Message: "not the holder"}
@@ -28,6 +30,22 @@ var (
 	ErrTimeout error = &api.Error{Code: api.CodeTimeout, Message: "timeout"}
 	// ErrBadRequest: the server refused the request as malformed.
 	ErrBadRequest error = &api.Error{Code: api.CodeBadRequest, Message: "bad request"}
+	// ErrKeyNotFound: the key does not exist (KV.Get). It matches any
+	// not_found answer.
+	ErrKeyNotFound error = &api.Error{Code: api.CodeNotFound, Message: "key not found"}
+	// ErrCASFailed: a write with WithCAS (or KV.CAS) found the key at
+	// another modify index, or, for 0, found it; nothing was written.
+	ErrCASFailed error = &api.Error{Code: api.CodeCASFailed, Message: "cas failed"}
+	// ErrCompacted: a watch asked for events from an index the server's
+	// history no longer reaches. The error is an *api.CompactedError,
+	// whose Oldest is the oldest index a watch may start after: read the
+	// keys again and watch from the index of that read.
+	ErrCompacted error = &api.Error{Code: api.CodeCompacted, Message: "history compacted"}
+	// ErrStaleToken: a fencing token lower than one already seen. Fence
+	// refuses such a token with it; the cluster refuses a write guarded
+	// by it (WithGuard, FencedBy) with the stale_token answer, which
+	// matches it too.
+	ErrStaleToken error = &api.Error{Code: api.CodeStaleToken, Message: "client: stale fencing token"}
 
 	// ErrSessionLost: the session's local deadline passed or the server
 	// said it is gone; everything built on it is lost.
@@ -38,8 +56,6 @@ var (
 	ErrNotLeader = errors.New("client: not the election leader")
 	// ErrNoElectionLeader: nobody leads the election.
 	ErrNoElectionLeader = errors.New("client: election has no leader")
-	// ErrStaleToken: Fence refused a token lower than one it already accepted.
-	ErrStaleToken = errors.New("client: stale fencing token")
 	// ErrNoEndpoints: the Client was given no address.
 	ErrNoEndpoints = errors.New("client: no endpoints")
 )
