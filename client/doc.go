@@ -1,5 +1,6 @@
 // Package client is the Go client of lockd: sessions, locks with fencing
-// tokens, and leader elections, over lockd's HTTP API.
+// tokens, leader elections and the namespace of keys, over lockd's HTTP
+// API.
 //
 // A Client talks to any node of a cluster: followers forward to the leader,
 // and the client moves on to another node when one is unreachable or has no
