@@ -30,8 +30,9 @@ import (
 //
 // A KV is safe for concurrent use.
 type KV struct {
-	c *Client
-	s *Session // nil: writes carry no session
+	c   *Client
+	s   *Session // nil: writes carry no session, or only sid
+	sid string   // the id of a session kept alive elsewhere (SessionKV)
 }
 
 // KV returns the namespace of keys, written without a session.
@@ -41,7 +42,16 @@ func (c *Client) KV() *KV { return &KV{c: c} }
 // carry its id and request numbers, and may be ephemeral.
 func (s *Session) KV() *KV { return &KV{c: s.c, s: s} }
 
-// Session returns the session the KV writes with, or nil.
+// SessionKV returns the namespace of keys, written with the session of
+// id, which some other process keeps alive (the LOCKD_SESSION that lockd
+// lock and lockd elect give the command they run): its puts may be
+// ephemeral, owned by that session. Its writes carry no request numbers,
+// which belong to the session's owner, so they are repeated only as those
+// of a KV without a session are.
+func (c *Client) SessionKV(id string) *KV { return &KV{c: c, sid: id} }
+
+// Session returns the session the KV writes with, or nil (also for a
+// SessionKV).
 func (k *KV) Session() *Session { return k.s }
 
 // kvPath is the path of one key: keys are checked by the server and hold
@@ -217,7 +227,7 @@ func applyWrite(opts []WriteOption) writeOptions {
 // or ErrSessionLost if the KV's session can no longer vouch for itself.
 func (k *KV) session() (id string, seq uint64, err error) {
 	if k.s == nil {
-		return "", 0, nil
+		return k.sid, 0, nil
 	}
 	if !k.s.Alive() {
 		return "", 0, ErrSessionLost
@@ -272,7 +282,7 @@ func (k *KV) Put(ctx context.Context, key string, value []byte, opts ...WriteOpt
 	if o.err != nil {
 		return api.KVPutResponse{}, o.err
 	}
-	if o.ephemeral && k.s == nil {
+	if o.ephemeral && k.s == nil && k.sid == "" {
 		return api.KVPutResponse{}, badRequest("an ephemeral put needs a session: use Session.KV")
 	}
 	req := api.KVPutRequest{Value: value, Flags: o.flags, Ephemeral: o.ephemeral, CAS: o.cas, Sequential: o.sequential, Guard: o.guard}
@@ -349,11 +359,11 @@ func (k *KV) delete(ctx context.Context, d api.KVDelete, opts []WriteOption) (ap
 func (k *KV) DoTxn(ctx context.Context, req api.TxnRequest) (api.TxnResponse, error) {
 	probe := req
 	probe.Session, probe.Seq = "-", 0
-	if k.s == nil {
+	if k.s == nil && k.sid == "" {
 		probe.Session = ""
 	}
 	if err := probe.Validate(); err != nil {
-		if k.s == nil && hasEphemeral(req) {
+		if probe.Session == "" && hasEphemeral(req) {
 			return api.TxnResponse{}, badRequest("an ephemeral put in a transaction needs a session: use Session.KV")
 		}
 		return api.TxnResponse{}, badRequest("%v", err)

@@ -5,6 +5,7 @@
 //	lockd elect [flags] NAME [-- CMD...] run CMD while leader; without CMD, campaign and print changes
 //	lockd elect --listen NAME            print changes of leader without campaigning
 //	lockd watch lock|election|session NAME  print the object, then a line per change
+//	lockd kv get|put|del|ls|watch ...    the namespace of keys: read, write, list, watch
 //	lockd status | locks | sessions | elections  the cluster, locks, sessions, elections (--json for scripts)
 //	lockd leader NAME                    who leads an election
 //	lockd members [add ID PEER --http URL | remove ID]  list, add or remove members
@@ -14,7 +15,7 @@
 //	lockd version                        print the version
 //
 // Exit codes: 0 success (or CMD's own code), 1 error, 2 usage, 3 lock not
-// acquired / nobody leads, 4 lock or leadership lost while CMD ran (CMD was
+// acquired / nobody leads / key not found, cas or guard refused (kv), 4 lock or leadership lost while CMD ran (CMD was
 // sent SIGTERM, then SIGKILL after --grace); 128+N when CMD died of signal N.
 //
 // Run "lockd serve -h" for the flags; each also reads from LOCKD_<FLAG>
@@ -22,6 +23,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -50,6 +52,8 @@ func run(args []string) int {
 		return electCmd(args[1:])
 	case "watch":
 		return watchCmd(args[1:])
+	case "kv":
+		return kvCmd(context.Background(), args[1:], os.Stdin, os.Stdout, os.Stderr)
 	case "status", "locks", "sessions", "elections", "leader":
 		return infoCmd(args[0], args[1:])
 	case "bench":
@@ -92,6 +96,11 @@ Usage:
   lockd watch lock|election|session NAME
                                         print the object, then one line per change (blocking
                                         queries), until interrupted; --json for scripts
+  lockd kv get KEY | put KEY VALUE|- | del KEY | ls [PREFIX] | watch KEY
+                                        the namespace of keys: print a value (--json: the record),
+                                        write one (--cas N, --guard LOCK:TOKEN, --ephemeral
+                                        --session ID), delete a key or --prefix, list keys
+                                        (--keys, --count), print a line per change (--prefix)
   lockd status | locks | sessions | elections
                                         the cluster, its locks, sessions, elections (--json for scripts)
   lockd leader NAME                     who leads the election NAME
@@ -116,7 +125,7 @@ LOCKD_KEY). Run
 environment variable LOCKD_<FLAG>, e.g. LOCKD_HTTP=127.0.0.1:8400.
 
 Exit codes: 0 ok (or CMD's own), 1 error, 2 usage, 3 not acquired / no
-leader, 4 lock or leadership lost while CMD ran, 128+N CMD killed by signal N.
+leader / kv: no such key, --cas or --guard refused, 4 lock or leadership lost while CMD ran, 128+N CMD killed by signal N.
 
 The benchmarks are the command lockd-bench.
 `)
