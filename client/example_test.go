@@ -173,3 +173,68 @@ func ExampleClient_CheckToken() {
 	// true
 	// false
 }
+
+// A leader publishes its address in an ephemeral key of its session, so
+// that the key goes when the leader does; clients read it and watch it.
+func ExampleKV_Watch() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, _ := client.New(addr)
+	kv := c.KV()
+
+	// A client: read where the leader is (nowhere yet), then follow changes
+	// from the index of that read.
+	r, err := kv.Get(ctx, "svc/api/leader", client.Default)
+	fmt.Println("before:", errors.Is(err, client.ErrKeyNotFound))
+	events := kv.Watch(ctx, "svc/api/leader", r.Index)
+
+	// The leader: publish, then step down (its session ends).
+	s, _ := client.NewSession(ctx, c)
+	if _, err := s.KV().Put(ctx, "svc/api/leader", []byte("10.0.0.7:9000"), client.Ephemeral()); err != nil {
+		log.Fatal(err)
+	}
+	s.Close()
+
+	for range 2 {
+		ev := <-events
+		if ev.Err != nil { // ErrCompacted: read again and watch from that read
+			log.Fatal(ev.Err)
+		}
+		fmt.Println(ev.Type, ev.KV.Key, string(ev.KV.Value))
+	}
+	// Output:
+	// before: true
+	// put svc/api/leader 10.0.0.7:9000
+	// delete svc/api/leader
+}
+
+// A write fenced by a Mutex applies only while the Mutex's holding is the
+// lock's: a holder that lost the lock, however late it wakes, cannot
+// overwrite what the next holder wrote.
+func ExampleFencedBy() {
+	addr, stop := startExampleServer()
+	defer stop()
+	ctx := context.Background()
+	c, _ := client.New(addr)
+	a, _ := client.NewSession(ctx, c, client.WithLockDelay(0))
+	b, _ := client.NewSession(ctx, c, client.WithLockDelay(0))
+	defer b.Close()
+	old := client.NewMutex(a, "reports/daily")
+	if err := old.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	lock, token := old.Name(), old.Token()
+	_, err := c.KV().Put(ctx, "reports/daily/out", []byte("v1"), client.FencedBy(old))
+	fmt.Println(err)
+	a.Close() // a's holding ends; b takes the lock
+	if err := client.NewMutex(b, "reports/daily").Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.KV().Put(ctx, "reports/daily/out", []byte("late"), client.WithGuard(lock, token))
+	fmt.Println(errors.Is(err, client.ErrStaleToken))
+	// Output:
+	// <nil>
+	// true
+}
