@@ -172,10 +172,7 @@ func printJSON(w io.Writer, cmd string, stderr io.Writer, v any) int {
 	if err == nil {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 	}
-	if err != nil {
-		return fail(stderr, cmd, fmt.Errorf("write output: %w", err))
-	}
-	return cli.ExitOK
+	return writeErr(stderr, cmd, err)
 }
 
 func kvGet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -212,10 +209,8 @@ func kvGet(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.jsonOut {
 		return printJSON(stdout, fs.Name(), stderr, r)
 	}
-	if _, err := stdout.Write(r.KV.Value); err != nil {
-		return fail(stderr, fs.Name(), fmt.Errorf("write output: %w", err))
-	}
-	return cli.ExitOK
+	_, err = stdout.Write(r.KV.Value)
+	return writeErr(stderr, fs.Name(), err)
 }
 
 func kvClient(fs *flag.FlagSet, f *clientFlags, stderr io.Writer) (*client.Client, int) {
@@ -302,10 +297,8 @@ func kvPut(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	if f.jsonOut {
 		return printJSON(stdout, fs.Name(), stderr, r)
 	}
-	if _, err := fmt.Fprintf(stdout, "key=%s index=%d version=%d\n", r.KV.Key, r.Index, r.KV.Version); err != nil {
-		return fail(stderr, fs.Name(), fmt.Errorf("write output: %w", err))
-	}
-	return cli.ExitOK
+	_, err = fmt.Fprintf(stdout, "key=%s index=%d version=%d\n", r.KV.Key, r.Index, r.KV.Version)
+	return writeErr(stderr, fs.Name(), err)
 }
 
 // flagGiven reports whether the flag name was set on the command line.
@@ -368,10 +361,8 @@ func kvDel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.jsonOut {
 		return printJSON(stdout, fs.Name(), stderr, r)
 	}
-	if _, err := fmt.Fprintf(stdout, "deleted=%d index=%d\n", r.Deleted, r.Index); err != nil {
-		return fail(stderr, fs.Name(), fmt.Errorf("write output: %w", err))
-	}
-	return cli.ExitOK
+	_, err = fmt.Fprintf(stdout, "deleted=%d index=%d\n", r.Deleted, r.Index)
+	return writeErr(stderr, fs.Name(), err)
 }
 
 func kvList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -528,16 +519,15 @@ func kvWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ev.Err != nil {
 			return fail(stderr, fs.Name(), ev.Err)
 		}
-		var werr error
+		code := cli.ExitOK
 		if f.jsonOut {
-			if code := printJSON(stdout, fs.Name(), stderr, ev.Event); code != cli.ExitOK {
-				return code
-			}
-			continue
+			code = printJSON(stdout, fs.Name(), stderr, ev.Event)
+		} else {
+			_, err := fmt.Fprintln(stdout, eventLine(ev.Event))
+			code = writeErr(stderr, fs.Name(), err)
 		}
-		_, werr = fmt.Fprintln(stdout, eventLine(ev.Event))
-		if werr != nil {
-			return fail(stderr, fs.Name(), fmt.Errorf("write output: %w", werr))
+		if code != cli.ExitOK {
+			return code
 		}
 	}
 	return cli.ExitOK
