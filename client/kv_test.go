@@ -244,24 +244,66 @@ func collect(t *testing.T, ch <-chan client.WatchEvent, n int, within time.Durat
 }
 
 // A prefix watch delivers every put once and in order while the writer
-// writes through a leadership transfer, riding out the change of leader.
+// writes through a leadership transfer, the loss of the watch's
+// connections, and the crash of the new leader: the watch rides out each,
+// asking again, on another member if need be, from the index it had. The
+// watch reaches each node through a proxy of its own (so that it does not
+// follow the leader around them), whose connections the test cuts.
 func TestKV_WatchAcrossLeadershipTransfer(t *testing.T) {
 	c := servertest.New(t, 3)
 	cl := mustClient(t, c.URLs()...)
+	var fronts []*httptest.Server
+	var frontURLs []string
+	for _, u := range c.URLs() {
+		target, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := httptest.NewServer(httputil.NewSingleHostReverseProxy(target))
+		t.Cleanup(f.Close)
+		fronts, frontURLs = append(fronts, f), append(frontURLs, f.URL)
+	}
+	watcher, err := client.NewWithConfig(client.Config{Endpoints: frontURLs, MaxBackoff: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := ctxT(t, 30*time.Second)
 	kv := mustSession(t, cl).KV()
 	_, index, err := kv.Count(ctx, "w/", client.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := cl.KV().Watch(ctx, "w/", index, client.WatchPrefix(), client.WatchWait(2*time.Second))
-	const n = 20
+	ch := watcher.KV().Watch(ctx, "w/", index, client.WatchPrefix(), client.WatchWait(2*time.Second))
+	const n = 24
+	// Read the events as they come, so that the watch is asking while
+	// the leader changes and its connections are cut.
+	collected := make(chan []api.Event, 1)
+	go func() {
+		var got []api.Event
+		for ev := range ch {
+			if ev.Err != nil {
+				t.Errorf("watch ended after %d events: %v", len(got), ev.Err)
+				break
+			}
+			if got = append(got, ev.Event); len(got) == n {
+				break
+			}
+		}
+		collected <- got
+	}()
 	want := make([]uint64, n)
 	for i := range n {
-		if i == n/2 {
+		switch i {
+		case n / 4:
 			if _, err := cl.TransferLeadership(ctx, ""); err != nil {
 				t.Fatalf("leader transfer: %v", err)
 			}
+		case n / 2:
+			for _, f := range fronts {
+				f.CloseClientConnections() // the blocking query in flight fails
+			}
+		case 3 * n / 4:
+			c.Crash(c.WaitLeader())
 		}
 		put, err := kv.Put(ctx, fmt.Sprintf("w/%02d", i), []byte("v"))
 		if err != nil {
@@ -269,7 +311,15 @@ func TestKV_WatchAcrossLeadershipTransfer(t *testing.T) {
 		}
 		want[i] = put.Index
 	}
-	got := collect(t, ch, n, 20*time.Second)
+	var got []api.Event
+	select {
+	case got = <-collected:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the watch did not deliver %d events in 20s", n)
+	}
+	if len(got) != n {
+		t.Fatalf("the watch delivered %d events, want %d", len(got), n)
+	}
 	for i, e := range got {
 		if e.Type != "put" || e.KV.Key != fmt.Sprintf("w/%02d", i) || e.Index != want[i] {
 			t.Fatalf("event %d: %+v, want the put of w/%02d at %d", i, e, i, want[i])
