@@ -301,6 +301,26 @@ func kvPut(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 	return writeErr(stderr, fs.Name(), err)
 }
 
+// keyOrPrefix returns what a command given one KEY or --prefix PREFIX
+// acts on, checked, and whether it is a prefix; code is a usage error's
+// exit code, or -1.
+func keyOrPrefix(fs *flag.FlagSet, pos, command []string, prefix string) (key string, isPrefix bool, code int) {
+	isPrefix = flagGiven(fs, "prefix")
+	if len(command) > 0 || isPrefix && len(pos) > 0 || !isPrefix && len(pos) != 1 {
+		return "", false, cli.UsageErr(fs, "want one KEY, or --prefix PREFIX")
+	}
+	if isPrefix {
+		if err := api.ValidatePrefix(prefix); err != nil {
+			return "", false, cli.UsageErr(fs, "%v", err)
+		}
+		return prefix, true, -1
+	}
+	if err := api.ValidateKey(pos[0]); err != nil {
+		return "", false, cli.UsageErr(fs, "%v", err)
+	}
+	return pos[0], false, -1
+}
+
 // flagGiven reports whether the flag name was set on the command line.
 func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
@@ -323,25 +343,16 @@ func kvDel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cli.FlagErr(err)
 	}
-	isPrefix := flagGiven(fs, "prefix")
+	key, isPrefix, code := keyOrPrefix(fs, pos, command, prefix)
 	switch {
-	case len(command) > 0 || isPrefix && len(pos) > 0 || !isPrefix && len(pos) != 1:
-		return cli.UsageErr(fs, "want one KEY, or --prefix PREFIX")
+	case code >= 0:
+		return code
 	case isPrefix && prefix == "":
 		return cli.UsageErr(fs, "--prefix is empty: lockd kv del does not delete every key")
 	case isPrefix && cas.set:
 		return cli.UsageErr(fs, "--cas applies to one key, not to a prefix")
 	case cas.set && cas.n == 0:
 		return cli.UsageErr(fs, "--cas 0 would delete the key only if it does not exist: give the modify index of the key")
-	}
-	var check error
-	if isPrefix {
-		check = api.ValidatePrefix(prefix)
-	} else {
-		check = api.ValidateKey(pos[0])
-	}
-	if check != nil {
-		return cli.UsageErr(fs, "%v", check)
 	}
 	c, code := kvClient(fs, f, stderr)
 	if c == nil {
@@ -351,9 +362,9 @@ func kvDel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	var r api.KVDeleteResponse
 	if isPrefix {
-		r, err = c.KV().DeletePrefix(ctx, prefix, writeOptions(cas, guard)...)
+		r, err = c.KV().DeletePrefix(ctx, key, writeOptions(cas, guard)...)
 	} else {
-		r, err = c.KV().Delete(ctx, pos[0], writeOptions(cas, guard)...)
+		r, err = c.KV().Delete(ctx, key, writeOptions(cas, guard)...)
 	}
 	if err != nil {
 		return kvFail(stderr, fs.Name(), err)
@@ -466,20 +477,9 @@ func kvWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return cli.FlagErr(err)
 	}
-	isPrefix := flagGiven(fs, "prefix")
-	if len(command) > 0 || isPrefix && len(pos) > 0 || !isPrefix && len(pos) != 1 {
-		return cli.UsageErr(fs, "want one KEY, or --prefix PREFIX")
-	}
-	key := prefix
-	var check error
-	if isPrefix {
-		check = api.ValidatePrefix(prefix)
-	} else {
-		key = pos[0]
-		check = api.ValidateKey(key)
-	}
-	if check != nil {
-		return cli.UsageErr(fs, "%v", check)
+	key, isPrefix, code := keyOrPrefix(fs, pos, command, prefix)
+	if code >= 0 {
+		return code
 	}
 	c, code := kvClient(fs, f, stderr)
 	if c == nil {
@@ -519,7 +519,7 @@ func kvWatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if ev.Err != nil {
 			return fail(stderr, fs.Name(), ev.Err)
 		}
-		code := cli.ExitOK
+		var code int
 		if f.jsonOut {
 			code = printJSON(stdout, fs.Name(), stderr, ev.Event)
 		} else {
