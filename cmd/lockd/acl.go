@@ -17,7 +17,7 @@ const aclUsage = `lockd acl token create [--description TEXT] [--expiration-ttl 
   lockd acl token list | self [--addr ADDRS] [--json]
   lockd acl token revoke ACCESSOR_ID [--addr ADDRS]
 The token sent is LOCKD_ACL_TOKEN (or --acl-token); create, list and revoke need an admin token.
-A rule: KIND lock or election, a name PREFIX (may be empty), ACCESS read or write, e.g. lock:jobs/:write.`
+A rule: KIND lock, election or key, a name PREFIX (may be empty), ACCESS read or write, e.g. lock:jobs/:write or key:config/:read.`
 
 // rulesFlag collects repeated --rule flags.
 type rulesFlag []acl.Rule
