@@ -1,6 +1,6 @@
 // Package load measures a running lockd cluster's serving path from the
 // outside, over its HTTP API: `lockd-bench locks`, `handoff`,
-// `keepalive`, `waiters` and `watchers`.
+// `keepalive`, `waiters`, `watchers` and `kv`.
 //
 // The rows' loops talk to a System (create a session, renew it, take a
 // lock with or without waiting, release it, end the session, count the
@@ -43,6 +43,23 @@
 //     0 queries. Reported: cycles per second and their latency, the
 //     queries still waiting at the end, and those the cluster refused
 //     (429 too_many_requests), apart from errors.
+//   - kv (the namespace of keys; lockd only, through the KV interface,
+//     which bench/compare's systems do not implement yet): for each count
+//     of workers W, four rows. kv-put: each worker puts values of
+//     --value-size bytes (1 KiB) to a key of its own, again and again.
+//     kv-get: each worker reads a key of its own (a default read, which
+//     the leader answers under its lease). kv-cas: the workers increment
+//     counters on --hot-keys keys (4) with a read and a put with cas on
+//     the index read, reading again after a cas_failed; reported apart
+//     from errors: the conflicts; at the end the counters must sum to
+//     the increments acknowledged. kv-txn: each worker runs transactions
+//     that compare the modify indexes of two keys of its own and put
+//     both (every one must succeed). Then kv-watch, for each count of
+//     --fanout (1,000): that many watches of one key, spread over the
+//     endpoints; one writer puts the key, waits until every watcher has
+//     the change, and puts again. Reported: puts (increments,
+//     transactions) per second and their latency; kv-watch's is from the
+//     put's answer until the last watcher had the change.
 //
 // lockd's requests are plain HTTP with JSON bodies through one shared
 // connection pool, with no retries: an error is counted and the cycle is

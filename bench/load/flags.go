@@ -84,3 +84,18 @@ func parseInts(s string) ([]int, error) {
 	}
 	return out, nil
 }
+
+// KVFlags registers the kv rows' own flags on fs (--fanout, --hot-keys,
+// --value-size), with def's values as defaults; the kv rows also take
+// --workers and --setup-timeout. After fs.Parse, the function it returns
+// puts the flags' values into a Config, or returns an error that names
+// the flag at fault.
+func KVFlags(fs *flag.FlagSet, def Config) func(Config) (Config, error) {
+	fanout := fs.String("fanout", joinInts(def.Fanout), "kv: comma-separated counts of watchers of one key (kv-watch rows; none: no such rows)")
+	hot := fs.Int("hot-keys", def.HotKeys, "kv: keys the kv-cas rows' workers share")
+	size := fs.Int("value-size", def.ValueSize, "kv: bytes in each value put")
+	return func(cfg Config) (Config, error) {
+		cfg.HotKeys, cfg.ValueSize = *hot, *size
+		return cfg, parseLists(intList{"fanout", *fanout, &cfg.Fanout})
+	}
+}

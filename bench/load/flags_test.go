@@ -13,12 +13,8 @@ import (
 
 func TestRowFlags(t *testing.T) {
 	parse := func(args ...string) (load.Config, error) {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		rows := load.RowFlags(fs, load.DefaultConfig())
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
+		var rows func() (load.Config, error)
+		parseFlags(t, args, func(fs *flag.FlagSet) { rows = load.RowFlags(fs, load.DefaultConfig()) })
 		return rows()
 	}
 	cfg, err := parse()
@@ -36,5 +32,35 @@ func TestRowFlags(t *testing.T) {
 	}
 	if _, err := parse("--waiters", "2,x"); err == nil || !strings.HasPrefix(err.Error(), `--waiters: "x" is not a number`) {
 		t.Errorf("bad list: %v", err)
+	}
+}
+
+func TestKVFlags(t *testing.T) {
+	parse := func(args ...string) (load.Config, error) {
+		var kv func(load.Config) (load.Config, error)
+		parseFlags(t, args, func(fs *flag.FlagSet) { kv = load.KVFlags(fs, load.DefaultConfig()) })
+		return kv(load.DefaultConfig())
+	}
+	cfg, err := parse()
+	if err != nil || !slices.Equal(cfg.Fanout, []int{1000}) || cfg.HotKeys != 4 || cfg.ValueSize != 1024 {
+		t.Errorf("defaults: fanout %v, hot keys %d, value size %d, %v", cfg.Fanout, cfg.HotKeys, cfg.ValueSize, err)
+	}
+	cfg, err = parse("--fanout", "10,100", "--hot-keys", "2", "--value-size", "0")
+	if err != nil || !slices.Equal(cfg.Fanout, []int{10, 100}) || cfg.HotKeys != 2 || cfg.ValueSize != 0 {
+		t.Errorf("parsed: fanout %v, hot keys %d, value size %d, %v", cfg.Fanout, cfg.HotKeys, cfg.ValueSize, err)
+	}
+	if _, err := parse("--fanout", "x"); err == nil || !strings.HasPrefix(err.Error(), `--fanout: "x" is not a number`) {
+		t.Errorf("bad list: %v", err)
+	}
+}
+
+// parseFlags registers flags on a new flag set and parses args with it.
+func parseFlags(t *testing.T, args []string, register func(*flag.FlagSet)) {
+	t.Helper()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
 	}
 }

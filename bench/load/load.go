@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockd/lockd/api"
 )
 
 // Config says what to measure and where.
@@ -40,6 +42,12 @@ type Config struct {
 	// Watchers are the watchers rows' counts of blocking queries; a run
 	// of them starts with a row of 0 (the baseline) unless they name 0.
 	Watchers []int
+	// Fanout are the kv-watch rows' counts of watchers of one key.
+	Fanout []int
+	// HotKeys is how many keys the kv-cas rows' workers share.
+	HotKeys int
+	// ValueSize is the size of the kv rows' values, in bytes.
+	ValueSize int
 	// SetupTimeout bounds the setup of a waiters or watchers row
 	// (creating its sessions, queueing its waiters, parking its
 	// queries); a row whose setup runs out of time is measured as far
@@ -64,6 +72,9 @@ func DefaultConfig() Config {
 		TTL:          30 * time.Second,
 		Queue:        []int{10000},
 		Watchers:     []int{10000},
+		Fanout:       []int{1000},
+		HotKeys:      4,
+		ValueSize:    1024,
 		SetupTimeout: 2 * time.Minute,
 	}
 }
@@ -79,6 +90,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("callers %d out of range 1..4096", c.Callers)
 	case c.TTL < 3*time.Second || c.TTL > time.Hour:
 		return fmt.Errorf("ttl %v out of range 3s..1h", c.TTL)
+	case c.HotKeys < 1 || c.HotKeys > 1024:
+		return fmt.Errorf("hot keys %d out of range 1..1024", c.HotKeys)
+	case c.ValueSize < 0 || c.ValueSize > api.MaxKVValueLen:
+		return fmt.Errorf("value size %d out of range 0..%d", c.ValueSize, api.MaxKVValueLen)
 	case c.SetupTimeout < time.Second || c.SetupTimeout > time.Hour:
 		return fmt.Errorf("setup timeout %v out of range 1s..1h", c.SetupTimeout)
 	}
@@ -87,7 +102,8 @@ func (c Config) Validate() error {
 		ns       []int
 		min, max int
 	}{{"workers", c.Workers, 1, 4096}, {"waiters", c.Waiters, 1, 4096}, {"sessions", c.Sessions, 1, 1_000_000},
-		{"queue", c.Queue, 1, maxScale}, {"watchers", c.Watchers, 0, maxScale}} {
+		{"queue", c.Queue, 1, maxScale}, {"watchers", c.Watchers, 0, maxScale},
+		{"fanout", c.Fanout, 1, maxScale}} {
 		for _, n := range list.ns {
 			if n < list.min || n > list.max {
 				return fmt.Errorf("%s: %d out of range %d..%d", list.name, n, list.min, list.max)
@@ -99,9 +115,11 @@ func (c Config) Validate() error {
 
 // Row is one measured row.
 type Row struct {
-	Bench string `json:"bench"` // locks, handoff, keepalive, waiters or watchers
-	// N is the row's workers, waiters, sessions, queue depth or blocking
-	// queries.
+	// locks, handoff, keepalive, waiters, watchers, kv-put, kv-get,
+	// kv-cas, kv-txn or kv-watch
+	Bench string `json:"bench"`
+	// N is the row's workers, waiters, sessions, queue depth, blocking
+	// queries or (kv-watch) watchers.
 	N int `json:"n"`
 	// Ops are the cycles (locks, watchers), grants (handoff, waiters) or
 	// renewals completed in the measured time, Rate the same per second.
@@ -109,7 +127,10 @@ type Row struct {
 	Seconds float64 `json:"seconds"`
 	Rate    float64 `json:"per_second"`
 	// Latency is a cycle's (locks, watchers), a release-to-grant's
-	// (handoff, waiters) or a renewal's (keepalive).
+	// (handoff, waiters), a renewal's (keepalive), a request's (kv-put,
+	// kv-get, kv-txn), an increment's from its first read to its
+	// successful put (kv-cas), or from a put's answer until its last
+	// watcher had it (kv-watch).
 	Latency Latency `json:"latency"`
 	// Errors are failed requests; FirstError is the first one's text.
 	Errors     int64  `json:"errors"`
@@ -142,6 +163,11 @@ type Row struct {
 	// row's sessions were destroyed and every queued acquire had
 	// returned.
 	Drain float64 `json:"drain_seconds,omitempty"`
+	// kv-cas rows: the hot keys the workers share, and the puts refused
+	// cas_failed because another worker's increment came first (not
+	// errors: the worker reads again and retries).
+	Keys      int   `json:"keys,omitempty"`
+	CASFailed int64 `json:"cas_failed,omitempty"`
 }
 
 // Unit names what a row's Ops count.
@@ -151,6 +177,14 @@ func (r Row) Unit() string {
 		return "cycles"
 	case "handoff", "waiters":
 		return "grants"
+	case "kv-put", "kv-watch":
+		return "puts"
+	case "kv-get":
+		return "reads"
+	case "kv-cas":
+		return "increments"
+	case "kv-txn":
+		return "txns"
 	}
 	return "renewals"
 }
@@ -182,7 +216,7 @@ func newBench(cfg Config) *bench {
 		run = fmt.Sprintf("%08x", rand.Uint32())
 	}
 	conns := max(cfg.Callers, 64)
-	for _, ns := range [][]int{cfg.Workers, cfg.Waiters, cfg.Queue, cfg.Watchers} {
+	for _, ns := range [][]int{cfg.Workers, cfg.Waiters, cfg.Queue, cfg.Watchers, cfg.Fanout} {
 		for _, n := range ns {
 			conns = max(conns, n+1)
 		}

@@ -20,16 +20,19 @@ const benchUsage = `lockd-bench elections [--n 3,5,7,9,16] [--seeds 10] [--algor
               [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--json FILE]
   lockd-bench waiters [--addr ADDRS] [--duration 10s] [--queue 10000] [--setup-timeout 2m] [--json FILE]
   lockd-bench watchers [--addr ADDRS] [--duration 10s] [--watchers 10000] [--setup-timeout 2m] [--json FILE]
+  lockd-bench kv [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256] [--hot-keys 4] [--value-size 1024]
+              [--fanout 1000] [--setup-timeout 2m] [--json FILE]
   lockd-bench failover [--lockd PATH] [--nodes 3] [--trials 10] [--faults kill,stop] [--workers 8] [--settle 2s]
               [--serve-flags FLAGS] [--keep] [--json FILE]`
 
 // benchCmd runs "lockd-bench": elections (flags -> elections.Config ->
 // elections.Run), or the serving benchmarks against a running cluster (flags
-// -> load.Config -> load.Locks, Handoff, Keepalive, Waiters, Watchers).
+// -> load.Config -> load.Locks, Handoff, Keepalive, Waiters, Watchers,
+// KVRows).
 func benchCmd(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
-		case "locks", "handoff", "keepalive", "serving", "waiters", "watchers":
+		case "locks", "handoff", "keepalive", "serving", "waiters", "watchers", "kv":
 			return loadCmd(args[0], args[1:])
 		case "failover":
 			return failoverCmd(args[1:])
@@ -50,10 +53,10 @@ func benchCmd(args []string) int {
 			fs.Usage()
 			return cli.ExitOK
 		}
-		return cli.UsageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving, waiters, watchers, failover)")
+		return cli.UsageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving, waiters, watchers, kv, failover)")
 	}
 	if args[0] != "elections" {
-		return cli.UsageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive, serving, waiters, watchers or failover)", args[0])
+		return cli.UsageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive, serving, waiters, watchers, kv or failover)", args[0])
 	}
 	pos, command, err := cli.ParseArgs(fs, args[1:])
 	if err != nil {
@@ -122,7 +125,8 @@ func joinInts(ns []int) string {
 
 // loadCmd runs the serving benchmarks against the cluster at --addr:
 // "serving" runs locks, handoff and keepalive one after another; the
-// scale rows, waiters and watchers, run only when named.
+// scale rows, waiters and watchers, and the namespace's rows, kv, run
+// only when named.
 func loadCmd(which string, args []string) int {
 	fs := cli.NewFlagSet("lockd-bench "+which, benchUsage)
 	def := load.DefaultConfig()
@@ -130,6 +134,7 @@ func loadCmd(which string, args []string) int {
 	cf.Register(fs)
 	rowFlags := load.RowFlags(fs, def)
 	scaleFlags := load.ScaleFlags(fs, def)
+	kvFlags := load.KVFlags(fs, def)
 	jsonOut := fs.String("json", "", "also write the rows as JSON to this file")
 	quiet := fs.Bool("quiet", false, "print the table only: no progress on stderr")
 	pos, command, err := cli.ParseArgs(fs, args)
@@ -142,6 +147,9 @@ func loadCmd(which string, args []string) int {
 	cfg, err := rowFlags()
 	if err == nil {
 		cfg, err = scaleFlags(cfg)
+	}
+	if err == nil {
+		cfg, err = kvFlags(cfg)
 	}
 	if err != nil {
 		return cli.UsageErr(fs, "%v", err)
@@ -163,7 +171,7 @@ func loadCmd(which string, args []string) int {
 		run     func(context.Context, load.Config) ([]load.Row, error)
 		serving bool // run by "serving"
 	}{{"locks", load.Locks, true}, {"handoff", load.Handoff, true}, {"keepalive", load.Keepalive, true},
-		{"waiters", load.Waiters, false}, {"watchers", load.Watchers, false}} {
+		{"waiters", load.Waiters, false}, {"watchers", load.Watchers, false}, {"kv", load.KVRows, false}} {
 		if which != b.name && (which != "serving" || !b.serving) {
 			continue
 		}

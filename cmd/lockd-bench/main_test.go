@@ -17,6 +17,10 @@ func TestRun_BadArgumentsAreUsageErrors(t *testing.T) {
 		{"frobnicate"},
 		{"elections", "--n", "2"},
 		{"failover", "--nodes", "4"},
+		{"kv", "--fanout", "0"},
+		{"kv", "--hot-keys", "0"},
+		{"kv", "--value-size", "-1"},
+		{"kv", "--fanout", "x"},
 	} {
 		if got := run(args); got != cli.ExitUsage {
 			t.Errorf("%q exit = %d, want %d", args, got, cli.ExitUsage)
