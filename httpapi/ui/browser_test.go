@@ -490,8 +490,8 @@ func TestStatusPage_MemberHealth(t *testing.T) {
 }
 
 // TestStatusPage_Screenshot writes the status page's screenshot in docs/operations.md: a 3-node
-// cluster with a few sessions, locks (held, shared, queued for) and an
-// election. It runs only with -screenshot=FILE.
+// cluster with a few sessions, locks (held, shared, queued for), an
+// election and a few keys. It runs only with -screenshot=FILE.
 func TestStatusPage_Screenshot(t *testing.T) {
 	if *screenshot == "" {
 		t.Skip("writes a screenshot only with -screenshot=FILE (scripts/ui-screenshot.sh)")
@@ -509,6 +509,11 @@ func TestStatusPage_Screenshot(t *testing.T) {
 	ac.acquire("reports/cache", w2, "shared")
 	ac.acquire("db/migrate", w3, "exclusive")
 	ac.post("/v1/elections/scheduler/campaign", `{"session":"`+sched+`","value":"10.0.0.7:9000"}`)
+	// A few keys: text, bytes, and one owned by a session.
+	b64 := base64.StdEncoding.EncodeToString
+	ac.put("/v1/kv/config/db", `{"value":"`+b64([]byte("host=db1 port=5432"))+`","flags":1}`)
+	ac.put("/v1/kv/config/tls-key", `{"value":"`+b64([]byte{0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01, 0x00, 0xc1, 0x9e, 0x5b, 0x07, 0x3d})+`"}`)
+	ac.put("/v1/kv/scheduler/leader", `{"value":"`+b64([]byte("10.0.0.7:9000"))+`","session":"`+sched+`","ephemeral":true}`)
 
 	// A lock in its lock-delay: its holder's session expires.
 	gone := ac.sessionWith("cron-7", "1s", "60s")
@@ -529,6 +534,7 @@ func TestStatusPage_Screenshot(t *testing.T) {
 			chromedp.WaitVisible(`tr[data-election="scheduler"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`tr[data-lock="db/migrate"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`tr[data-lock="jobs/hourly"] .delay`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#keys tr[data-key="scheduler/leader"] a.who .sname`, chromedp.ByQuery),
 			waitText(`#c-state`, "Leader"),
 			chromedp.WaitVisible(`#members tr[data-lag]:not(.leader)`, chromedp.ByQuery))
 		if err == nil {
