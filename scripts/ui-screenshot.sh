@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ui-screenshot.sh [FILE] — render the status page (/ui/) of a small
 # in-process 3-node cluster (a few sessions, locks held, shared and queued
-# for, an election) in headless Chromium and write it as a PNG, by default
+# for, an election, a few keys) in headless Chromium and write it as a PNG, by default
 # docs/img/status-page.png, the one docs/operations.md shows. Needs chromium on PATH
 # (make test-deps installs it, as root with apt-get).
 set -euo pipefail

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -336,6 +337,105 @@ func TestStatusPage_Browser(t *testing.T) {
 	}
 }
 
+// TestStatusPage_Keys opens the keys view of a one-node cluster with
+// ACLs on through a link to a prefix (#keys?prefix=config/): each key with
+// its value (text as text, a value that looks like HTML as text too,
+// other bytes as their size and a hex preview), indexes, version and
+// flags; the prefix typed, kept in the address; an ephemeral key linked to
+// the session that owns it; and a prefix with more keys than a page, read
+// on with More.
+func TestStatusPage_Keys(t *testing.T) {
+	const secret = "status-page-keys-secret"
+	chromium := mustChromium(t)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		withMetrics(i, cfg)
+		cfg.ACL = true
+		cfg.Node.ACLBootstrapSecret = secret
+	})
+	servertest.WaitFor(t, 10*time.Second, "the bootstrap token", func() bool {
+		_, ok := c.Nodes[0].Node().ResolveToken(secret)
+		return ok
+	})
+	base := c.URL(0)
+	ac := apiClient{t: t, base: base, secret: secret}
+	b64 := base64.StdEncoding.EncodeToString
+	ac.put("/v1/kv/config/db", `{"value":"`+b64([]byte("host=db0"))+`"}`)
+	ac.put("/v1/kv/config/db", `{"value":"`+b64([]byte("host=db1"))+`","flags":7}`)
+	ac.put("/v1/kv/config/html", `{"value":"`+b64([]byte("<b>x</b>"))+`"}`)
+	ac.put("/v1/kv/config/bin", `{"value":"`+b64([]byte{0x00, 0xff, 0x10, 0x80, 0xc3})+`"}`)
+	ac.put("/v1/kv/other/x", `{"value":"`+b64([]byte("y"))+`"}`)
+	s1 := ac.session("worker-1")
+	ac.put("/v1/kv/svc/leader", `{"value":"`+b64([]byte("n1"))+`","session":"`+s1+`","ephemeral":true}`)
+	var wg sync.WaitGroup
+	for i := range 55 { // more than a page, at once so that the commits share fsyncs
+		wg.Go(func() { ac.put(fmt.Sprintf("/v1/kv/page/%02d", i), "") })
+	}
+	wg.Wait()
+	var db struct {
+		KV api.KV `json:"kv"`
+	}
+	ac.get("/v1/kv/config/db", &db)
+
+	ctx := mustBrowser(t, chromium, 1000, 900, 2*time.Minute)
+	step(t, ctx, "open a link to the keys under config/ and give the token",
+		chromedp.Navigate(base+"/ui/#keys?prefix=config/"),
+		chromedp.WaitVisible(`#token-form`, chromedp.ByQuery),
+		chromedp.SendKeys(`#token`, secret, chromedp.ByQuery),
+		click(`#token-form button[type=submit]`),
+		chromedp.WaitVisible(`#keys tr[data-key="config/db"]`, chromedp.ByQuery),
+		waitValue(`#keys-prefix`, "config/"))
+	if n := count(t, ctx, `#keys tbody tr`); n != 3 {
+		t.Fatalf("the keys under config/ show %d rows, want 3", n)
+	}
+	row := `#keys tr[data-key="config/db"]`
+	mustText(t, ctx, row+` .kvalue[data-kind="text"]`, "host=db1")
+	mustText(t, ctx, row+` .create`, fmt.Sprint(db.KV.CreateIndex))
+	mustText(t, ctx, row+` .modify`, fmt.Sprint(db.KV.ModifyIndex))
+	mustText(t, ctx, row+` .version`, "2")
+	mustText(t, ctx, row+` .flags`, "7")
+	mustText(t, ctx, row+` td[data-label="Session"]`, "–")
+	// A value that looks like HTML is text, not markup.
+	mustText(t, ctx, `#keys tr[data-key="config/html"] .kvalue[data-kind="text"]`, "<b>x</b>")
+	if n := count(t, ctx, `#keys tr[data-key="config/html"] b`); n != 0 {
+		t.Fatalf("the value <b>x</b> made %d <b> elements, want it shown as text", n)
+	}
+	bin := `#keys tr[data-key="config/bin"] .kvalue[data-kind="bytes"][data-size="5"]`
+	mustText(t, ctx, bin+` .hex`, "00 ff 10 80 c3")
+	step(t, ctx, "see the binary value's size", waitContains(bin, "5\u00a0bytes"))
+
+	step(t, ctx, "type the prefix svc/",
+		chromedp.Evaluate(`(() => { const f = document.querySelector('#keys-prefix'); f.value = 'svc/'; f.dispatchEvent(new Event('input')); })()`, nil),
+		chromedp.WaitVisible(`#keys tr[data-key="svc/leader"]`, chromedp.ByQuery),
+		chromedp.WaitNotPresent(`#keys tr[data-key="config/db"]`, chromedp.ByQuery))
+	var url string
+	step(t, ctx, "read the address", chromedp.Location(&url))
+	if !strings.HasSuffix(url, "/ui/#keys?prefix=svc/") {
+		t.Fatalf("with the prefix svc/ typed, the address is %s, want it to keep the prefix", url)
+	}
+	owner := fmt.Sprintf(`#keys tr[data-key="svc/leader"] a.who[data-session=%q]`, s1)
+	mustText(t, ctx, owner, s1[:8]+" worker-1")
+	step(t, ctx, "follow the ephemeral key's link to its session",
+		click(owner),
+		chromedp.WaitVisible(fmt.Sprintf(`#sessions tr.target[data-session=%q]`, s1), chromedp.ByQuery))
+
+	step(t, ctx, "load the first page of the keys under page/",
+		goTo("#keys?prefix=page/"),
+		chromedp.WaitVisible(`#keys tr[data-key="page/49"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#keys-more`, chromedp.ByQuery),
+		waitValue(`#keys-prefix`, "page/"))
+	if n := count(t, ctx, `#keys tbody tr`); n != 50 {
+		t.Fatalf("the first page of 55 keys shows %d rows, want 50", n)
+	}
+	mustText(t, ctx, `#keys tr[data-key="page/00"] .kvalue[data-kind="empty"]`, "empty")
+	step(t, ctx, "read on with More",
+		click(`#keys-more`),
+		chromedp.WaitVisible(`#keys tr[data-key="page/54"]`, chromedp.ByQuery),
+		chromedp.WaitNotVisible(`#keys-more`, chromedp.ByQuery))
+	if n := count(t, ctx, `#keys tbody tr`); n != 55 {
+		t.Fatalf("after More, the keys under page/ show %d rows, want 55", n)
+	}
+}
+
 // TestStatusPage_MemberHealth opens the status page of a 3-node cluster:
 // on the leader's page each member shows its last contact and its applied
 // index with the lag behind the leader's, and the node its version; a
@@ -390,8 +490,8 @@ func TestStatusPage_MemberHealth(t *testing.T) {
 }
 
 // TestStatusPage_Screenshot writes the status page's screenshot in docs/operations.md: a 3-node
-// cluster with a few sessions, locks (held, shared, queued for) and an
-// election. It runs only with -screenshot=FILE.
+// cluster with a few sessions, locks (held, shared, queued for), an
+// election and a few keys. It runs only with -screenshot=FILE.
 func TestStatusPage_Screenshot(t *testing.T) {
 	if *screenshot == "" {
 		t.Skip("writes a screenshot only with -screenshot=FILE (scripts/ui-screenshot.sh)")
@@ -409,6 +509,11 @@ func TestStatusPage_Screenshot(t *testing.T) {
 	ac.acquire("reports/cache", w2, "shared")
 	ac.acquire("db/migrate", w3, "exclusive")
 	ac.post("/v1/elections/scheduler/campaign", `{"session":"`+sched+`","value":"10.0.0.7:9000"}`)
+	// A few keys: text, bytes, and one owned by a session.
+	b64 := base64.StdEncoding.EncodeToString
+	ac.put("/v1/kv/config/db", `{"value":"`+b64([]byte("host=db1 port=5432"))+`","flags":1}`)
+	ac.put("/v1/kv/config/tls-key", `{"value":"`+b64([]byte{0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01, 0x00, 0xc1, 0x9e, 0x5b, 0x07, 0x3d})+`"}`)
+	ac.put("/v1/kv/scheduler/leader", `{"value":"`+b64([]byte("10.0.0.7:9000"))+`","session":"`+sched+`","ephemeral":true}`)
 
 	// A lock in its lock-delay: its holder's session expires.
 	gone := ac.sessionWith("cron-7", "1s", "60s")
@@ -429,6 +534,7 @@ func TestStatusPage_Screenshot(t *testing.T) {
 			chromedp.WaitVisible(`tr[data-election="scheduler"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`tr[data-lock="db/migrate"] .waiters[data-waiters="1"]`, chromedp.ByQuery),
 			chromedp.WaitVisible(`tr[data-lock="jobs/hourly"] .delay`, chromedp.ByQuery),
+			chromedp.WaitVisible(`#keys tr[data-key="scheduler/leader"] a.who .sname`, chromedp.ByQuery),
 			waitText(`#c-state`, "Leader"),
 			chromedp.WaitVisible(`#members tr[data-lag]:not(.leader)`, chromedp.ByQuery))
 		if err == nil {
@@ -644,6 +750,15 @@ func (a apiClient) post(path, body string) []byte {
 		a.t.Fatalf("POST %s %s: %d %s %v", path, body, status, out, err)
 	}
 	return out
+}
+
+// put sends a PUT that must succeed.
+func (a apiClient) put(path, body string) {
+	a.t.Helper()
+	status, out, err := a.do(context.Background(), http.MethodPut, path, body)
+	if err != nil || status != http.StatusOK {
+		a.t.Errorf("PUT %s %s: %d %s %v", path, body, status, out, err)
+	}
 }
 
 // get sends a GET that must succeed and decodes the answer into out.

@@ -4,8 +4,9 @@
 // blocking queries.
 //
 // It is not an API and holds no state: everything the page shows comes from
-// /v1/cluster, /v1/sessions, /v1/locks, /v1/elections and /metrics, with the
-// token the user typed in (ACLs on). The files are public, like the health
+// /v1/cluster, /v1/sessions, /v1/locks, /v1/elections, /v1/kv (read when
+// shown, not kept current) and /metrics, with the token the user typed in
+// (ACLs on). The files are public, like the health
 // checks: they hold nothing about the cluster. Every answer carries a
 // Content-Security-Policy that lets the page load and connect to its own
 // origin only.

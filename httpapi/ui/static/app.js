@@ -8,7 +8,8 @@
 // prefix, a link to each lock, election and session (#lock/NAME,
 // #election/NAME, #session/ID) that brings it into view and opens it, and
 // destroying a session (DELETE /v1/sessions/ID, which the node's ACLs allow
-// or refuse).
+// or refuse). Below the lists, the keys under a prefix (GET /v1/kv), read
+// a page at a time (#keys?prefix=P).
 'use strict';
 
 const PAGE = 50;               // items per page of each list
@@ -668,6 +669,7 @@ function renderSessions(body, list) {
   renderSessionsNote();
   if (lists.locks.last) renderLocks(lists.locks.last, lists.locks, true);
   if (lists.elections.last) renderElections(lists.elections.last, lists.elections);
+  if (keysView.index !== null) renderKeys();
 }
 
 // --- destroying a session ------------------------------------------------
@@ -716,12 +718,167 @@ function setupDestroy() {
   $('#destroy-dialog').addEventListener('close', () => { destroying = null; });
 }
 
+// --- keys ----------------------------------------------------------------
+
+// The keys view lists the keys that start with a prefix (GET
+// /v1/kv?prefix=P), a page at a time: More reads the page after the last
+// key shown and adds it. It is read when the page opens, the prefix
+// changes or Refresh is pressed, not kept current: values may be large,
+// and a list grown by More has no one index to wait on. Its prefix is kept
+// in the address as #keys?prefix=P.
+const VALUE_TEXT = 200;    // characters of a value shown whole as text at most
+const VALUE_PREVIEW = 16;  // bytes of a binary value shown in hex
+
+const keysView = {prefix: '', kvs: [], next: '', index: null, readAt: null, gen: 0};
+
+// keysPrefixFromHash is the prefix of a #keys link, or null for another
+// fragment.
+function keysPrefixFromHash() {
+  const m = location.hash.match(/^#keys(?:\?(.*))?$/);
+  if (!m) return null;
+  return new URLSearchParams(m[1] || '').get('prefix') || '';
+}
+
+function keysLink(p) { return '#keys' + (p ? '?prefix=' + encodeURIComponent(p).replace(/%2F/g, '/') : ''); }
+
+// valueBytes decodes a value as the JSON API gives it (base64).
+function valueBytes(b64) {
+  const s = b64 ? atob(b64) : '';
+  const b = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) b[i] = s.charCodeAt(i);
+  return b;
+}
+
+// valueView shows a value: as text when it is UTF-8 without control
+// characters (but for tab and newline), whole when short, else its size
+// and its start; other bytes as their size and the first few in hex.
+// Always inserted as text, never as HTML.
+function valueView(b64) {
+  const bytes = valueBytes(b64);
+  if (!bytes.length) return el('span', {class: 'kvalue muted', 'data-kind': 'empty', 'data-size': 0}, 'empty');
+  let text = null;
+  try { text = new TextDecoder('utf-8', {fatal: true, ignoreBOM: true}).decode(bytes); } catch (e) { /* not UTF-8 */ }
+  if (text !== null && /[\u0000-\u0008\u000b-\u001f\u007f]/.test(text)) text = null;
+  const size = bytes.length + '\u00a0' + (bytes.length === 1 ? 'byte' : 'bytes');
+  if (text !== null && text.length <= VALUE_TEXT) {
+    return el('code', {class: 'kvalue', 'data-kind': 'text', 'data-size': bytes.length, title: size}, text);
+  }
+  if (text !== null) {
+    return el('span', {class: 'kvalue', 'data-kind': 'long', 'data-size': bytes.length},
+      el('span', {class: 'muted small'}, size + ' · '), el('code', {class: 'preview'}, text.slice(0, VALUE_TEXT) + '…'));
+  }
+  const hex = [...bytes.subarray(0, VALUE_PREVIEW)].map((x) => x.toString(16).padStart(2, '0')).join(' ');
+  return el('span', {class: 'kvalue', 'data-kind': 'bytes', 'data-size': bytes.length, title: 'not UTF-8 text: the first bytes in hex'},
+    el('span', {class: 'muted small'}, size + ' · '), el('code', {class: 'preview hex'}, hex + (bytes.length > VALUE_PREVIEW ? ' …' : '')));
+}
+
+function keyRow(kv) {
+  const name = kv.session ? sessionNames.get(kv.session) : null;
+  return el('tr', {'data-key': kv.key},
+    cell('Key', el('strong', {class: 'name'}, nameText(kv.key))),
+    cell('Value', valueView(kv.value)),
+    cell('Created', el('span', {class: 'create'}, kv.create_index)),
+    cell('Modified', el('span', {class: 'modify'}, kv.modify_index)),
+    cell('Version', el('span', {class: 'version'}, kv.version)),
+    cell('Flags', el('span', {class: 'flags'}, kv.flags || 0)),
+    cell('Session', kv.session
+      ? el('a', {class: 'who', href: link('session', kv.session), 'data-session': kv.session, title: 'ephemeral: owned by session ' + kv.session + (name ? ' (' + name + ')' : '')},
+        el('code', {class: 'id short'}, shortID(kv.session)), name ? el('span', {class: 'sname'}, ' ' + name) : null)
+      : el('span', {class: 'muted'}, '–')));
+}
+
+function renderKeys() {
+  const v = keysView;
+  const section = $('#keys');
+  const rows = v.kvs.map(keyRow);
+  section.querySelector('tbody').replaceChildren(...rows);
+  const empty = section.querySelector('.empty');
+  empty.hidden = rows.length > 0 || v.index === null;
+  empty.textContent = v.prefix ? 'No keys start with “' + v.prefix + '”.' : 'No keys.';
+  section.querySelector('.pager').hidden = !v.next;
+  if (v.index === null) return;
+  const n = rows.length;
+  setText('#keys-note', n + ' ' + (n === 1 ? 'key' : 'keys') + (v.prefix ? ' under ' + v.prefix : '') +
+    (v.next ? ', more after' : '') + ' · read ' + clock(v.readAt) + ' at index ' + v.index);
+}
+
+// readKeys reads the first page of keys under the prefix, or with more
+// the page after the last key shown, which it adds.
+async function readKeys(more) {
+  const v = keysView;
+  const gen = ++v.gen;
+  const q = new URLSearchParams({limit: PAGE});
+  if (v.prefix) q.set('prefix', v.prefix);
+  if (more && v.next) q.set('after', v.next);
+  $('#keys-more').disabled = true;
+  let body;
+  try {
+    body = await api('/v1/kv?' + q);
+  } catch (e) {
+    if (gen !== v.gen) return;
+    report('keys', e);
+    $('#keys-more').disabled = false;
+    if (e.status === 401) askToken();
+    return;
+  }
+  if (gen !== v.gen) return;
+  const kvs = body.kvs || [];
+  v.kvs = more ? v.kvs.concat(kvs) : kvs;
+  v.next = body.next && body.next.startsWith(v.prefix) ? body.next : '';
+  v.index = body.index;
+  v.readAt = new Date();
+  $('#keys-more').disabled = false;
+  report('keys', null);
+  try {
+    renderKeys();
+  } catch (e) {
+    console.error('lockd status page: showing keys failed:', e);
+    report('keys', e);
+  }
+}
+
+// setKeysPrefix shows the keys under p; fromInput: as typed, which the
+// address then keeps.
+function setKeysPrefix(p, fromInput) {
+  keysView.prefix = p;
+  if (!fromInput) $('#keys-prefix').value = p;
+  else history.replaceState(null, '', location.pathname + location.search + keysLink(p));
+  keysView.kvs = [];
+  keysView.next = '';
+  readKeys(false);
+}
+
+// keysFromHash follows a #keys link: its prefix, and the view brought
+// into view.
+function keysFromHash() {
+  const p = keysPrefixFromHash();
+  if (p === null) return;
+  if (p !== keysView.prefix || keysView.index === null) setKeysPrefix(p, false);
+  $('#keys').scrollIntoView({block: 'start'});
+}
+
+function setupKeys() {
+  const input = $('#keys-prefix');
+  const p = keysPrefixFromHash();
+  keysView.prefix = p || '';
+  input.value = keysView.prefix;
+  let timer = 0;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => { if (input.value !== keysView.prefix) setKeysPrefix(input.value, true); }, 300);
+  });
+  $('#keys-refresh').addEventListener('click', () => readKeys(false));
+  $('#keys-more').addEventListener('click', () => readKeys(true));
+  if (p !== null) $('#keys').scrollIntoView({block: 'start'});
+}
+
 const lists = {};
 
 function start() {
   setupToken();
   setupFilter();
   setupDestroy();
+  setupKeys();
   lists.locks = new List('locks', '/v1/locks', (b) => b.locks, (l) => l.name, renderLocks);
   lists.elections = new List('elections', '/v1/elections', (b) => b.elections, (e) => e.name, renderElections);
   lists.sessions = sessionsList = new List('sessions', '/v1/sessions', (b) => b.sessions, (s) => s.id, renderSessions);
@@ -730,12 +887,13 @@ function start() {
   sessionsList.wait = () => (sessionsList.last && sessionsList.last.sessions.some((s) => s.ttl_remaining) ? SESSIONS_WAIT : WAIT);
   restartAll = () => {
     for (const l of Object.values(lists)) l.restart();
+    readKeys(false);
     wakeCluster();
   };
   for (const l of Object.values(lists)) l.after = l.start();
   restartAll();
   clusterLoop();
-  window.addEventListener('hashchange', goTarget);
+  window.addEventListener('hashchange', () => { goTarget(); keysFromHash(); });
   goTarget();
   setInterval(tick, 1000);
 }
