@@ -642,9 +642,13 @@ func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Ac
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := chromedp.Run(sctx, actions...); err != nil {
-		var page string
-		_ = chromedp.Run(ctx, chromedp.Text("main", &page, chromedp.ByQuery))
-		t.Fatalf("%s: %v\nthe page shows:\n%s", what, err, page)
+		var page, around string
+		_ = chromedp.Run(ctx, chromedp.Text("main", &page, chromedp.ByQuery),
+			// What lies outside main: the notice, open dialogs, the address.
+			chromedp.Evaluate(`JSON.stringify({hash: location.hash,
+				notice: document.querySelector('#notice')?.textContent.trim() ?? null,
+				dialogs: [...document.querySelectorAll('dialog')].map(d => ({id: d.id, open: d.open, text: d.textContent.trim()}))})`, &around))
+		t.Fatalf("%s: %v\nthe page shows:\n%s\naround it: %s", what, err, page, around)
 	}
 	t.Logf("%s: %v", what, time.Since(start).Round(time.Millisecond))
 }
