@@ -47,16 +47,7 @@ var (
 func TestStatusPage_Browser(t *testing.T) {
 	const secret = "status-page-test-secret"
 	chromium := mustChromium(t)
-	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
-		withMetrics(i, cfg)
-		cfg.ACL = true
-		cfg.Node.ACLBootstrapSecret = secret
-	})
-	servertest.WaitFor(t, 10*time.Second, "the bootstrap token", func() bool {
-		_, ok := c.Nodes[0].Node().ResolveToken(secret)
-		return ok
-	})
-	base := c.URL(0)
+	base := aclNode(t, secret)
 	ctx := mustBrowser(t, chromium, 1000, 900, 3*time.Minute)
 
 	step(t, ctx, "be asked for a token",
@@ -347,16 +338,7 @@ func TestStatusPage_Browser(t *testing.T) {
 func TestStatusPage_Keys(t *testing.T) {
 	const secret = "status-page-keys-secret"
 	chromium := mustChromium(t)
-	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
-		withMetrics(i, cfg)
-		cfg.ACL = true
-		cfg.Node.ACLBootstrapSecret = secret
-	})
-	servertest.WaitFor(t, 10*time.Second, "the bootstrap token", func() bool {
-		_, ok := c.Nodes[0].Node().ResolveToken(secret)
-		return ok
-	})
-	base := c.URL(0)
+	base := aclNode(t, secret)
 	ac := apiClient{t: t, base: base, secret: secret}
 	b64 := base64.StdEncoding.EncodeToString
 	ac.put("/v1/kv/config/db", `{"value":"`+b64([]byte("host=db0"))+`"}`)
@@ -636,6 +618,23 @@ func quietErrorf(format string, args ...any) {
 
 // step runs actions in the browser, failing the test with what it was
 // waiting for when they fail or time out.
+// aclNode starts a one-node cluster with metrics and ACLs on, whose
+// bootstrap token has the given secret, and returns its URL once
+// the token exists.
+func aclNode(t *testing.T, secret string) string {
+	t.Helper()
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		withMetrics(i, cfg)
+		cfg.ACL = true
+		cfg.Node.ACLBootstrapSecret = secret
+	})
+	servertest.WaitFor(t, 10*time.Second, "the bootstrap token", func() bool {
+		_, ok := c.Nodes[0].Node().ResolveToken(secret)
+		return ok
+	})
+	return c.URL(0)
+}
+
 func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
 	t.Helper()
 	start := time.Now()
