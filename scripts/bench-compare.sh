@@ -238,7 +238,8 @@ start_lockd() {
     scripts/cluster.sh up 3 >/dev/null
 }
 
-lockd_version() { "$BIN" version | sed 's/^lockd //'; }
+# (`lockd version` prints three lines: the report wants one.)
+lockd_version() { "$BIN" version | sed 's/^lockd //' | paste -sd ',' - | sed 's/,/, /g'; }
 
 stop_etcd() { stop_pids "$DIR"/etcd/*.pid; }
 stop_zookeeper() { stop_pids "$DIR"/zookeeper/*.pid; }
