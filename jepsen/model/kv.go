@@ -165,7 +165,7 @@ func KVStep(s KVState, op history.KVOp) []any {
 // observe checks a read of register i against s, and learns the index of
 // a value whose write's answer was lost.
 func observe(s KVState, i int, seen history.KVSeen) (KVState, bool) {
-	if i >= len(s) {
+	if i < 0 || i >= len(s) {
 		return s, false
 	}
 	r := s[i]
