@@ -10,7 +10,8 @@ import (
 // kvFile is the namespace in a snapshot (version 5 on): the keys in
 // order, the namespace's index, the sequential counter, and the history
 // with the index up to which it was compacted. The ephemeral keys'
-// links to their sessions follow from the keys.
+// links to their sessions, and what each token owns, follow from the
+// keys (their owners from version 7 on).
 type kvFile struct {
 	KVIndex     uint64        `json:"kv_index,omitempty"`
 	KVSeq       uint64        `json:"kv_seq,omitempty"`
@@ -27,6 +28,21 @@ type storedEvent struct {
 	Type  EventType `json:"type"`
 	KV    *KV       `json:"kv"`
 	Prev  *KV       `json:"prev,omitempty"`
+}
+
+// owned reports whether a key or a record of the history has an owner.
+func (f *kvFile) owned() bool {
+	for _, kv := range f.KVs {
+		if kv.Owner != "" {
+			return true
+		}
+	}
+	for _, e := range f.KVEvents {
+		if e.KV.Owner != "" || (e.Prev != nil && e.Prev.Owner != "") {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *kvFile) empty() bool {
@@ -66,12 +82,16 @@ func (k *kvStore) load(f kvFile, applied uint64, sessions *cowMap[Session]) erro
 		if kv.Session != "" && !sessions.has(kv.Session) {
 			return fmt.Errorf("key %q: unknown session %q", kv.Key, kv.Session)
 		}
+		if len(kv.Owner) > maxAccessorLen {
+			return fmt.Errorf("key %q: owner of %d bytes", kv.Key, len(kv.Owner))
+		}
 		last = kv.Key
 		k.tree.ReplaceOrInsert(kv)
 		k.bytes += len(kv.Key) + len(kv.Value)
 		if kv.Session != "" {
 			addRef(k.owned, kv.Session, string(kv.Key))
 		}
+		k.charge(kv, 1)
 	}
 	prev := f.KVCompacted + 1
 	for _, e := range f.KVEvents {
@@ -128,7 +148,7 @@ func validEvent(e storedEvent) error {
 		return validKV(e.KV, e.Index, e.Index)
 	case EventDelete:
 		kv := e.KV
-		if e.Prev == nil || kv.ModifyIndex != e.Index || kv.Value != nil || kv.CreateIndex != 0 || kv.Version != 0 || kv.Session != "" || kv.Flags != 0 {
+		if e.Prev == nil || kv.ModifyIndex != e.Index || kv.Value != nil || kv.CreateIndex != 0 || kv.Version != 0 || kv.Session != "" || kv.Flags != 0 || kv.Owner != "" {
 			return errors.New("delete without the record deleted, or with more than its key and index")
 		}
 		return nil
