@@ -82,9 +82,6 @@ func (k *kvStore) load(f kvFile, applied uint64, sessions *cowMap[Session]) erro
 		if kv.Session != "" && !sessions.has(kv.Session) {
 			return fmt.Errorf("key %q: unknown session %q", kv.Key, kv.Session)
 		}
-		if len(kv.Owner) > maxAccessorLen {
-			return fmt.Errorf("key %q: owner of %d bytes", kv.Key, len(kv.Owner))
-		}
 		last = kv.Key
 		k.tree.ReplaceOrInsert(kv)
 		k.bytes += len(kv.Key) + len(kv.Value)
@@ -120,8 +117,8 @@ func validKV(kv *KV, least, index uint64) error {
 	switch {
 	case kv == nil:
 		return errors.New("no record")
-	case checkKey(kv.Key) != nil || len(kv.Value) > MaxValueLen:
-		return errors.New("key or value out of bounds")
+	case checkKey(kv.Key) != nil || len(kv.Value) > MaxValueLen || len(kv.Owner) > maxAccessorLen:
+		return errors.New("key, value or owner out of bounds")
 	case kv.CreateIndex == 0 || kv.CreateIndex > kv.ModifyIndex || kv.ModifyIndex < least || kv.ModifyIndex > index || kv.Version == 0:
 		return fmt.Errorf("indexes %d, %d or version %d out of order", kv.CreateIndex, kv.ModifyIndex, kv.Version)
 	}

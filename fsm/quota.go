@@ -58,8 +58,12 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("%v: token %s would own %d %s of keys, over its max_%s %d (it owns %d now)",
-		ErrQuotaExceeded, e.Owner, e.Would, e.Limit, e.Limit, e.Max, e.Used)
+	unit := "keys"
+	if e.Limit == "bytes" {
+		unit = "bytes of keys and values"
+	}
+	return fmt.Sprintf("%v: token %s would own %d %s, over its max_%s of %d (it owns %d now)",
+		ErrQuotaExceeded, e.Owner, e.Would, unit, e.Limit, e.Max, e.Used)
 }
 
 // Unwrap returns ErrQuotaExceeded.
