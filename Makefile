@@ -108,6 +108,8 @@ bench-serving: build
 # About 6 minutes, of which the failover trials take 1.5 (20-40 s a
 # system), plus the install on a fresh machine. ARGS passes row flags to
 # every system, e.g. ARGS="--duration 5s --workers 1,64";
+# ARGS="--benches kv --workers 1,16,64 --fanout 1000" runs the kv rows of
+# the namespace (put, get, cas, txn, watch fan-out) instead;
 # COMPARE_FAILOVER_TRIALS=0 skips the failover trials.
 bench-compare: build
 	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare || \

@@ -246,7 +246,7 @@ func (f *FSM) Refusal(c Command) error {
 	case OpTxn:
 		// Every refusal of a transaction is decided before it changes
 		// anything, and it records nothing when refused.
-		_, err := st.planTxn(c)
+		_, err := st.planTxn(o, c)
 		return err
 	}
 	return nil

@@ -186,8 +186,22 @@ func (k *kvStore) endSession(o op, session string) {
 	keys := slices.Sorted(maps.Keys(k.owned[session]))
 	for _, key := range keys {
 		kv, _ := k.get([]byte(key))
+		if o.unsafe.keepEphemeral(kv) {
+			k.detach(kv)
+			continue
+		}
 		k.remove(o, kv)
 	}
+}
+
+// detach makes the ephemeral key kv a key of no session, in place and
+// without an event (the KeepEphemeral switch). The record is replaced,
+// not changed: views of the state share records.
+func (k *kvStore) detach(kv *KV) {
+	c := *kv
+	c.Session = ""
+	k.tree.ReplaceOrInsert(&c)
+	k.unown(kv)
 }
 
 // keysOf returns the keys session owns, sorted.

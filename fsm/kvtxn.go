@@ -332,7 +332,7 @@ type txnPlan struct {
 // planTxn decides a transaction, reading the state only: every refusal is
 // found here, before anything changes, so a refused transaction changes
 // nothing and Refusal tells each in advance.
-func (st *state) planTxn(c Command) (txnPlan, error) {
+func (st *state) planTxn(o op, c Command) (txnPlan, error) {
 	if err := checkTxn(c); err != nil {
 		return txnPlan{}, err
 	}
@@ -344,11 +344,11 @@ func (st *state) planTxn(c Command) (txnPlan, error) {
 	if c.Session != "" && !st.sessions.has(c.Session) {
 		return p, sessionNotFound(c.Session)
 	}
-	if st.seen(c.Session, p.object, c.Seq) {
+	if st.seen(c.Session, p.object, c.Seq) && !o.unsafe.kvForgetSeq() {
 		return p, fmt.Errorf("%w: %v: request %d", ErrRepeated, c.Op, c.Seq)
 	}
 	if g := t.Guard; g != nil {
-		if err := st.checkGuard(*g); err != nil {
+		if err := st.checkGuard(*g); err != nil && !o.unsafe.staleGuard(*g) {
 			return p, err
 		}
 	}
@@ -417,7 +417,7 @@ const kvSeqPrefix = "k/"
 
 // txn runs OpTxn.
 func (st *state) txn(o op, c Command) Result {
-	p, err := st.planTxn(c)
+	p, err := st.planTxn(o, c)
 	if err != nil {
 		return Result{Err: err}
 	}

@@ -18,3 +18,6 @@ func (unsafeSwitches) grantToken(index uint64) uint64      { return index }
 func (unsafeSwitches) skipHead(*space, *Lock, uint64) bool { return false }
 func (unsafeSwitches) nextWaiter(*Lock) int                { return 0 }
 func (unsafeSwitches) shortenLockDelays([]Timer)           {}
+func (unsafeSwitches) kvForgetSeq() bool                   { return false }
+func (unsafeSwitches) staleGuard(Guard) bool               { return false }
+func (unsafeSwitches) keepEphemeral(*KV) bool              { return false }

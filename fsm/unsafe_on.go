@@ -37,6 +37,18 @@ type Unsafe struct {
 	// was granted with by a refusal (lock_held) while the session still
 	// holds the lock, instead of the first answer.
 	RefuseRepeat bool
+	// KVForgetSeq makes a write of the namespace (a put, a delete, a
+	// transaction) ignore its request number: a repeat of one already
+	// applied is applied again instead of refused as repeated.
+	KVForgetSeq bool
+	// StaleGuard accepts a fenced write (a guard) whose token is not the
+	// lock's holder's, as long as the token is not 0: a deposed holder's
+	// late write, or one sent after its release, is applied.
+	StaleGuard bool
+	// KeepEphemeral makes the end of a session leave its ephemeral keys
+	// whose create index is even in place, as keys of no session, without
+	// an event: they outlive their session.
+	KeepEphemeral bool
 }
 
 // unsafeSwitches is the switches an FSM is set with (SetUnsafe,
@@ -79,6 +91,18 @@ func (s unsafeSwitches) forgetSeq() bool { return s.u.ForgetSeq }
 // refuseRepeat reports whether a holder's repeated acquire is refused
 // (RefuseRepeat).
 func (s unsafeSwitches) refuseRepeat() bool { return s.u.RefuseRepeat }
+
+// kvForgetSeq reports whether a namespace write ignores its request
+// number (KVForgetSeq).
+func (s unsafeSwitches) kvForgetSeq() bool { return s.u.KVForgetSeq }
+
+// staleGuard reports whether a guard with a token that is not the
+// holder's is accepted (StaleGuard).
+func (s unsafeSwitches) staleGuard(g Guard) bool { return s.u.StaleGuard && g.Token != 0 }
+
+// keepEphemeral reports whether the end of its session leaves the
+// ephemeral key kv in place (KeepEphemeral).
+func (s unsafeSwitches) keepEphemeral(kv *KV) bool { return s.u.KeepEphemeral && kv.CreateIndex%2 == 0 }
 
 // grantToken is the token a grant made by the entry at index gets: the
 // index, unless the LowerToken switch lowers it.

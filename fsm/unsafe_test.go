@@ -175,3 +175,81 @@ func TestUnsafeRefuseRepeat_RefusesTheHoldersRepeatOnlyWhenOn(t *testing.T) {
 		}
 	}
 }
+
+// A put repeated with its request number is refused as a repeat, and
+// changes nothing; under KVForgetSeq it is applied again, over a later
+// write.
+func TestUnsafeKVForgetSeq_RepeatedPutAppliedAgainOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{KVForgetSeq: on})
+		h.mustApply(create("a", 0))
+		first := puts("k", "v1")
+		first.Session, first.Seq = "a", 1
+		h.mustApply(first)
+		second := puts("k", "v2")
+		second.Session, second.Seq = "a", 2
+		h.mustApply(second)
+		again := h.apply(first)
+		kv, _ := h.f.Get([]byte("k"))
+		switch {
+		case !on && (!errors.Is(again.Err, ErrRepeated) || string(kv.Value) != "v2"):
+			t.Fatalf("switch off: repeat = %+v, value %q; want a refusal as repeated and v2", again, kv.Value)
+		case on && (again.Err != nil || string(kv.Value) != "v1"):
+			t.Fatalf("switch on: repeat = %+v, value %q; want v1 written again", again, kv.Value)
+		}
+	}
+}
+
+// A write guarded by a token that is not the holder's is refused; under
+// StaleGuard it is applied, also once the lock is free.
+func TestUnsafeStaleGuard_OldTokenAcceptedOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{StaleGuard: on})
+		h.mustApply(create("a", 0))
+		h.mustApply(create("b", 0))
+		old := h.mustApply(acquire("a", "x", Exclusive, 0)).Token
+		h.mustApply(release("a", "x"))
+		w := puts("k", "late")
+		w.Txn.Guard = &Guard{Lock: "x", Token: old}
+		free := h.apply(w)
+		h.mustApply(acquire("b", "x", Exclusive, 0))
+		stale := h.apply(w)
+		switch {
+		case !on && (!errors.Is(free.Err, ErrNotHolder) || !errors.Is(stale.Err, ErrStaleToken)):
+			t.Fatalf("switch off: guarded writes = %v, %v; want not holder, then stale token", free.Err, stale.Err)
+		case on && (free.Err != nil || stale.Err != nil):
+			t.Fatalf("switch on: guarded writes = %v, %v; want both applied", free.Err, stale.Err)
+		}
+		if _, ok := h.f.Get([]byte("k")); ok != on {
+			t.Fatalf("on=%v: key written = %v", on, ok)
+		}
+	}
+}
+
+// The end of a session deletes its ephemeral keys; under KeepEphemeral
+// the ones with an even create index stay, as keys of no session.
+func TestUnsafeKeepEphemeral_KeysOutliveTheirSessionOnlyWhenOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := newHarness(t)
+		h.f.SetUnsafe(Unsafe{KeepEphemeral: on})
+		h.mustApply(create("a", 0))            // 1
+		h.mustApply(ephemeral("a", "k2", "v")) // 2: an even create index
+		h.mustApply(ephemeral("a", "k3", "v")) // 3
+		h.mustApply(destroy("a"))
+		kept, ok := h.f.Get([]byte("k2"))
+		_, other := h.f.Get([]byte("k3"))
+		switch {
+		case other:
+			t.Fatalf("on=%v: the key created at an odd index outlived its session", on)
+		case ok != on:
+			t.Fatalf("on=%v: the key created at index 2 kept = %v", on, ok)
+		case ok && kept.Session != "":
+			t.Fatalf("a kept key still names its ended session %q", kept.Session)
+		}
+		if n := len(h.f.KeysOf("a")); n != 0 {
+			t.Fatalf("on=%v: the ended session still owns %d keys", on, n)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func TestSmoke(t *testing.T) {
 var allCheckers = []string{validate.Linearizability, validate.Tokens, validate.LeaseTiming,
 	validate.Fencing, validate.Durability, validate.Leaders, validate.Events, validate.FIFO,
 	validate.LockDelay, validate.StaleReads, validate.QuietKeepalives, validate.RequestNumbers,
-	validate.MasterLease, validate.Queue}
+	validate.MasterLease, validate.Queue, validate.KV, validate.Watches, validate.Ephemeral, validate.FencedWrites}
 
 // TestCheck_GivesAVerdictFromEveryChecker runs the checkers on an empty
 // run's evidence (no cluster): each checker of allCheckers must answer,

@@ -170,6 +170,7 @@ func (n *Node) KVWatch(ctx context.Context, opt api.WatchOptions) (api.KVEvents,
 		}
 		out.Events = append(out.Events, ev)
 	}
+	out.Events = n.unsafeWatchEvents(out.Events)
 	return out, nil
 }
 

@@ -37,6 +37,7 @@ func (*Node) unsafeKeepaliveWrite(context.Context) error           { return nil 
 func (*Node) unsafeStaleLock(_ string, l api.Lock) api.Lock        { return l }
 func (*Node) unsafeObserved(_ string, e api.Election) api.Election { return e }
 func (unsafeReplay) forgets(*raft.Log) bool                        { return false }
+func (*Node) unsafeWatchEvents(events []api.Event) []api.Event     { return events }
 
 func (*raftEngine) unsafeReplay(raft.LogStore) (unsafeReplay, error) { return unsafeReplay{}, nil }
 

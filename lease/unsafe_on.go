@@ -5,6 +5,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,6 +86,22 @@ type Unsafe struct {
 	// serves while a newer one does. Its lease log records the extended
 	// end.
 	DeposedServing bool
+	// DropWatchEvent makes a watch's answer leave out every event whose
+	// index is a multiple of dropWatchEvery: a watcher that follows the
+	// answers never sees those changes.
+	DropWatchEvent bool
+}
+
+// dropWatchEvery is how often DropWatchEvent drops an event.
+const dropWatchEvery = 5
+
+// unsafeWatchEvents is a watch's answer events: all of them, or under
+// DropWatchEvent those whose index is not a multiple of dropWatchEvery.
+func (n *Node) unsafeWatchEvents(events []api.Event) []api.Event {
+	if !n.cfg.Unsafe.DropWatchEvent {
+		return events
+	}
+	return slices.DeleteFunc(events, func(e api.Event) bool { return e.Index%dropWatchEvery == 0 })
 }
 
 // unsafeState is the state of the unsafe switches that need one.

@@ -232,3 +232,33 @@ func TestUnsafe_StaleLagStaysBehindNeverBack(t *testing.T) {
 		}
 	}
 }
+
+// DropWatchEvent: a stale watch answer leaves out the events whose index
+// is a multiple of dropWatchEvery with the switch, and none without it.
+func TestUnsafe_DropWatchEvent(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		f := fsm.New()
+		n := &Node{cfg: validConfig(), clock: &manualClock{now: time.Unix(1000, 0)}, fsm: f}
+		n.cfg.Unsafe.DropWatchEvent = on
+		put := fsm.Put([]byte("k"), []byte("v"))
+		for i := uint64(1); i <= 2*dropWatchEvery; i++ {
+			mustApply(t, f, i, fsm.Command{Op: fsm.OpTxn, Now: time.Unix(1000, 0), Txn: &fsm.Txn{Success: []fsm.TxnOp{put}}})
+		}
+		got, err := n.KVWatch(context.Background(), api.WatchOptions{ReadOptions: api.ReadOptions{Stale: true}, Key: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2 * dropWatchEvery
+		if on {
+			want -= 2
+		}
+		if len(got.Events) != want {
+			t.Errorf("drop-watch-event on=%v: %d events of %d writes, want %d", on, len(got.Events), 2*dropWatchEvery, want)
+		}
+		for _, e := range got.Events {
+			if on && e.Index%dropWatchEvery == 0 {
+				t.Errorf("drop-watch-event on: event %d delivered", e.Index)
+			}
+		}
+	}
+}

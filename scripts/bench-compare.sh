@@ -9,6 +9,10 @@
 # on it (bin/lockd-compare failover: the leader killed with SIGKILL and
 # restarted by `bench-compare.sh restart`, trial after trial), and stops
 # it by the PIDs it started; only the cluster being measured runs.
+# The flags go to `lockd-compare run`: `--benches kv` (or
+# `--benches locks,handoff,keepalive,kv`) adds the kv rows of the
+# namespace of keys (put, get, cas, txn at each --workers count, watch
+# fan-out at each --fanout count), run against each system in turn.
 # lockd's failover trials run after its cluster stopped, on a cluster of
 # their own (`lockd-bench failover`'s). Ends with the table and
 # bench-out/compare.{json,md}. Every process it starts is stopped when it
@@ -181,7 +185,11 @@ start_zookeeper_member() {
 }
 
 # start_zookeeper: ZooKeeper's default timing (tickTime 2000, initLimit
-# 10, syncLimit 5, as Debian's zoo.cfg has them). srvr, which tells
+# 10, syncLimit 5, as Debian's zoo.cfg has them), without its limit of 60
+# connections per client address (maxClientCnxns=0): the load comes from
+# one address, as no production client's does, and the kv-watch row's
+# 1,000 watchers are 1,000 sessions, each on a connection of its own
+# (lockd's nodes run without their per-client limit too). srvr, which tells
 # whether a member is ready and which one leads, is the one four-letter
 # word allowed: ZooKeeper's default list holds only srvr, and the
 # configuration names it explicitly.
@@ -200,6 +208,7 @@ dataDir=$d/zk$i
 clientPort=753$i
 clientPortAddress=127.0.0.1
 forceSync=yes
+maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=srvr
 server.1=127.0.0.1:7541:7551
@@ -229,7 +238,8 @@ start_lockd() {
     scripts/cluster.sh up 3 >/dev/null
 }
 
-lockd_version() { "$BIN" version | sed 's/^lockd //'; }
+# (`lockd version` prints three lines: the report wants one.)
+lockd_version() { "$BIN" version | sed 's/^lockd //' | paste -sd ',' - | sed 's/,/, /g'; }
 
 stop_etcd() { stop_pids "$DIR"/etcd/*.pid; }
 stop_zookeeper() { stop_pids "$DIR"/zookeeper/*.pid; }

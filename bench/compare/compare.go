@@ -1,5 +1,6 @@
 // Package compare runs lockd's serving rows (bench/load: locks,
-// handoff, keepalive) and its failover trials (bench/failover, and
+// handoff, keepalive, and, when asked, the kv rows of the namespace of
+// keys) and its failover trials (bench/failover, and
 // their counterparts here) against lockd, etcd and ZooKeeper, one system
 // at a time, and compares the results: a table with lockd/etcd and
 // lockd/ZooKeeper ratios, the targets lockd is held to, JSON, and a
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lockd/lockd/bench/load"
@@ -30,8 +32,26 @@ const (
 // Systems are the systems compared, lockd first.
 var Systems = []string{Lockd, Etcd, ZooKeeper}
 
-// Benches are the benches every system runs, in order.
-var Benches = []string{"locks", "handoff", "keepalive"}
+// Benches are the benches a system can run, in order.
+var Benches = []string{"locks", "handoff", "keepalive", "kv"}
+
+// DefaultBenches are the benches run unless Options.Benches names
+// others: the kv rows only when asked (as `lockd-bench serving` leaves
+// them out).
+var DefaultBenches = []string{"locks", "handoff", "keepalive"}
+
+// RowBenches are the benches of the rows the benches make, in the
+// order the report shows them: kv makes kv-put, kv-get, kv-cas, kv-txn
+// and kv-watch rows.
+var RowBenches = []string{"locks", "handoff", "keepalive", "kv-put", "kv-get", "kv-cas", "kv-txn", "kv-watch"}
+
+// benchOf is the bench that makes rows of bench row.
+func benchOf(row string) string {
+	if strings.HasPrefix(row, "kv-") {
+		return "kv"
+	}
+	return row
+}
 
 // Options say what to measure on one system.
 type Options struct {
@@ -44,8 +64,12 @@ type Options struct {
 	// gets the same; ZooKeeper's JVMs need it most (they run at about
 	// half speed for their first 10-20 s of load).
 	Warmup time.Duration
+	// Benches are the benches to run, of Benches, in that order
+	// whatever the order here; nil: DefaultBenches.
+	Benches []string
 	// Load holds the rows (Duration, Workers, Waiters, Sessions, Callers,
-	// TTL) and Progress; its Endpoints and System are set by Run.
+	// TTL; for kv also Fanout, HotKeys, ValueSize) and Progress; its
+	// Endpoints and System are set by Run.
 	Load load.Config
 }
 
@@ -113,6 +137,15 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return fail(err)
 	}
+	benches := opts.Benches
+	if benches == nil {
+		benches = DefaultBenches
+	}
+	for _, b := range benches {
+		if !slices.Contains(Benches, b) {
+			return fail(fmt.Errorf("unknown bench %q (want some of %s)", b, strings.Join(Benches, ", ")))
+		}
+	}
 	sys, err := open(opts.System, opts.Endpoints)
 	if err != nil {
 		return fail(err)
@@ -140,8 +173,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		cfg.Progress(fmt.Sprintf("which endpoint leads is unknown: %v", err))
 	}
 	runs := map[string]func(context.Context, load.Config) ([]load.Row, error){
-		"locks": load.Locks, "handoff": load.Handoff, "keepalive": load.Keepalive}
+		"locks": load.Locks, "handoff": load.Handoff, "keepalive": load.Keepalive, "kv": load.KVRows}
 	for _, bench := range Benches {
+		if !slices.Contains(benches, bench) {
+			continue
+		}
 		if sys != nil {
 			if why := sys.NotApplicable(bench); why != "" {
 				if res.NotApplicable == nil {

@@ -26,6 +26,7 @@ import (
 type etcd struct {
 	endpoints []string
 	clients   []*clientv3.Client
+	watches   etcdWatches // the kv-watch rows' open watches (etcd_kv.go)
 }
 
 func newEtcd(endpoints []string) (*etcd, error) {
@@ -49,6 +50,7 @@ func newEtcd(endpoints []string) (*etcd, error) {
 }
 
 func (e *etcd) Close() error {
+	e.watches.closeAll()
 	var first error
 	for _, c := range e.clients {
 		if err := c.Close(); err != nil && first == nil {

@@ -85,8 +85,8 @@ const ZooKeeperFailoverColumns = "the min/p50/max lines time a session created b
 	"lockd's and etcd's, and the target uses them: a follower drops its clients when the leader goes, and " +
 	"go-zookeeper reconnects in rounds over the survivors with a 1 s sleep between rounds, so that session " +
 	"cannot come back much sooner than about 1 s. The new-session lines time, over the same kills, tries " +
-	"that each open a new session to one survivor (at most 20 at a time per survivor, under the " +
-	"server's 60 connections per client address) and then create: when the ensemble serves again, as a " +
+	"that each open a new session to one survivor (at most 20 at a time per survivor, within ZooKeeper's " +
+	"default limit of 60 connections per client address) and then create: when the ensemble serves again, as a " +
 	"client that starts afresh sees it"
 
 // FailoverOptions say how to time failover on one system.

@@ -33,6 +33,22 @@ type Report struct {
 	Targets         []Target `json:"targets"`
 }
 
+// BetterHow says how the report picks the better peer of a line.
+const BetterHow = "lockd/better peer is lockd's value over the better of etcd's and ZooKeeper's " +
+	"(the higher rate, the lower latency), named in brackets"
+
+// ran says whether any system ran a row of bench.
+func (rep Report) ran(bench string) bool {
+	for _, r := range rep.Results {
+		for _, row := range r.Rows {
+			if row.Bench == bench {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // CommitLatencyHow says how the report measures lockd's commit latency.
 const CommitLatencyHow = "half of lockd's p50 cycle at 1 worker: a lone client's write request, " +
 	"one Raft commit (fsynced on every node's log) plus its HTTP round trip, so an upper bound on the commit alone"
@@ -50,6 +66,10 @@ type Line struct {
 	NotApplicable []string `json:"not_applicable,omitempty"`
 	// Ratios are lockd's value over each peer's, by peer.
 	Ratios map[string]float64 `json:"ratios,omitempty"`
+	// Better is the peer with the better value (the higher rate, the
+	// lower latency), and BetterRatio lockd's value over its.
+	Better      string  `json:"better,omitempty"`
+	BetterRatio float64 `json:"better_ratio,omitempty"`
 }
 
 // Target is one of the targets lockd is held to.
@@ -85,7 +105,12 @@ func metrics(bench string) []metric {
 		{"p99 ms", func(r load.Row) (float64, bool) { return msOf(r.Latency.P99), true }, true, true},
 		{"max ms", func(r load.Row) (float64, bool) { return msOf(r.Latency.Max), true }, false, true},
 	}
-	if bench == "keepalive" {
+	switch bench {
+	case "kv-cas":
+		ms = append(ms, metric{name: "cas failed", get: func(r load.Row) (float64, bool) { return float64(r.CASFailed), true }})
+	case "kv-watch":
+		ms = append(ms, metric{name: "setup ms", ms: true, get: func(r load.Row) (float64, bool) { return r.Setup * 1000, true }})
+	case "keepalive":
 		ms = append(ms,
 			metric{name: "lapsed", get: func(r load.Row) (float64, bool) { return float64(r.Lapsed), true }},
 			metric{name: "wrong expiries", get: func(r load.Row) (float64, bool) { return float64(r.WrongExpiries), true }},
@@ -136,7 +161,7 @@ func NewReport(results []Result) Report {
 		}
 	}
 	slices.SortStableFunc(keys, func(a, b rowKey) int {
-		if c := slices.Index(Benches, a.bench) - slices.Index(Benches, b.bench); c != 0 {
+		if c := slices.Index(RowBenches, a.bench) - slices.Index(RowBenches, b.bench); c != 0 {
 			return c
 		}
 		return a.n - b.n
@@ -145,7 +170,7 @@ func NewReport(results []Result) Report {
 		for _, m := range metrics(k.bench) {
 			l := Line{Bench: k.bench, N: k.n, Metric: m.name, Values: map[string]float64{}}
 			for _, r := range rep.Results {
-				if _, na := r.NotApplicable[k.bench]; na {
+				if _, na := r.NotApplicable[benchOf(k.bench)]; na {
 					l.NotApplicable = append(l.NotApplicable, r.System)
 				}
 				if row, ok := rows[r.System][k]; ok {
@@ -155,7 +180,7 @@ func NewReport(results []Result) Report {
 				}
 			}
 			if m.ratio {
-				l.setRatios()
+				l.setRatios(!m.ms)
 			}
 			rep.Lines = append(rep.Lines, l)
 		}
@@ -165,8 +190,10 @@ func NewReport(results []Result) Report {
 	return rep
 }
 
-// setRatios sets lockd's value over each peer's that has one.
-func (l *Line) setRatios() {
+// setRatios sets lockd's value over each peer's that has one, and over
+// the better peer's: the one with the higher value if higher is better,
+// the lower otherwise.
+func (l *Line) setRatios(higherBetter bool) {
 	v, ok := l.Values[Lockd]
 	if !ok {
 		return
@@ -177,6 +204,9 @@ func (l *Line) setRatios() {
 				l.Ratios = map[string]float64{}
 			}
 			l.Ratios[peer] = v / p
+			if b, ok := l.Values[l.Better]; l.Better == "" || (ok && (p > b) == higherBetter && p != b) {
+				l.Better, l.BetterRatio = peer, v/p
+			}
 		}
 	}
 }
@@ -290,7 +320,7 @@ func (rep *Report) failoverLines() {
 				}
 			}
 			if m.ratio {
-				l.setRatios()
+				l.setRatios(false)
 			}
 			rep.Lines = append(rep.Lines, l)
 		}
@@ -511,6 +541,12 @@ func rowName(l Line) string {
 		return fmt.Sprintf("handoff, %d waiters", l.N)
 	case failoverBench:
 		return fmt.Sprintf("failover (kill -9 of the leader), %d trials", l.N)
+	case "kv-put", "kv-get", "kv-txn":
+		return fmt.Sprintf("%s, %d workers", l.Bench, l.N)
+	case "kv-cas":
+		return fmt.Sprintf("kv-cas, %d workers", l.N)
+	case "kv-watch":
+		return fmt.Sprintf("kv-watch, %d watchers", l.N)
 	}
 	return fmt.Sprintf("keepalive, %d sessions", l.N)
 }
@@ -536,6 +572,14 @@ func (l Line) ratio(peer string) string {
 	return ""
 }
 
+// better shows lockd's value over the better peer's, and which it is.
+func (l Line) better() string {
+	if l.Better == "" || math.IsInf(l.BetterRatio, 0) {
+		return ""
+	}
+	return fmt.Sprintf("%.2fx (%s)", l.BetterRatio, Title(l.Better))
+}
+
 // table returns the header and cells of every line; a row's name is
 // shown on its first line only.
 func (rep Report) table() [][]string {
@@ -546,6 +590,7 @@ func (rep Report) table() [][]string {
 	for _, s := range Systems[1:] {
 		head = append(head, "lockd/"+Title(s))
 	}
+	head = append(head, "lockd/better peer")
 	out := [][]string{head}
 	last := ""
 	for _, l := range rep.Lines {
@@ -562,6 +607,7 @@ func (rep Report) table() [][]string {
 		for _, s := range Systems[1:] {
 			cells = append(cells, l.ratio(s))
 		}
+		cells = append(cells, l.better())
 		out = append(out, cells)
 	}
 	return out
@@ -574,7 +620,7 @@ func (rep Report) Print(w io.Writer) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "ratios are lockd's value over the peer's: above 1 is better for rates, below 1 for latencies")
+	fmt.Fprintln(w, "ratios are lockd's value over the peer's: above 1 is better for rates, below 1 for latencies; "+BetterHow)
 	if rep.hasFailover() {
 		fmt.Fprintln(w, "failover: "+FailoverHow)
 	}
@@ -664,7 +710,11 @@ func (rep Report) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "- **Order:** %s, one at a time: each cluster ran only while it was measured\n", strings.Join(names, ", "))
 		r := rep.Results[0]
-		fmt.Fprintf(w, "- **Rows:** each measured for %s; keepalive sessions with a %.0f s TTL renewed by %d callers\n", rowSeconds(rep), r.TTL, r.Callers)
+		rows := fmt.Sprintf("- **Rows:** each measured for %s", rowSeconds(rep))
+		if rep.ran("keepalive") {
+			rows += fmt.Sprintf("; keepalive sessions with a %.0f s TTL renewed by %d callers", r.TTL, r.Callers)
+		}
+		fmt.Fprintln(w, rows)
 	}
 	if rep.hasFailover() {
 		var names, parts []string
@@ -691,7 +741,7 @@ func (rep Report) Markdown(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Ratios are lockd's value over the peer's: above 1 is better for rates, below 1 for latencies.")
+	fmt.Fprintln(w, "Ratios are lockd's value over the peer's: above 1 is better for rates, below 1 for latencies; "+BetterHow+".")
 	if rep.CommitLatencyMs != nil {
 		fmt.Fprintf(w, "Commit latency (for the hand-off target): %.2f ms, %s.\n", *rep.CommitLatencyMs, CommitLatencyHow)
 	} else {

@@ -3,6 +3,7 @@ package compare
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -368,5 +369,73 @@ func TestZooKeeper_SequenceAndKeepalive(t *testing.T) {
 	}
 	if z.NotApplicable("keepalive") == "" || z.NotApplicable("locks") != "" || z.NotApplicable("handoff") != "" {
 		t.Error("ZooKeeper: only the keepalive rows are not applicable")
+	}
+}
+
+// The kv rows come after the others, in the kv bench's order, with the
+// conflicts of kv-cas and the setup of kv-watch; every ratio line names
+// the better peer (the higher rate, the lower latency).
+func TestReport_KVRowsAndBetterPeer(t *testing.T) {
+	ms := time.Millisecond
+	cas := func(rate float64, conflicts int64) load.Row {
+		r := row("kv-cas", 16, rate, 20*ms, 90*ms)
+		r.CASFailed, r.Keys = conflicts, 4
+		return r
+	}
+	watch := func(p50 time.Duration, setup float64) load.Row {
+		r := row("kv-watch", 1000, 5, p50, 2*p50)
+		r.Setup = setup
+		return r
+	}
+	rs := []Result{
+		{System: Lockd, Rows: []load.Row{watch(200*ms, 0.3), cas(150, 1800), row("kv-put", 1, 300, 2*ms, 9*ms), row("locks", 1, 600, 2*ms, 3*ms)}},
+		{System: Etcd, Rows: []load.Row{row("kv-put", 1, 400, 3*ms, 8*ms), cas(200, 900), watch(20*ms, 1.5)}},
+		{System: ZooKeeper, Rows: []load.Row{row("kv-put", 1, 500, 4*ms, 6*ms), cas(100, 3000), watch(50*ms, 4)}},
+	}
+	rep := NewReport(rs)
+	var order []string
+	for _, l := range rep.Lines {
+		if name := rowName(l); len(order) == 0 || order[len(order)-1] != name {
+			order = append(order, name)
+		}
+	}
+	if want := "locks, 1 workers|kv-put, 1 workers|kv-cas, 16 workers|kv-watch, 1000 watchers"; strings.Join(order, "|") != want {
+		t.Errorf("rows in order %q, want %q", order, want)
+	}
+	// Rates: the higher is better. Latencies: the lower.
+	for _, tc := range []struct {
+		bench, metric, better string
+		ratio                 float64
+	}{
+		{"kv-put", "puts/s", ZooKeeper, 300.0 / 500},
+		{"kv-put", "p50 ms", Etcd, 2.0 / 3},
+		{"kv-put", "p99 ms", ZooKeeper, 9.0 / 6},
+		{"kv-cas", "increments/s", Etcd, 150.0 / 200},
+		{"kv-watch", "p50 ms", Etcd, 10},
+	} {
+		l := line(t, rep, tc.bench, map[string]int{"kv-put": 1, "kv-cas": 16, "kv-watch": 1000}[tc.bench], tc.metric)
+		if l.Better != tc.better || math.Abs(l.BetterRatio-tc.ratio) > 1e-9 {
+			t.Errorf("%s %s: better %s %.3f, want %s %.3f", tc.bench, tc.metric, l.Better, l.BetterRatio, tc.better, tc.ratio)
+		}
+	}
+	if l := line(t, rep, "kv-cas", 16, "cas failed"); l.Values[Lockd] != 1800 || l.Values[ZooKeeper] != 3000 || l.Better != "" {
+		t.Errorf("cas failed line %+v", l)
+	}
+	if l := line(t, rep, "kv-watch", 1000, "setup ms"); l.cell(Etcd) != "1500.00" || l.Better != "" {
+		t.Errorf("setup line %+v", l)
+	}
+	if l := line(t, rep, "kv-put", 1, "errors"); l.Better != "" {
+		t.Errorf("errors have a better peer: %+v", l)
+	}
+	var text, md bytes.Buffer
+	rep.Print(&text)
+	rep.Markdown(&md)
+	for _, want := range []string{"lockd/better peer", "0.60x (ZooKeeper)", "0.75x (etcd)", "kv-watch, 1000 watchers"} {
+		if !strings.Contains(text.String(), want) || !strings.Contains(md.String(), want) {
+			t.Errorf("%q missing:\n%s\n%s", want, text.String(), md.String())
+		}
+	}
+	if strings.Contains(md.String(), "keepalive sessions with") {
+		t.Errorf("a run without keepalive rows describes them:\n%s", md.String())
 	}
 }

@@ -88,3 +88,42 @@ func TestRun_Refuses(t *testing.T) {
 		}
 	}
 }
+
+// The kv rows through Run, on an in-process lockd cluster: every row,
+// without errors, and nothing else.
+func TestRun_LockdKV(t *testing.T) {
+	c := servertest.New(t, 3)
+	c.WaitLeader()
+	cfg := load.DefaultConfig()
+	cfg.Duration, cfg.Workers, cfg.Fanout = 300*time.Millisecond, []int{2}, []int{5}
+	var res Result
+	var err error
+	for try := 1; try <= 3; try++ { // as TestRun_Lockd: a starved leader fails requests for a while
+		res, err = Run(context.Background(), Options{System: Lockd, Endpoints: c.URLs(), Benches: []string{"kv"}, Load: cfg})
+		failed := len(res.Rows) > 0 && res.Rows[len(res.Rows)-1].Bench != "kv-watch"
+		for _, r := range res.Rows {
+			failed = failed || r.Errors > 0
+		}
+		if !failed && !errors.Is(err, &api.Error{Code: api.CodeNoLeader}) {
+			break
+		}
+		t.Logf("try %d: %v, rows %+v", try, err, res.Rows)
+		c.WaitLeader()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Rows {
+		got = append(got, r.Bench)
+		if r.Ops == 0 || r.Errors != 0 {
+			t.Errorf("%s %d: %d ops, %d errors (%s)", r.Bench, r.N, r.Ops, r.Errors, r.FirstError)
+		}
+	}
+	if want := "kv-put kv-get kv-cas kv-txn kv-watch"; strings.Join(got, " ") != want {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	if _, err := Run(context.Background(), Options{System: Lockd, Endpoints: c.URLs(), Benches: []string{"kv", "scan"}, Load: cfg}); err == nil {
+		t.Error("an unknown bench ran")
+	}
+}

@@ -32,6 +32,7 @@ type zookeeper struct {
 	// made holds the lock paths whose parent znodes are known to exist.
 	mu   sync.Mutex
 	made map[string]bool
+	kv   map[int]*zkKVConn // the kv rows' sessions, by worker (zookeeper_kv.go)
 }
 
 func newZooKeeper(servers []string) (*zookeeper, error) {
@@ -41,7 +42,10 @@ func newZooKeeper(servers []string) (*zookeeper, error) {
 	return &zookeeper{servers: servers, made: map[string]bool{}}, nil
 }
 
-func (z *zookeeper) Close() error { return nil }
+func (z *zookeeper) Close() error {
+	z.closeKV()
+	return nil
+}
 
 var zkACL = zk.WorldACL(zk.PermAll)
 

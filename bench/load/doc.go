@@ -43,8 +43,8 @@
 //     0 queries. Reported: cycles per second and their latency, the
 //     queries still waiting at the end, and those the cluster refused
 //     (429 too_many_requests), apart from errors.
-//   - kv (the namespace of keys; lockd only, through the KV interface,
-//     which bench/compare's systems do not implement yet): for each count
+//   - kv (the namespace of keys, through the KV interface, which
+//     bench/compare's etcd and ZooKeeper implement too): for each count
 //     of workers W, four rows. kv-put: each worker puts values of
 //     --value-size bytes (1 KiB) to a key of its own, again and again.
 //     kv-get: each worker reads a key of its own (a default read, which

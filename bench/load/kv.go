@@ -15,9 +15,10 @@ import (
 )
 
 // KV is a System with a namespace of keys, for the kv rows. It is apart
-// from System so that bench/compare's etcd and ZooKeeper need not
-// implement it: for now only lockd does, and the kv rows refuse any
-// other system.
+// from System, so that a System without one still runs the other rows:
+// lockd implements it here, and bench/compare's etcd and ZooKeeper
+// there (etcd_kv.go, zookeeper_kv.go); the kv rows refuse a system
+// that does not.
 type KV interface {
 	// Put writes value to key through endpoint i (as NewSession spreads
 	// sessions), and returns the index of the write, which is the key's

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -19,17 +20,19 @@ import (
 	"github.com/lockd/lockd/internal/cli"
 )
 
-const kvUsage = `lockd kv get|put|del|ls|watch ...
+const kvUsage = `lockd kv get|put|del|ls|watch|txn ...
 
   lockd kv get KEY                  print the key's value as stored, byte for byte (--json: the record)
   lockd kv put KEY VALUE|-          write VALUE, or standard input with -; print key= index= version=
   lockd kv del KEY | --prefix P     delete a key, or every key under P; print deleted=N index=
   lockd kv ls [PREFIX]              the keys under PREFIX (--keys: names only, --count: how many)
   lockd kv watch KEY | --prefix P   a line per change from now (or after --index), until interrupted
+  lockd kv txn [FILE|-]             apply a transaction (JSON, as POST /v1/txn takes it); print the answer
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 the key does not exist (get), a --cas that
-did not hold, or a --guard refused (the lock has moved on, or is not held with
-that token). Run "lockd kv COMMAND -h" for a command's flags.`
+did not hold, a transaction whose compares did not hold (its failure branch
+ran), or a --guard or a transaction's guard refused (the lock has moved on, or
+is not held with that token). Run "lockd kv COMMAND -h" for a command's flags.`
 
 // kvTimeout bounds one command of lockd kv other than watch; a write is
 // repeated within it while no leader answers.
@@ -52,6 +55,8 @@ func kvCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		return kvList(ctx, args[1:], stdout, stderr)
 	case "watch":
 		return kvWatch(ctx, args[1:], stdout, stderr)
+	case "txn":
+		return kvTxn(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "-help", "help":
 		fmt.Fprintln(stderr, "usage: "+kvUsage)
 		return cli.ExitOK
@@ -551,6 +556,67 @@ func tableTo(w, stderr io.Writer, table func(io.Writer)) int {
 	table(tw)
 	if err := tw.Flush(); err != nil {
 		return fail(stderr, "lockd", fmt.Errorf("write output: %w", err))
+	}
+	return cli.ExitOK
+}
+
+func kvTxn(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, f := kvFlagSet("txn", "lockd kv txn [flags] [FILE|-]\n\n"+
+		"Apply a transaction in one Raft entry: a JSON object as POST /v1/txn takes it\n"+
+		"(compare, success, failure, guard; values in base64; docs/api.md), read from FILE or,\n"+
+		"with - or no FILE, from standard input. Print the answer as one line of JSON\n"+
+		"(succeeded, the results of the branch that ran, index). Its ephemeral puts belong to\n"+
+		"--session ID (or LOCKD_SESSION). Exit 3 if the compares did not hold (the failure\n"+
+		"branch ran) or the guard was refused.", stderr)
+	var session string
+	fs.StringVar(&session, "session", "", "the `ID` of the session the transaction's ephemeral puts belong to (env LOCKD_SESSION)")
+	pos, command, err := cli.ParseArgs(fs, args)
+	if err != nil {
+		return cli.FlagErr(err)
+	}
+	if len(pos) > 1 || len(command) > 0 {
+		return cli.UsageErr(fs, "want at most one FILE")
+	}
+	in := stdin
+	if len(pos) == 1 && pos[0] != "-" {
+		file, err := os.Open(pos[0])
+		if err != nil {
+			return cli.UsageErr(fs, "%v", err)
+		}
+		defer func() { _ = file.Close() }()
+		in = file
+	}
+	var req api.TxnRequest
+	dec := json.NewDecoder(io.LimitReader(in, api.MaxTxnBody+1))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return cli.UsageErr(fs, "the transaction is not valid JSON of POST /v1/txn: %v", err)
+	}
+	if req.Session != "" || req.Seq != 0 {
+		return cli.UsageErr(fs, "session and seq are the client library's; leave them out")
+	}
+	if err := req.Validate(); err != nil {
+		return cli.UsageErr(fs, "%v", err)
+	}
+	c, code := kvClient(fs, f, stderr)
+	if c == nil {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(ctx, kvTimeout)
+	defer cancel()
+	kv := c.KV()
+	if session != "" {
+		kv = c.SessionKV(session)
+	}
+	r, err := kv.DoTxn(ctx, req)
+	if err != nil {
+		return kvFail(stderr, fs.Name(), err)
+	}
+	if code := printJSON(stdout, fs.Name(), stderr, r); code != cli.ExitOK {
+		return code
+	}
+	if !r.Succeeded {
+		return exitNotAcquired
 	}
 	return cli.ExitOK
 }

@@ -153,6 +153,29 @@ func TestKVCmd(t *testing.T) {
 		t.Fatalf("watch printed %q", lines)
 	}
 
+	// txn: a transaction from standard input; its compare fails, then
+	// holds.
+	cur, err := cl.KV().Get(context.Background(), "cfg/blob", client.Default)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := func(index uint64) string {
+		return fmt.Sprintf(`{"compare":[{"key":"cfg/blob","target":"modify_index","op":"=","number":%d}],
+			"success":[{"put":{"key":"cfg/t1","value":"b25l"}},{"put":{"key":"cfg/t2","value":"dHdv"}}],
+			"failure":[{"get":{"key":"cfg/blob"}}]}`, index)
+	}
+	code, txOut, errText := r.run(context.Background(), txn(cur.KV.ModifyIndex+100), "txn")
+	var resp api.TxnResponse
+	if code != exitNotAcquired || json.Unmarshal([]byte(txOut), &resp) != nil || resp.Succeeded || len(resp.Results) != 1 {
+		t.Fatalf("txn whose compare fails: exit %d, %q %s", code, txOut, errText)
+	}
+	if out := r.must(txn(cur.KV.ModifyIndex), "txn", "-"); json.Unmarshal([]byte(out), &resp) != nil || !resp.Succeeded {
+		t.Fatalf("txn whose compare holds: %q", out)
+	}
+	if out := r.must("", "get", "cfg/t2"); out != "two" {
+		t.Fatalf("after the txn, cfg/t2 = %q", out)
+	}
+
 	if out := r.must("", "del", "--prefix", "q/"); !strings.HasPrefix(out, "deleted=1 ") {
 		t.Fatalf("del --prefix: %q", out)
 	}
@@ -184,6 +207,8 @@ func TestKVCmd_UsageErrors(t *testing.T) {
 		{"kv", "ls", "--keys", "--count"},
 		{"kv", "watch"},
 		{"kv", "watch", "--prefix", "p/", "a"},
+		{"kv", "txn", "a", "b"},
+		{"kv", "txn", "/no/such/file"},
 	} {
 		if code := run(args); code != cli.ExitUsage {
 			t.Errorf("lockd %v exited %d, want %d", args, code, cli.ExitUsage)

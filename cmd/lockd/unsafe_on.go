@@ -47,6 +47,10 @@ var unsafeDebugSwitches = []struct {
 	{"skip-waiter", func(c *lease.Config) { c.Unsafe.SkipWaiter = true }},
 	{"refuse-repeat", func(c *lease.Config) { c.Unsafe.RefuseRepeat = true }},
 	{"stale-lag", func(c *lease.Config) { c.Unsafe.StaleLag = true }},
+	{"kv-forget-seq", func(c *lease.Config) { c.Unsafe.KVForgetSeq = true }},
+	{"stale-guard", func(c *lease.Config) { c.Unsafe.StaleGuard = true }},
+	{"keep-ephemeral", func(c *lease.Config) { c.Unsafe.KeepEphemeral = true }},
+	{"drop-watch-event", func(c *lease.Config) { c.Unsafe.DropWatchEvent = true }},
 }
 
 // unsafeDebugNames lists the switches, comma-separated.

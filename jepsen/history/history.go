@@ -157,6 +157,7 @@ type Recorder struct {
 	events []Event
 	stale  []StaleRead
 	acks   []Ack
+	kv     []KVOp
 }
 
 // NewRecorder returns a Recorder whose clock starts now.
@@ -269,6 +270,11 @@ func (r *Recorder) Events() []Event {
 	r.mu.Unlock()
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out
+}
+
+// sortByCall sorts s by the invocation time call gives, stably.
+func sortByCall[T any](s []T, call func(T) int64) {
+	sort.SliceStable(s, func(i, j int) bool { return call(s[i]) < call(s[j]) })
 }
 
 // Seconds formats a harness time for people.

@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lockd/lockd/api"
@@ -82,8 +86,12 @@ func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, re
 	for _, sv := range survivors {
 		maxToken = max(maxToken, sv.Token)
 	}
-	rec.Eventf("durability: acknowledged %v and %d sessions holding %s*, highest acknowledged token %d; kill -9 every node",
-		want, len(survivors), survivorLock, maxToken)
+	keys, err := durableKeys(ctx, cl)
+	if err != nil {
+		return undecided("keys before the restart: %v", err)
+	}
+	rec.Eventf("durability: acknowledged %v, %d keys under %s and %d sessions holding %s*, highest acknowledged token %d; kill -9 every node",
+		want, len(keys), traffic.KVPrefix, len(survivors), survivorLock, maxToken)
 	for _, n := range c.Nodes {
 		n.Kill()
 	}
@@ -127,6 +135,14 @@ func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, re
 		v.Violations++
 		v.Details = append(v.Details, msg)
 	}
+	keysAfter, err := durableKeys(ctx, cl)
+	if err != nil {
+		return undecided("keys after the restart: %v", err)
+	}
+	for _, msg := range compareKeys(keys, keysAfter) {
+		v.Violations++
+		v.Details = append(v.Details, msg)
+	}
 	seen, err := seeSurvivors(ctx, c, survivors, back)
 	if err != nil {
 		return undecided("sessions after the restart: %v", err)
@@ -137,8 +153,8 @@ func checkDurability(ctx context.Context, c *proccluster.Cluster, bin string, re
 	}
 	v.Details = append(v.Details, fmt.Sprintf("%d sessions alive before the restart checked %v after the cluster was back (TTL %v)",
 		len(survivors), survivorCheck, survivorTTL))
-	v.Cover(len(want)+len(survivors), "names and sessions", "%d locks and elections and %d sessions compared across kill -9 and restart of every node",
-		len(want), len(survivors))
+	v.Cover(len(want)+len(survivors)+len(keys), "names, sessions and keys", "%d locks and elections, %d sessions and %d keys compared across kill -9 and restart of every node",
+		len(want), len(survivors), len(keys))
 	var st api.Cluster
 	for _, n := range c.Nodes {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -385,4 +401,46 @@ const keepAliveTries = 30
 // lives: accepted, or refused as expired.
 func definite(err error) bool {
 	return err == nil || api.CodeOf(err) == api.CodeSessionExpired
+}
+
+// durableKeys reads every key under traffic.KVPrefix but the ephemeral
+// ones (whose sessions may end across the restart), with a consistent
+// read: after the workloads stopped, nothing writes them.
+func durableKeys(ctx context.Context, cl *client.Client) (map[string]api.KV, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	l, err := cl.KV().List(ctx, traffic.KVPrefix, client.ListOptions{Consistency: client.Consistent})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]api.KV{}
+	for _, kv := range l.KVs {
+		if !strings.HasPrefix(kv.Key, traffic.KVEphemeralPrefix) {
+			out[kv.Key] = kv
+		}
+	}
+	return out, nil
+}
+
+// compareKeys says how the keys after the restart differ from before:
+// every key, its value and its indexes must be as they were.
+func compareKeys(before, after map[string]api.KV) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		b := before[k]
+		a, ok := after[k]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("key %s (modify index %d) missing after the restart", k, b.ModifyIndex))
+		case !bytes.Equal(a.Value, b.Value) || a.ModifyIndex != b.ModifyIndex || a.CreateIndex != b.CreateIndex || a.Version != b.Version:
+			out = append(out, fmt.Sprintf("key %s was %q @%d (created %d, version %d), is %q @%d (created %d, version %d) after the restart",
+				k, b.Value, b.ModifyIndex, b.CreateIndex, b.Version, a.Value, a.ModifyIndex, a.CreateIndex, a.Version))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(after)) {
+		if _, ok := before[k]; !ok {
+			out = append(out, fmt.Sprintf("key %s appeared across the restart", k))
+		}
+	}
+	return out
 }

@@ -254,7 +254,7 @@ func Run(cfg Config) (res *Result) {
 	ev := Evidence{Ops: ops, Holds: rec.Holds(), Events: res.Events, Durability: durable, Samples: poll.samples(),
 		Classic: classic, Dir: cfg.Dir, StaleReads: rec.StaleReads(), Acks: rec.Acks(), Quiet: quiet,
 		Leases: leases, LeaseUnreadable: unreadable, Retries: tr.Retries(), Workloads: append([]string{}, cfg.Workloads...),
-		Faults: faults.Windows(), Aims: res.Aims, Probes: probe.probes()}
+		Faults: faults.Windows(), Aims: res.Aims, Probes: probe.probes(), KV: tr.KV()}
 	if r := tr.Resource(); r != nil {
 		ev.Fenced = true
 		ev.Grants = r.Grants()
@@ -312,6 +312,8 @@ type Evidence struct {
 	// Faults are the windows in which each fault of the schedule was in
 	// force.
 	Faults []validate.FaultWindow
+	// KV is what the namespace workload saw.
+	KV traffic.KVEvidence
 	// Workloads are the workloads the run was asked to run; nil (the
 	// evidence of an older run) counts as every workload. A checker whose
 	// workload was not asked for is not in force (Verdict.Off).
@@ -321,6 +323,11 @@ type Evidence struct {
 // ran reports whether the run was asked to run workload w.
 func (ev *Evidence) ran(w string) bool {
 	return ev.Workloads == nil || slices.Contains(ev.Workloads, w)
+}
+
+// ranAny reports whether the run was asked to run any of workloads.
+func (ev *Evidence) ranAny(workloads ...string) bool {
+	return slices.ContainsFunc(workloads, func(w string) bool { return ev.ran(w) })
 }
 
 // Check runs every checker on a run's evidence and returns their
@@ -340,7 +347,15 @@ func Check(ev Evidence) []validate.Verdict {
 	if ev.ran(traffic.Elections) && elect.Checked == 0 && elect.Undecided == "" {
 		elect.Undecided = "the elections workload ran, yet no election operation was recorded"
 	}
-	out = append(out, validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir), elect))
+	// The checkers of locks and elections are not in force in a run of
+	// the namespace workload alone.
+	lockChecker := func(v validate.Verdict) validate.Verdict {
+		if !ev.ranAny(traffic.Locks, traffic.PlainLocks, traffic.Fenced, traffic.Elections, traffic.Expiry) {
+			return v.NotInForce("no workload of locks or elections was run")
+		}
+		return v
+	}
+	out = append(out, lockChecker(validate.MergeVerdicts(validate.CheckLinearizable(lin, skip, timeout, ev.Dir), elect)))
 	var extra []validate.ExtraGrant
 	for _, g := range ev.Grants {
 		extra = append(extra, validate.ExtraGrant{Lock: traffic.FencedLock, Session: g.Session, Token: g.Token, Call: g.Call, Return: g.Return})
@@ -353,7 +368,7 @@ func Check(ev Evidence) []validate.Verdict {
 		}
 		return v
 	}
-	out = append(out, validate.CheckTokens(ev.Ops, extra), validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...),
+	out = append(out, lockChecker(validate.CheckTokens(ev.Ops, extra)), lockChecker(validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...)),
 		lockGuarantees(validate.CheckFIFO(ev.Ops)), lockGuarantees(validate.CheckQueue(ev.Ops)), lockGuarantees(validate.CheckLockDelay(ev.Ops)))
 	fv := validate.CheckFencing(ev.Writes, ev.Grants)
 	if !ev.ran(traffic.Fenced) {
@@ -374,8 +389,23 @@ func Check(ev Evidence) []validate.Verdict {
 		quiet = validate.CheckQuiet(*ev.Quiet)
 	}
 	out = append(out, quiet, lockGuarantees(validate.CheckRequestNumbers(ev.Retries)))
+	out = append(out, namespace(ev, timeout)...)
 	if len(ev.Aims) > 0 {
 		out = append(out, CheckAims(ev.Aims))
+	}
+	return out
+}
+
+// namespace is the verdicts of the namespace workload's checkers, not in
+// force when the workload did not run.
+func namespace(ev Evidence, timeout time.Duration) []validate.Verdict {
+	kv := ev.KV
+	out := []validate.Verdict{validate.CheckKV(kv.Ops, timeout, ev.Dir), validate.CheckWatches(kv.Watches, kv.Writes),
+		validate.CheckEphemeral(kv.Ephemeral, kv.EphReads), validate.CheckFencedWrites(kv.Grants, kv.Fenced)}
+	if !ev.ran(traffic.Namespace) || ev.Workloads == nil && len(kv.Ops) == 0 {
+		for i := range out {
+			out[i] = out[i].NotInForce("the " + traffic.Namespace + " workload was not run")
+		}
 	}
 	return out
 }

@@ -34,6 +34,9 @@ const (
 	Fenced    = "fenced"
 	Elections = "elections"
 	Expiry    = "expiry"
+	// Namespace is the namespace workload (kv.go): registers, request
+	// numbers, fenced writes, ephemeral keys and watches.
+	Namespace = "kv"
 	// PlainLocks is Locks without the workers of shared locks, queues,
 	// lock-delays and request numbers: only try-locks, checks, releases
 	// and reads, all of which the gate holds back, so that nothing writes
@@ -43,7 +46,7 @@ const (
 )
 
 // All lists every workload of a campaign.
-var All = []string{Locks, Fenced, Elections, Expiry}
+var All = []string{Locks, Fenced, Elections, Expiry, Namespace}
 
 // Select parses a comma-separated list of workload names, or "all". A run
 // without a workload would check nothing, so an empty list is an error, as
@@ -129,6 +132,9 @@ type Traffic struct {
 	// tokens with ACLs on (access.go).
 	base                     http.RoundTripper
 	lockToken, electionToken string
+	// kvToken is the namespace workload's token; kvl what it saw (kv.go).
+	kvToken string
+	kvl     kvLog
 }
 
 // New returns a Traffic. It does no I/O.
@@ -219,6 +225,11 @@ func (t *Traffic) Start(ctx context.Context) error {
 			t.spawnRand(rng, i, func(r *rand.Rand) { t.fencedWorker(ctx, token, r) })
 		}
 		if err := r.StartChildren(ctx, t.cfg, 2); err != nil {
+			return err
+		}
+	}
+	if t.has(Namespace) {
+		if err := t.startKV(ctx, rng); err != nil {
 			return err
 		}
 	}

@@ -50,6 +50,12 @@ func TestNoEvidenceIsUndecided(t *testing.T) {
 		{RequestNumbers, CheckRequestNumbers([]traffic.Retry{{Session: "s", Seq: 1, Step: traffic.RetryFirst, Status: history.OK, Token: 5}}),
 			CheckRequestNumbers([]traffic.Retry{{Session: "s", Seq: 1, Step: traffic.RetryFirst, Status: history.OK, Token: 5},
 				{Session: "s", Seq: 1, Step: traffic.RetryRepeat, Status: history.OK, Token: 5}})},
+		{KV, CheckKV(nil, time.Second, dir), CheckKV([]history.KVOp{kvPut(0, "a", 5, 0, 10)}, time.Second, dir)},
+		{Watches, CheckWatches(nil, nil), CheckWatches([]traffic.WatchLog{{After: 4, Events: []traffic.WatchedEvent{{Index: 5, Type: "put", Key: "k", Value: "a"}}}},
+			[]traffic.KVWrite{{Key: "k", Value: "a", Index: 5, Status: history.OK}})},
+		{Ephemeral, CheckEphemeral(nil, nil), CheckEphemeral([]traffic.EphemeralSession{{Session: "s", Keys: []string{"k"}, Ended: 10}},
+			[]traffic.EphemeralRead{{Call: 20, Return: 30}})},
+		{FencedWrites, CheckFencedWrites(nil, nil), CheckFencedWrites(nil, []traffic.FencedKVWrite{{Token: 5, Released: 10, Call: 20, Status: history.Fail}})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.checker, func(t *testing.T) {

@@ -47,7 +47,19 @@
 //     granted anew after the session released the lock;
 //  14. queue: a waiter a read saw queued is granted or leaves the queue for
 //     a stated reason (its wait ran out, its session ended, it released),
-//     and no later waiter is granted while it still waits ahead.
+//     and no later waiter is granted while it still waits ahead;
+//  15. kv: the namespace workload's registers (puts, compare-and-swaps on
+//     the modify index, deletes, two-key transactions, reads) against
+//     model.KV, and no put repeated with its request number applied
+//     again;
+//  16. watches: every watcher's events in order, none twice, none that
+//     no write made, every acknowledged write within a watch's span
+//     delivered at its index, and watchers alike where they overlap;
+//  17. ephemeral: no read lists an ephemeral key after its session's end
+//     was committed;
+//  18. fenced-writes: no write guarded by a token its holder had given up
+//     (released, or granted since to another) accepted, and the accepted
+//     ones' tokens never going down in the store's order.
 //
 // Every checker says what it checked (Verdict.Coverage, with the count
 // Checked of Unit that a campaign sums). A checker that could not decide
@@ -155,4 +167,8 @@ const (
 	RequestNumbers  = "request-numbers"
 	MasterLease     = "master-lease"
 	Queue           = "queue"
+	KV              = "kv"
+	Watches         = "watches"
+	Ephemeral       = "ephemeral"
+	FencedWrites    = "fenced-writes"
 )

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ const usage = `usage:
   lockd-compare run --system lockd|etcd|zookeeper --endpoints A,B,C --out FILE
         [--duration 10s] [--warmup 15s] [--workers 1,16,64] [--waiters 2,16,64]
         [--sessions 1000] [--callers 64] [--ttl 30s] [--version TEXT] [--quiet]
+        [--benches locks,handoff,keepalive[,kv]] [--fanout 1000] [--hot-keys 4] [--value-size 1024]
   lockd-compare failover --system etcd|zookeeper --endpoints A,B,C --pid-files P1,P2,P3
         --restart "CMD ARGS... {i}" --out FILE [--trials 5] [--workers 8] [--settle 2s]
         [--ttl 30s] [--version TEXT] [--quiet]
@@ -86,6 +88,10 @@ func run(args []string) error {
 	version := fs.String("version", "", "the system's version, for the report")
 	warmup := fs.Duration("warmup", 15*time.Second, "unreported locks row at the largest worker count before the rows")
 	rowFlags := load.RowFlags(fs, def)
+	kvFlags := load.KVFlags(fs, def)
+	benches := fs.String("benches", strings.Join(compare.DefaultBenches, ","),
+		"comma-separated benches to run, of "+strings.Join(compare.Benches, ", ")+
+			" (kv: the kv-put, kv-get, kv-cas and kv-txn rows at each --workers count, kv-watch at each --fanout count)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -97,8 +103,19 @@ func run(args []string) error {
 		return usageError("--system, --endpoints and --out are required")
 	}
 	cfg, err := rowFlags()
+	if err == nil {
+		cfg, err = kvFlags(cfg)
+	}
 	if err != nil {
 		return usageError(err.Error())
+	}
+	var which []string
+	for _, b := range strings.Split(*benches, ",") {
+		b = strings.TrimSpace(b)
+		if !slices.Contains(compare.Benches, b) {
+			return usageError(fmt.Sprintf("--benches: unknown bench %q (want some of %s)", b, strings.Join(compare.Benches, ", ")))
+		}
+		which = append(which, b)
 	}
 	if *warmup < 0 || *warmup > 10*time.Minute {
 		return usageError(fmt.Sprintf("--warmup %v out of range 0..10m", *warmup))
@@ -109,7 +126,7 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := compare.Run(ctx, compare.Options{System: *system, Endpoints: strings.Split(*endpoints, ","),
-		Version: *version, Warmup: *warmup, Load: cfg})
+		Version: *version, Warmup: *warmup, Benches: which, Load: cfg})
 	if werr := compare.WriteJSON(*out, res); werr != nil && err == nil {
 		err = werr
 	}
