@@ -45,7 +45,7 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 				// check of its limits foresees it.
 				var want KeyUsage
 				if c.Op == OpTxn && c.Owner != "" {
-					p, _ := f.st.planTxn(c)
+					p, _ := f.st.planTxn(op{unsafe: f.unsafe}, c)
 					u, d := f.st.kv.usage[c.Owner], f.st.kv.delta(c.Owner, p.ops)
 					want = KeyUsage{Keys: u.Keys + d.Keys, Bytes: u.Bytes + d.Bytes}
 				}
