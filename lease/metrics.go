@@ -26,6 +26,8 @@ type counters struct {
 	guard guardCounts
 	// kvCompacted counts watches answered compacted.
 	kvCompacted atomic.Uint64
+	// kvQuota counts writes answered quota_exceeded.
+	kvQuota atomic.Uint64
 
 	grants             *prometheus.CounterVec
 	autopilot          *prometheus.CounterVec // voter-set changes by kind
@@ -140,6 +142,8 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 			func() float64 { return float64(n.count.keepalives.Load()) }),
 		counter("lockd_kv_watch_compacted_total", "Watches of keys this node answered compacted: they asked for events after an index the history no longer reaches.",
 			func() float64 { return float64(n.count.kvCompacted.Load()) }),
+		counter("lockd_kv_quota_refusals_total", "Writes of keys this node answered quota_exceeded as leader: they would have taken their ACL token past its max_keys or max_bytes.",
+			func() float64 { return float64(n.count.kvQuota.Load()) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
