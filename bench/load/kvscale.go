@@ -32,25 +32,42 @@ type scaleKV interface {
 	heapAfterGC(ctx context.Context, i int) (heap uint64, ok bool, err error)
 }
 
-// NodeMemory is one node's memory before and after a kv-load row wrote
-// its keys: the live heap after a collection (HeapAlloc of the heap
-// profile with gc=1, when the node serves profiles; else the heap in
-// use that /metrics shows, garbage included) and the resident set.
+// NodeMemory is one node's memory at the points of a kv-scale run: the
+// live heap after a collection (HeapAlloc of the heap profile with gc=1,
+// when the node serves profiles; else the heap in use that /metrics
+// shows, garbage included) and the resident set.
 type NodeMemory struct {
 	Endpoint string `json:"endpoint"`
 	// AfterGC is true if the heaps were read after a collection.
-	AfterGC    bool   `json:"after_gc"`
+	AfterGC bool `json:"after_gc"`
+	// Before the keys were written.
 	HeapBefore uint64 `json:"heap_before"`
-	HeapAfter  uint64 `json:"heap_after"`
 	RSSBefore  uint64 `json:"rss_before"`
-	RSSAfter   uint64 `json:"rss_after"`
-	// HeapEnd and RSSEnd are read once the whole kv-scale run is over
-	// (its watchers gone, its snapshots taken).
+	// Right after the keys were written: Raft's cache of the last 1,024
+	// log entries still holds the load's transactions.
+	HeapLoaded uint64 `json:"heap_loaded"`
+	RSSLoaded  uint64 `json:"rss_loaded"`
+	// After logCacheTurnover more small puts, which push the load's
+	// entries out of that cache: the keys and their events in the
+	// history (all of them, if less than --kv-history-age old).
+	HeapAfter uint64 `json:"heap_after"`
+	RSSAfter  uint64 `json:"rss_after"`
+	// While the watchers of the largest kv-wake row were held.
+	HeapWatching uint64 `json:"heap_watching,omitempty"`
+	RSSWatching  uint64 `json:"rss_watching,omitempty"`
+	// Once the whole run is over (its watchers gone, its snapshots
+	// taken).
 	HeapEnd uint64 `json:"heap_end,omitempty"`
 	RSSEnd  uint64 `json:"rss_end,omitempty"`
 	// BytesPerKey is (HeapAfter-HeapBefore) / the keys written.
 	BytesPerKey float64 `json:"bytes_per_key"`
 }
+
+// logCacheTurnover is how many small puts follow the load before the
+// memory is read again: more than the 1,024 entries of Raft's log cache
+// (lease/raft.go), so that the cache no longer holds the load's
+// transactions.
+const logCacheTurnover = 1100
 
 // Snapshot is one or more snapshots a node's Raft wrote during a kv-snap
 // row, seen between two reads of its metrics.
@@ -76,8 +93,10 @@ type Snapshot struct {
 //
 //   - kv-load: cfg.Keys keys of cfg.ValueSize bytes are written, by
 //     transactions of cfg.Batch puts (a plain put each if Batch is 1),
-//     cfg.Writers at a time; the nodes' memory is read before and after
-//     (NodeMemory), and the row gives the heap per key.
+//     cfg.Writers at a time; the nodes' memory is read before, right
+//     after, and after logCacheTurnover small puts (NodeMemory), and the
+//     row gives the heap per key from the last; it is read again while
+//     the watchers are held and at the end.
 //   - kv-wake, for each count of cfg.Watchers (0 first unless named):
 //     that many watches are held on other keys (nine in ten on a key of
 //     the load, one in ten on a prefix of its own with nothing under it),
@@ -141,6 +160,9 @@ func (s *kvScale) run(ctx context.Context) ([]Row, error) {
 			return rows, err
 		}
 	}
+	if ns[len(ns)-1] > 0 {
+		s.reread(ctx, &rows[0], func(m *NodeMemory, heap, rss uint64) { m.HeapWatching, m.RSSWatching = heap, rss })
+	}
 
 	snaps, err := s.snapshots(ctx)
 	rows = append(rows, snaps...)
@@ -151,21 +173,33 @@ func (s *kvScale) run(ctx context.Context) ([]Row, error) {
 	}
 	// The memory once the run is over: the watchers gone, the snapshots
 	// taken.
-	for i := range rows[0].Memory {
-		heap, rss, _, err := s.memory(ctx, i)
-		if err != nil {
-			s.b.progress("kv-scale: reading the memory of %s at the end: %v", rows[0].Memory[i].Endpoint, err)
-			continue
-		}
-		rows[0].Memory[i].HeapEnd, rows[0].Memory[i].RSSEnd = heap, rss
-	}
+	s.reread(ctx, &rows[0], func(m *NodeMemory, heap, rss uint64) { m.HeapEnd, m.RSSEnd = heap, rss })
 	return rows, ctx.Err()
 }
 
+// reread reads every node's memory again into the load row, with set; a
+// node that does not answer is left out (and said so).
+func (s *kvScale) reread(ctx context.Context, load *Row, set func(m *NodeMemory, heap, rss uint64)) {
+	for i := range load.Memory {
+		heap, rss, _, err := s.memory(ctx, i)
+		if err != nil {
+			s.b.progress("kv-scale: reading the memory of %s: %v", load.Memory[i].Endpoint, err)
+			continue
+		}
+		set(&load.Memory[i], heap, rss)
+	}
+}
+
 // memory reads endpoint i's heap (after a collection if it serves
-// profiles, else the heap in use of /metrics) and resident set.
+// profiles, else the heap in use of /metrics) and resident set, once no
+// snapshot is under way on it (a snapshot holds the encoded state while
+// it writes it; waited for up to a minute).
 func (s *kvScale) memory(ctx context.Context, i int) (heap, rss uint64, afterGC bool, err error) {
 	m, err := s.kv.metrics(ctx, i)
+	for try := 0; err == nil && m["lockd_snapshot_in_progress"] > 0 && try < 600 && ctx.Err() == nil; try++ {
+		pauseFor(ctx, 100*time.Millisecond)
+		m, err = s.kv.metrics(ctx, i)
+	}
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -254,6 +288,16 @@ func (s *kvScale) load(ctx context.Context) (Row, error) {
 	if row.Ops < cfg.Keys {
 		return row, fmt.Errorf("%s: %d of %d keys written (%s)", label, row.Ops, cfg.Keys, row.FirstError)
 	}
+	for i := range row.Memory {
+		heap, rss, _, err := s.memory(ctx, i)
+		if err != nil {
+			return row, fmt.Errorf("%s: reading the memory after: %w", label, err)
+		}
+		row.Memory[i].HeapLoaded, row.Memory[i].RSSLoaded = heap, rss
+	}
+	if err := s.turnover(ctx); err != nil {
+		return row, fmt.Errorf("%s: %w", label, err)
+	}
 	var per []float64
 	for i := range row.Memory {
 		heap, rss, _, err := s.memory(ctx, i)
@@ -269,6 +313,37 @@ func (s *kvScale) load(ctx context.Context) (Row, error) {
 	row.BytesPerKey = per[len(per)/2]
 	s.b.progress("%s: %.0f keys/s, %.1fs, heap per key (median of the nodes) %.0f bytes, %d errors", label, row.Rate, row.Setup, row.BytesPerKey, row.Errors)
 	return row, nil
+}
+
+// turnover sends logCacheTurnover puts of an empty value to one key of
+// each writer's own, Writers at a time.
+func (s *kvScale) turnover(ctx context.Context) error {
+	var left atomic.Int64
+	left.Store(logCacheTurnover)
+	var errs errorCount
+	var wg sync.WaitGroup
+	for w := range s.b.cfg.Writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("%s/turnover/%d", s.prefix, w)
+			for fails := 0; left.Add(-1) >= 0 && ctx.Err() == nil; {
+				if _, err := s.kv.Put(ctx, w, key, nil, nil); err != nil {
+					errs.add(err)
+					left.Add(1)
+					if fails++; fails > 10 {
+						return
+					}
+					backoff(ctx, fails)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if left.Load() > 0 {
+		return fmt.Errorf("the %d puts after the load: %d not made (%s)", logCacheTurnover, left.Load(), errs.first)
+	}
+	return ctx.Err()
 }
 
 // write puts keys lo..hi-1 through endpoint w: one put, or one

@@ -56,7 +56,7 @@ func TestKVScale_AgainstACluster(t *testing.T) {
 		t.Errorf("kv-load: %d keys, batch %d, memory of %d nodes", ld.Ops, ld.Batch, len(ld.Memory))
 	}
 	for _, m := range ld.Memory {
-		if !m.AfterGC || m.HeapBefore == 0 || m.HeapAfter == 0 || m.RSSAfter == 0 || m.HeapEnd == 0 {
+		if !m.AfterGC || m.HeapBefore == 0 || m.HeapLoaded == 0 || m.HeapAfter == 0 || m.HeapWatching == 0 || m.RSSAfter == 0 || m.HeapEnd == 0 {
 			t.Errorf("kv-load: memory %+v", m)
 		}
 	}

@@ -75,12 +75,22 @@ func printKVScale(w io.Writer, rows []Row) {
 				if m.AfterGC {
 					how = "live heap after a GC"
 				}
-				fmt.Fprintf(w, "  %s: %s %.1f -> %.1f MiB (%.0f bytes/key), RSS %.1f -> %.1f MiB",
-					m.Endpoint, how, float64(m.HeapBefore)/mib, float64(m.HeapAfter)/mib, m.BytesPerKey, float64(m.RSSBefore)/mib, float64(m.RSSAfter)/mib)
-				if m.RSSEnd > 0 {
-					fmt.Fprintf(w, "; at the end heap %.1f MiB, RSS %.1f MiB", float64(m.HeapEnd)/mib, float64(m.RSSEnd)/mib)
+				fmt.Fprintf(w, "  %s (%s, then RSS): before %.1f MiB, loaded %.1f, after %d more puts %.1f (%.0f bytes/key)",
+					m.Endpoint, how, float64(m.HeapBefore)/mib, float64(m.HeapLoaded)/mib, logCacheTurnover, float64(m.HeapAfter)/mib, m.BytesPerKey)
+				if m.HeapWatching > 0 {
+					fmt.Fprintf(w, ", watchers held %.1f", float64(m.HeapWatching)/mib)
 				}
-				fmt.Fprintln(w)
+				if m.HeapEnd > 0 {
+					fmt.Fprintf(w, ", end %.1f", float64(m.HeapEnd)/mib)
+				}
+				fmt.Fprintf(w, "; RSS %.1f, %.1f, %.1f", float64(m.RSSBefore)/mib, float64(m.RSSLoaded)/mib, float64(m.RSSAfter)/mib)
+				if m.RSSWatching > 0 {
+					fmt.Fprintf(w, ", %.1f", float64(m.RSSWatching)/mib)
+				}
+				if m.RSSEnd > 0 {
+					fmt.Fprintf(w, ", %.1f", float64(m.RSSEnd)/mib)
+				}
+				fmt.Fprintln(w, " MiB")
 			}
 		case r.Bench == "kv-wake" && r.N == 0 && base == nil:
 			base = &rows[i]
