@@ -101,7 +101,8 @@ func KVFlags(fs *flag.FlagSet, def Config) func(Config) (Config, error) {
 }
 
 // KVScaleFlags registers the kv-scale run's own flags on fs (--keys,
-// --batch, --writers, --put-rate, --snapshot-window, --stale), with def's
+// --batch, --writers, --put-rate, --snapshot-window, --stale,
+// --watch-rate), with def's
 // values as defaults; the run also takes --value-size, --watchers,
 // --duration and --setup-timeout. After fs.Parse, the function it
 // returns puts the flags' values into a Config.
@@ -112,8 +113,10 @@ func KVScaleFlags(fs *flag.FlagSet, def Config) func(Config) Config {
 	rate := fs.Float64("put-rate", def.PutRate, "kv-scale: puts a second, in all, during snapshots")
 	window := fs.Duration("snapshot-window", def.SnapshotWindow, "kv-scale: how long the puts during snapshots run (0: no such rows)")
 	stale := fs.Bool("stale", def.Stale, "kv-scale: watch with ?stale (each node answers its own watches) instead of through the leader")
+	watchRate := fs.Float64("watch-rate", def.WatchRate, "kv-scale: watches sent a second while they are set up")
 	return func(cfg Config) Config {
 		cfg.Keys, cfg.Batch, cfg.Writers, cfg.PutRate, cfg.SnapshotWindow, cfg.Stale = *keys, *batch, *writers, *rate, *window, *stale
+		cfg.WatchRate = *watchRate
 		return cfg
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -391,17 +392,31 @@ func (u *unrelated) target(i int) (string, bool) {
 	return fmt.Sprintf("%s/w/%07d", u.s.prefix, i), false
 }
 
-// grow starts watchers until n run, at most 64 being sent at once.
+// grow starts watchers until n run, WatchRate a second, at most 64 being
+// sent at once: ten thousand watches sent as fast as the cluster takes
+// them starve a two-core machine's Raft heartbeats, and measure that
+// rather than the watches held.
 func (u *unrelated) grow(ctx context.Context, n int) {
 	slots := make(chan struct{}, 64)
+	from := u.started
 	for ; u.started < n; u.started++ {
 		i := u.started
 		u.wg.Add(1)
 		go func() {
 			defer u.wg.Done()
+			pauseFor(ctx, time.Duration(float64(i-from)*float64(time.Second)/u.s.b.cfg.WatchRate))
 			u.watch(ctx, i, slots)
 		}()
 	}
+}
+
+// watchBackoff is the pause of a watcher after its fails-th failure in a
+// row (from 0): 100 ms doubled up to 6.4 s, each from half to 1.5 times
+// that, so that thousands of watchers failing together (an election) do
+// not all come back at once.
+func watchBackoff(ctx context.Context, fails int) {
+	d := 100 * time.Millisecond << min(fails, 6)
+	pauseFor(ctx, d/2+rand.N(d))
 }
 
 // watch keeps watcher i's watch waiting until ctx ends or the cluster
@@ -441,7 +456,7 @@ func (u *unrelated) watch(ctx context.Context, i int, slots chan struct{}) {
 			return
 		case err != nil:
 			u.errs.add(err)
-			backoff(ctx, fails)
+			watchBackoff(ctx, fails)
 			fails++
 			continue
 		case events > 0 || time.Since(t0) < u.wait*99/100:
@@ -460,6 +475,7 @@ func (s *kvScale) wake(ctx, wctx context.Context, u *unrelated, n int) (Row, err
 	cfg := s.b.cfg
 	row := Row{Bench: "kv-wake", N: n}
 	label := fmt.Sprintf("kv-wake, %d unrelated watchers", n)
+	var err error
 	if n > 0 {
 		t0 := time.Now()
 		u.grow(wctx, n)
@@ -478,14 +494,22 @@ func (s *kvScale) wake(ctx, wctx context.Context, u *unrelated, n int) (Row, err
 
 	key := fmt.Sprintf("%s/m/%d", s.prefix, n)
 	val := s.b.value("")
-	index, err := s.kv.Put(ctx, 0, key, val, nil)
-	if err != nil {
-		return row, fmt.Errorf("%s: the first put: %w", label, err)
+	// The first put waits out an election (up to 30 s), counting each
+	// failed try.
+	var errs errorCount
+	var index uint64
+	for t1 := time.Now(); ; pauseFor(ctx, 250*time.Millisecond) {
+		if index, err = s.kv.Put(ctx, 0, key, val, nil); err == nil {
+			break
+		}
+		errs.add(err)
+		if time.Since(t1) > 30*time.Second || ctx.Err() != nil {
+			return row, fmt.Errorf("%s: the first put: %w", label, err)
+		}
 	}
 	// The watcher of the key, through the second endpoint (the put goes
 	// through the first): it sends each time it had the change at.
 	got := make(chan time.Time, 1)
-	var errs errorCount
 	mctx, stopWatcher := context.WithCancel(ctx)
 	var mwg sync.WaitGroup
 	mwg.Add(1)

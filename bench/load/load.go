@@ -61,6 +61,9 @@ type Config struct {
 	PutRate        float64
 	SnapshotWindow time.Duration
 	Stale          bool
+	// WatchRate is how many of the kv-scale run's watches are sent a
+	// second while they are set up.
+	WatchRate float64
 	// SetupTimeout bounds the setup of a waiters or watchers row
 	// (creating its sessions, queueing its waiters, parking its
 	// queries); a row whose setup runs out of time is measured as far
@@ -94,6 +97,7 @@ func DefaultConfig() Config {
 		Writers:        8,
 		PutRate:        200,
 		SnapshotWindow: 2 * time.Minute,
+		WatchRate:      500,
 	}
 }
 
@@ -122,6 +126,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("writers %d out of range 1..4096", c.Writers)
 	case c.PutRate <= 0 || c.PutRate > 1e6:
 		return fmt.Errorf("put rate %g out of range (0, 1000000]", c.PutRate)
+	case c.WatchRate <= 0 || c.WatchRate > 1e6:
+		return fmt.Errorf("watch rate %g out of range (0, 1000000]", c.WatchRate)
 	case c.SnapshotWindow < 0 || c.SnapshotWindow > time.Hour:
 		return fmt.Errorf("snapshot window %v out of range 0..1h", c.SnapshotWindow)
 	}

@@ -23,7 +23,7 @@ const benchUsage = `lockd-bench elections [--n 3,5,7,9,16] [--seeds 10] [--algor
   lockd-bench kv [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256] [--hot-keys 4] [--value-size 1024]
               [--fanout 1000] [--setup-timeout 2m] [--json FILE]
   lockd-bench kv-scale [--addr ADDRS] [--keys 100000] [--value-size 1024] [--batch 128] [--writers 8] [--watchers 10000]
-              [--duration 10s] [--put-rate 200] [--snapshot-window 2m] [--stale] [--setup-timeout 2m] [--json FILE]
+              [--duration 10s] [--watch-rate 500] [--put-rate 200] [--snapshot-window 2m] [--stale] [--setup-timeout 2m] [--json FILE]
   lockd-bench failover [--lockd PATH] [--nodes 3] [--trials 10] [--faults kill,stop] [--workers 8] [--settle 2s]
               [--serve-flags FLAGS] [--keep] [--json FILE]`
 
