@@ -106,12 +106,13 @@ type Snapshot struct {
 //     put's start until that watcher had the change. Unrelated watches
 //     that answered before their wait ran out count in Woken (they must
 //     not: nothing changes their keys).
-//   - kv-put-nosnap, kv-put-snap-leader, kv-put-snap-follower: for
-//     cfg.SnapshotWindow, cfg.Writers put keys of the load (none watched)
-//     at cfg.PutRate puts a second in all, while the nodes' snapshot
-//     metrics are read every 100 ms; each put is counted in the row of
-//     what overlapped it: no snapshot, one on the leader, one on
-//     followers only. The first of these rows carries the snapshots seen.
+//   - kv-put-nosnap, kv-put-snap-leader, kv-put-snap-follower, once the
+//     watches have ended: for cfg.SnapshotWindow, cfg.Writers put keys of
+//     the load (none that was watched) at cfg.PutRate puts a second in
+//     all, while the nodes' snapshot metrics are read every 100 ms; each
+//     put is counted in the row of what overlapped it: no snapshot, one
+//     on the leader, one on followers only. The first of these rows
+//     carries the snapshots seen.
 func KVScale(ctx context.Context, cfg Config) ([]Row, error) {
 	b := newBench(cfg)
 	sys, ok := b.sys.(scaleKV)
@@ -164,11 +165,13 @@ func (s *kvScale) run(ctx context.Context) ([]Row, error) {
 	if ns[len(ns)-1] > 0 {
 		s.reread(ctx, &rows[0], func(m *NodeMemory, heap, rss uint64) { m.HeapWatching, m.RSSWatching = heap, rss })
 	}
+	// The watches end before the snapshot rows, which measure the
+	// snapshots alone.
+	stopWatchers()
+	w.wg.Wait()
 
 	snaps, err := s.snapshots(ctx)
 	rows = append(rows, snaps...)
-	stopWatchers()
-	w.wg.Wait()
 	if err != nil {
 		return rows, err
 	}
