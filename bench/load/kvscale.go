@@ -544,8 +544,9 @@ func (s *kvScale) wake(ctx, wctx context.Context, u *unrelated, n int) (Row, err
 	defer func() { stopWatcher(); mwg.Wait() }()
 
 	var lat samples
+	var seen atomic.Int64
 	end := time.Now().Add(cfg.Duration)
-	stop := s.b.ticker(func() string { return fmt.Sprintf("%s: %d puts seen", label, len(lat)) })
+	stop := s.b.ticker(func() string { return fmt.Sprintf("%s: %d puts seen", label, seen.Load()) })
 	for time.Now().Before(end) && ctx.Err() == nil {
 		pauseFor(ctx, 20*time.Millisecond) // the watcher's next watch reaches the server
 		select {                           // a put that failed may have been applied all the same
@@ -561,6 +562,7 @@ func (s *kvScale) wake(ctx, wctx context.Context, u *unrelated, n int) (Row, err
 		select {
 		case at := <-got:
 			lat = append(lat, at.Sub(c0))
+			seen.Add(1)
 		case <-time.After(30 * time.Second):
 			stop()
 			errs.fill(&row)
