@@ -100,11 +100,12 @@ func (s *fsmSnapshot) end(size int, ok bool) {
 		if !ok {
 			return
 		}
+		// The count last: a scrape that sees it sees the time too.
 		d := time.Since(s.start)
-		s.stats.persisted.Add(1)
 		s.stats.nanos.Add(int64(d))
 		s.stats.lastNanos.Store(int64(d))
 		s.stats.lastBytes.Store(uint64(size)) //nolint:gosec // G115: a length
+		s.stats.persisted.Add(1)
 	})
 }
 

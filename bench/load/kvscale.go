@@ -674,7 +674,12 @@ func (s *kvScale) snapshots(ctx context.Context) ([]Row, error) {
 				} else {
 					n.open, n.sent, n.leader = false, sent, leader
 				}
-				n.polled, n.total, n.totalS = true, total, totalS
+				// The time's baseline moves with the count only: the
+				// node adds a snapshot's time just before its count.
+				if !n.polled || total != n.total {
+					n.totalS = totalS
+				}
+				n.polled, n.total = true, total
 			}
 			// After the puts end, a snapshot under way is waited for (up
 			// to a minute), so that the puts it overlapped are sorted.
