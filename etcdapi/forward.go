@@ -100,7 +100,7 @@ func (s *Server) forward(ctx context.Context, peer, name string, c *call, req, o
 	if d, ok := ctx.Deadline(); ok {
 		limit += time.Until(d)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+ForwardPath+strings.TrimPrefix(name, "/"), bytes.NewReader(body))
 	if err != nil {

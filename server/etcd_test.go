@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +15,14 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
+	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/lease"
 	"github.com/lockd/lockd/server"
 	"github.com/lockd/lockd/test/servertest"
@@ -180,8 +183,8 @@ func TestEtcd_Watch(t *testing.T) {
 	got := map[int64][]string{}
 	for len(got[past]) < 2 || len(got[now]) < 1 {
 		r := recvWatch(t, w)
-		for _, e := range strings.Split(eventsOf(r), "; ") {
-			got[r.WatchId] = append(got[r.WatchId], e)
+		if len(r.Events) > 0 {
+			got[r.WatchId] = append(got[r.WatchId], strings.Split(eventsOf(r), "; ")...)
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -558,6 +561,27 @@ func TestEtcd_ACL(t *testing.T) {
 			}
 		}
 	}
+	// A watch without a token, or outside the token's rules, is canceled
+	// as it is created; within them it is served.
+	watch := pb.NewWatchClient(etcdConn(t, c.Nodes[f].EtcdAddr()))
+	for _, w := range []struct {
+		ctx    context.Context
+		key    string
+		reason string
+	}{{ctx, "app/a", "token"}, {with("token", tok.Secret), "other", "permission denied"}, {with("token", tok.Secret), "pub/a", ""}} {
+		ws, err := watch.Watch(w.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ws.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{Key: []byte(w.key)}}}); err != nil {
+			t.Fatal(err)
+		}
+		r := recvWatch(t, ws)
+		if !r.Created || r.Canceled != (w.reason != "") || !strings.Contains(r.CancelReason, w.reason) {
+			t.Fatalf("watch of %s: %v, want canceled for %q", w.key, r, w.reason)
+		}
+		_ = ws.CloseSend()
+	}
 	// Authenticate takes a token's secret as the password and hands it
 	// back as the token etcd's clients send.
 	auth := pb.NewAuthClient(etcdConn(t, c.Nodes[f].EtcdAddr()))
@@ -597,5 +621,56 @@ func TestEtcd_KeepAliveStreamEndsWithoutLeader(t *testing.T) {
 	})
 	if errors.Is(err, io.EOF) || status.Code(err) != codes.Unavailable {
 		t.Fatalf("keepalive of an isolated follower: %v %v", resp, err)
+	}
+}
+
+// TestEtcd_TLSAndClientCertificates: etcd's port serves TLS with the HTTP
+// port's certificate and requires the same client certificates: a plain
+// client and a client without a certificate are refused, one with the
+// cluster's client certificate is served.
+func TestEtcd_TLSAndClientCertificates(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := certs.Init(dir, []string{"n1"}, []string{"127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	file := func(name string) string { return filepath.Join(dir, name) }
+	etcd := servertest.ServeEtcd(t)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		cert, key := certs.NodeFiles("n1")
+		var err error
+		if cfg.HTTPTLS, err = certs.ServerTLS(file(cert), file(key), file(certs.CAFile)); err != nil {
+			t.Fatal(err)
+		}
+		etcd(i, cfg)
+	})
+	addr := c.Nodes[0].EtcdAddr()
+	ctx := etcdCtx(t)
+	put := func(creds credentials.TransportCredentials) error {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = conn.Close() }()
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		_, err = pb.NewKVClient(conn).Put(cctx, &pb.PutRequest{Key: []byte("k"), Value: []byte("v")})
+		return err
+	}
+	if err := put(insecure.NewCredentials()); err == nil {
+		t.Fatal("a plain-text client was served")
+	}
+	noCert, err := certs.ClientTLS(file(certs.CAFile), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := put(credentials.NewTLS(noCert)); err == nil {
+		t.Fatal("a client without a certificate was served")
+	}
+	withCert, err := certs.ClientTLS(file(certs.CAFile), file(certs.ClientFile), file(certs.ClientKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := put(credentials.NewTLS(withCert)); err != nil {
+		t.Fatalf("a client with the cluster's client certificate: %v", err)
 	}
 }

@@ -265,6 +265,9 @@ func Start(cfg Config) (*Server, error) {
 			_ = node.Close()
 			_ = s.mux.Close()
 			httpLn.Close()
+			if s.etcdLn != nil {
+				s.etcdLn.Close()
+			}
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
