@@ -206,10 +206,10 @@ func (s *Server) putOp(c *call, r *pb.PutRequest) (fsm.TxnOp, error) {
 		return fsm.TxnOp{}, err
 	}
 	switch {
-	case r.IgnoreValue:
-		return fsm.TxnOp{}, status.Error(codes.Unimplemented, "lockd does not serve a put with ignore_value yet (docs/etcd.md)")
-	case r.IgnoreLease:
-		return fsm.TxnOp{}, status.Error(codes.Unimplemented, "lockd does not serve a put with ignore_lease yet (docs/etcd.md)")
+	case r.IgnoreValue && len(r.Value) > 0:
+		return fsm.TxnOp{}, rpctypes.ErrGRPCValueProvided
+	case r.IgnoreLease && r.Lease != 0:
+		return fsm.TxnOp{}, rpctypes.ErrGRPCLeaseProvided
 	case r.Lease < 0:
 		return fsm.TxnOp{}, rpctypes.ErrGRPCLeaseNotFound
 	}
@@ -226,14 +226,44 @@ func (s *Server) putOp(c *call, r *pb.PutRequest) (fsm.TxnOp, error) {
 	return op, nil
 }
 
+// keepTries bounds the attempts of a put with ignore_value or
+// ignore_lease that other writes of its key keep overtaking.
+const keepTries = 10
+
 func (s *Server) putLocal(ctx context.Context, c *call, r *pb.PutRequest) (*pb.PutResponse, error) {
 	op, err := s.putOp(c, r)
 	if err != nil {
 		return nil, err
 	}
-	res, index, err := s.b.CommitTxn(ctx, &fsm.Txn{Success: []fsm.TxnOp{op}}, fmt.Sprintf("an etcd put of key %q", r.Key))
-	if err != nil {
-		return nil, err
+	what := fmt.Sprintf("an etcd put of key %q", r.Key)
+	t := &fsm.Txn{Success: []fsm.TxnOp{op}}
+	var res *fsm.TxnResult
+	var index uint64
+	for try := 0; ; try++ {
+		if r.IgnoreValue || r.IgnoreLease {
+			// Keep the key's value or lease: a put of what the key holds
+			// now, applied only if it still holds it (its mod revision).
+			cur, ok := s.b.FSM().Get(r.Key)
+			if !ok {
+				return nil, rpctypes.ErrGRPCKeyNotFound
+			}
+			if r.IgnoreValue {
+				op.Value = cur.Value
+			}
+			if r.IgnoreLease {
+				op.Session = cur.Session
+			}
+			t = &fsm.Txn{Compare: []fsm.Compare{fsm.CAS(r.Key, cur.ModifyIndex)}, Success: []fsm.TxnOp{op}}
+		}
+		if res, index, err = s.b.CommitTxn(ctx, t, what); err != nil {
+			return nil, err
+		}
+		if res.Succeeded {
+			break
+		}
+		if try == keepTries {
+			return nil, status.Errorf(codes.Aborted, "%s: other writes of the key changed it %d times while the put kept its value or lease; nothing was applied: retry", what, keepTries+1)
+		}
 	}
 	out := &pb.PutResponse{Header: s.header(index)}
 	if r.PrevKv {
@@ -349,6 +379,10 @@ func (s *Server) opsOf(c *call, ops []*pb.RequestOp) ([]fsm.TxnOp, error) {
 			}
 			o = fsm.TxnOp{Type: fsm.TxnGet, Key: r.Key, End: r.RangeEnd, KeysOnly: r.KeysOnly || r.CountOnly}
 		case op.GetRequestPut() != nil:
+			if p := op.GetRequestPut(); p.IgnoreValue || p.IgnoreLease {
+				err = status.Error(codes.Unimplemented, "lockd does not serve a put with ignore_value or ignore_lease inside a transaction yet (docs/etcd.md)")
+				break
+			}
 			o, err = s.putOp(c, op.GetRequestPut())
 		case op.GetRequestDeleteRange() != nil:
 			o, err = s.deleteOp(c, op.GetRequestDeleteRange())

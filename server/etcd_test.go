@@ -260,6 +260,19 @@ func TestEtcd_KV(t *testing.T) {
 	if string(got.Value) != "two" || got.Version != 2 || got.CreateRevision != p1.Header.Revision || got.ModRevision != p2.Header.Revision {
 		t.Fatalf("odd key %+v; puts at %d and %d", got, p1.Header.Revision, p2.Header.Revision)
 	}
+	// A put that keeps the value, or the lease.
+	kept, err := kv.Put(ctx, &pb.PutRequest{Key: odd, IgnoreValue: true, PrevKv: true})
+	if err != nil || string(kept.PrevKv.Value) != "two" {
+		t.Fatalf("put with ignore_value: %v %v", kept, err)
+	}
+	if r, _ := kv.Range(ctx, &pb.RangeRequest{Key: odd}); string(r.Kvs[0].Value) != "two" || r.Kvs[0].Version != 3 {
+		t.Fatalf("after a put with ignore_value: %v", r.Kvs)
+	}
+	_, err = kv.Put(ctx, &pb.PutRequest{Key: []byte("missing"), IgnoreLease: true})
+	wantCode(t, "ignore_lease of a missing key", err, codes.InvalidArgument, "key not found")
+	_, err = kv.Put(ctx, &pb.PutRequest{Key: odd, IgnoreValue: true, Value: []byte("x")})
+	wantCode(t, "ignore_value with a value", err, codes.InvalidArgument, "value is provided")
+
 	// The value at the first put's revision, from the history.
 	old, err := kv.Range(ctx, &pb.RangeRequest{Key: odd, Revision: p1.Header.Revision})
 	if err != nil || len(old.Kvs) != 1 || string(old.Kvs[0].Value) != "one" {
@@ -397,8 +410,11 @@ func TestEtcd_Leases(t *testing.T) {
 	if _, err := kv.Put(ctx, &pb.PutRequest{Key: []byte("eph/a"), Value: []byte("1"), Lease: g.ID}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := kv.Put(ctx, &pb.PutRequest{Key: []byte("eph/a"), Value: []byte("2"), IgnoreLease: true}); err != nil {
+		t.Fatal(err)
+	}
 	r, _ := kv.Range(ctx, &pb.RangeRequest{Key: []byte("eph/a")})
-	if r.Kvs[0].Lease != g.ID {
+	if r.Kvs[0].Lease != g.ID || string(r.Kvs[0].Value) != "2" {
 		t.Fatalf("key's lease %d, want %d", r.Kvs[0].Lease, g.ID)
 	}
 	// The session is lockd's: named after the lease, seen over HTTP too.
