@@ -102,7 +102,7 @@ func hash64(s string) uint64 {
 
 // GRPCServer returns a gRPC server with the etcd services registered; the
 // caller adds its options (TLS credentials) and serves it. Every call
-// lockd does not serve (Cluster, Maintenance, the Lock and
+// lockd does not serve (Cluster, Maintenance but Status, the Lock and
 // Election services, and the Auth calls but Authenticate) is answered
 // Unimplemented with a message that names it.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
@@ -115,6 +115,7 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	pb.RegisterKVServer(g, kvServer{s})
 	pb.RegisterLeaseServer(g, leaseServer{s})
 	pb.RegisterWatchServer(g, watchServer{s})
+	pb.RegisterMaintenanceServer(g, &maintenanceServer{s: s})
 	pb.RegisterAuthServer(g, &authServer{s: s})
 	return g
 }

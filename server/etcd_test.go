@@ -104,8 +104,12 @@ func TestEtcd_OffByDefaultAndServedWhereAsked(t *testing.T) {
 		t.Fatalf("put forwarded to a leader without etcd's port: %v", err)
 	}
 	// What lockd does not serve is Unimplemented, naming the call.
-	_, err := pb.NewMaintenanceClient(etcdConn(t, c.EtcdAddrs()[0])).Status(ctx, &pb.StatusRequest{})
-	wantCode(t, "status", err, codes.Unimplemented, "etcdserverpb.Maintenance/Status")
+	st, err := pb.NewMaintenanceClient(etcdConn(t, c.EtcdAddrs()[0])).Status(ctx, &pb.StatusRequest{})
+	if err != nil || st.Leader == 0 || st.Leader == st.Header.MemberId || st.RaftAppliedIndex == 0 || !strings.HasPrefix(st.Version, "3.6.") {
+		t.Fatalf("status of a follower: %v %v", st, err)
+	}
+	_, err = pb.NewMaintenanceClient(etcdConn(t, c.EtcdAddrs()[0])).Defragment(ctx, &pb.DefragmentRequest{})
+	wantCode(t, "defragment", err, codes.Unimplemented, "Defragment")
 	_, err = pb.NewAuthClient(etcdConn(t, c.EtcdAddrs()[0])).UserAdd(ctx, &pb.AuthUserAddRequest{Name: "x"})
 	wantCode(t, "user add", err, codes.Unimplemented, "UserAdd")
 	_, err = pb.NewClusterClient(etcdConn(t, c.EtcdAddrs()[0])).MemberList(ctx, &pb.MemberListRequest{})
