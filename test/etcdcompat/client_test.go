@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
+	"github.com/lockd/lockd/server"
 	"github.com/lockd/lockd/test/servertest"
 )
 
@@ -344,4 +345,40 @@ func TestClientV3(t *testing.T) {
 			t.Fatalf("get after failover: %v %v", g, err)
 		}
 	})
+}
+
+// TestClientV3_ACL: with ACLs on, etcd's client authenticates with a
+// lockd token's secret as its password and is served; without it, it is
+// refused.
+func TestClientV3_ACL(t *testing.T) {
+	const secret = "etcdcompat-bootstrap-secret" //nolint:gosec // G101: a fixture for a throwaway test cluster
+	etcd := servertest.ServeEtcd(t)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		cfg.ACL = true
+		cfg.Node.ACLBootstrapSecret = secret
+		etcd(i, cfg)
+	})
+	servertest.WaitFor(t, 10*time.Second, "the bootstrap token", func() bool {
+		_, ok := c.Nodes[0].Node().ResolveToken(secret)
+		return ok
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	anon := newClient(t, c.EtcdAddrs())
+	if _, err := anon.Put(ctx, "acl/a", "v"); err == nil {
+		t.Fatal("a put without a token was served")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.EtcdAddrs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		Username: "anyone", Password: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	if _, err := cli.Put(ctx, "acl/a", "v"); err != nil {
+		t.Fatalf("a put with the token: %v", err)
+	}
+	st, err := cli.Status(ctx, c.EtcdAddrs()[0])
+	if err != nil || st.Leader != st.Header.MemberId {
+		t.Fatalf("status of the only node: %v %v", st, err)
+	}
 }
