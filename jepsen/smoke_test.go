@@ -167,7 +167,8 @@ func requirePassed(t *testing.T, r *runner.Result) {
 // without credentials (the runner checks before the workloads start), and
 // every kind of client must have been served with its own TLS and token
 // and never refused: the workloads' library and raw-HTTP clients, the
-// per-node readers, the child fence clients, the checkers.
+// per-node readers, the child fence clients, the namespace workload's
+// clients (library and raw HTTP), the checkers.
 func TestSmokeSecure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster of real processes for about 40 s")
@@ -222,6 +223,29 @@ func TestSmokeSecure(t *testing.T) {
 	for _, sr := range ev.StaleReads {
 		served["?stale read of "+sr.Lock] = true
 	}
+	for _, op := range ev.KV.Ops {
+		if op.Code == api.CodeUnauthorized || op.Code == api.CodeForbidden {
+			t.Errorf("refused by the ACLs: %+v", op)
+		}
+		if op.Status == history.OK || op.Kind == history.KVRepeat && op.Code == api.CodeRepeated {
+			served["namespace "+string(op.Kind)] = true
+		}
+	}
+	for _, w := range ev.KV.Fenced {
+		if w.Code == api.CodeUnauthorized || w.Code == api.CodeForbidden {
+			t.Errorf("refused by the ACLs: %+v", w)
+		}
+		served["namespace fenced write"] = served["namespace fenced write"] || w.Status == history.OK
+	}
+	for _, e := range ev.KV.Ephemeral {
+		if e.Ended != 0 {
+			served["namespace ephemeral session, "+e.How] = true
+		}
+	}
+	served["namespace ephemeral reads"] = len(ev.KV.EphReads) > 0
+	for _, l := range ev.KV.Watches {
+		served["namespace watch"] = served["namespace watch"] || len(l.Events) > 0
+	}
 	want := []string{"expiry or lock-delay session (raw HTTP)", "request-number worker (raw HTTP)",
 		"fenced lock, child true", "fenced lock, child false", "?stale read of " + traffic.ElectionName,
 		"?stale read of " + traffic.LockNames[0], "acquire of " + traffic.ElectionName, "acquire of " + traffic.QueueLock,
@@ -229,6 +253,10 @@ func TestSmokeSecure(t *testing.T) {
 	for _, n := range []string{"n1", "n2", "n3"} {
 		want = append(want, "per-node reader of "+n)
 	}
+	for _, k := range []history.KVKind{history.KVGet, history.KVPut, history.KVCAS, history.KVTxn, history.KVDelete, history.KVRepeat} {
+		want = append(want, "namespace "+string(k))
+	}
+	want = append(want, "namespace fenced write", "namespace ephemeral session, destroy", "namespace ephemeral reads", "namespace watch")
 	for _, w := range want {
 		if !served[w] {
 			t.Errorf("never served on the secured cluster: %s", w)
