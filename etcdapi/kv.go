@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -63,7 +64,32 @@ func (k kvServer) DeleteRange(ctx context.Context, r *pb.DeleteRangeRequest) (*p
 }
 
 func (k kvServer) Txn(ctx context.Context, r *pb.TxnRequest) (*pb.TxnResponse, error) {
-	return invoke(ctx, k.s, mTxn, r, true, k.s.txnLocal)
+	return invoke(ctx, k.s, mTxn, r, !serializableTxn(r), k.s.txnLocal)
+}
+
+// readOnly reports whether a transaction only reads: it is then answered
+// as a read, without a Raft entry, as etcd answers one.
+func readOnly(r *pb.TxnRequest) bool {
+	for _, op := range slices.Concat(r.Success, r.Failure) {
+		if op.GetRequestRange() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// serializableTxn reports whether a transaction only reads, every read
+// serializable: then any node answers it from its own state.
+func serializableTxn(r *pb.TxnRequest) bool {
+	if !readOnly(r) || len(r.Success)+len(r.Failure) == 0 {
+		return false
+	}
+	for _, op := range slices.Concat(r.Success, r.Failure) {
+		if !op.GetRequestRange().Serializable {
+			return false
+		}
+	}
+	return true
 }
 
 func (k kvServer) Compact(ctx context.Context, r *pb.CompactionRequest) (*pb.CompactionResponse, error) {
@@ -93,6 +119,9 @@ func (s *Server) rangeLocal(ctx context.Context, c *call, r *pb.RangeRequest) (*
 	if err := s.allowKeys(c, r.Key, r.RangeEnd, acl.Read); err != nil {
 		return nil, err
 	}
+	if r.Serializable && r.Revision > 0 {
+		s.waitApplied(ctx, uint64(r.Revision))
+	}
 	var kvs []fsm.KV
 	var applied uint64
 	var rerr error
@@ -108,6 +137,38 @@ func (s *Server) rangeLocal(ctx context.Context, c *call, r *pb.RangeRequest) (*
 	out := shapeRange(kvs, r)
 	out.Header = s.header(applied)
 	return out, nil
+}
+
+// catchUp bounds how long a serializable read at a revision this node
+// has not applied yet waits for it. A client that read a revision from
+// one node (the leader, say) and asks another for it finds that node a
+// little behind at most; past the bound the read is refused as etcd
+// refuses it, ErrFutureRev.
+const catchUp = time.Second
+
+// waitApplied waits until the node has applied entry rev, for up to
+// catchUp.
+func (s *Server) waitApplied(ctx context.Context, rev uint64) {
+	f := s.b.FSM()
+	timer := time.NewTimer(catchUp)
+	defer timer.Stop()
+	for {
+		changed, stop := f.Watch(fsm.AppliedTopic())
+		if f.AppliedIndex() >= rev {
+			stop()
+			return
+		}
+		select {
+		case <-changed:
+			stop()
+		case <-timer.C:
+			stop()
+			return
+		case <-ctx.Done():
+			stop()
+			return
+		}
+	}
 }
 
 // checkRange checks a range request's key and options.
@@ -371,8 +432,8 @@ func (s *Server) opsOf(c *call, ops []*pb.RequestOp) ([]fsm.TxnOp, error) {
 		switch {
 		case op.GetRequestRange() != nil:
 			r := op.GetRequestRange()
-			if err = checkRange(r); err == nil && r.Revision != 0 {
-				err = status.Error(codes.Unimplemented, "lockd does not serve a range at a past revision inside a transaction yet (docs/etcd.md)")
+			if err = checkRange(r); err == nil && r.Revision < 0 {
+				err = status.Errorf(codes.InvalidArgument, "revision %d is negative", r.Revision)
 			}
 			if err == nil {
 				err = s.allowKeys(c, r.Key, r.RangeEnd, acl.Read)
@@ -423,7 +484,18 @@ func (s *Server) txnLocal(ctx context.Context, c *call, r *pb.TxnRequest) (*pb.T
 			return nil, err
 		}
 	}
-	res, index, err := s.b.CommitTxn(ctx, t, "an etcd transaction")
+	var res *fsm.TxnResult
+	var index uint64
+	if readOnly(r) {
+		res, index, err = s.readTxn(ctx, t, r)
+	} else {
+		for _, op := range slices.Concat(r.Success, r.Failure) {
+			if op.GetRequestRange() != nil && op.GetRequestRange().Revision != 0 {
+				return nil, status.Error(codes.Unimplemented, "lockd does not serve a range at a past revision in a transaction that also writes yet (docs/etcd.md)")
+			}
+		}
+		res, index, err = s.b.CommitTxn(ctx, t, "an etcd transaction")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -453,6 +525,43 @@ func (s *Server) txnLocal(ctx context.Context, c *call, r *pb.TxnRequest) (*pb.T
 		out.Responses = append(out.Responses, &ro)
 	}
 	return out, nil
+}
+
+// readTxn answers a transaction that only reads as a read of the state
+// (ReadNamespace: under the master lease, or from this node's own state
+// when every read is serializable), its reads at their revisions.
+func (s *Server) readTxn(ctx context.Context, t *fsm.Txn, r *pb.TxnRequest) (*fsm.TxnResult, uint64, error) {
+	stale := serializableTxn(r)
+	reads := func(ops []fsm.TxnOp, req []*pb.RequestOp) []fsm.RangeRead {
+		out := make([]fsm.RangeRead, len(ops))
+		for i, op := range ops {
+			rev := uint64(max(req[i].GetRequestRange().Revision, 0))
+			out[i] = fsm.RangeRead{Key: op.Key, End: op.End, Rev: rev, KeysOnly: op.KeysOnly}
+			if stale && rev > 0 {
+				s.waitApplied(ctx, rev)
+			}
+		}
+		return out
+	}
+	success, failure := reads(t.Success, r.Success), reads(t.Failure, r.Failure)
+	var ok bool
+	var got [][]fsm.KV
+	var applied uint64
+	var rerr error
+	err := s.b.ReadNamespace(ctx, stale, func() {
+		ok, got, applied, rerr = s.b.FSM().ReadTxn(t.Compare, success, failure)
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	res := &fsm.TxnResult{Succeeded: ok}
+	for _, kvs := range got {
+		res.Results = append(res.Results, fsm.OpResult{Type: fsm.TxnGet, KVs: kvs, Count: len(kvs)})
+	}
+	return res, applied, nil
 }
 
 // compactLocal answers a compaction without changing the history: lockd

@@ -239,6 +239,8 @@ func grpcErr(err error) error {
 		return rpctypes.ErrGRPCFutureRev
 	case errors.Is(err, fsm.ErrSessionExists):
 		return rpctypes.ErrGRPCLeaseExist
+	case errors.Is(err, fsm.ErrBadCommand):
+		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, context.Canceled):
 		return rpctypes.ErrGRPCCanceled
 	case errors.Is(err, context.DeadlineExceeded):

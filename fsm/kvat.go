@@ -27,13 +27,61 @@ var ErrFutureRevision = errors.New("fsm: revision after the applied index")
 func (f *FSM) RangeAt(start, end []byte, rev uint64, keysOnly bool) (kvs []KV, applied uint64, err error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	kvs, err = f.st.kv.rangeAt(start, end, rev, keysOnly, f.st.applied)
+	return kvs, f.st.applied, err
+}
+
+// RangeRead is one read of a read-only transaction (ReadTxn): the range
+// [Key, End) as TxnOp names one, at revision Rev (0: now), as RangeAt
+// reads it.
+type RangeRead struct {
+	Key, End []byte
+	Rev      uint64
+	KeysOnly bool
+}
+
+// ReadTxn answers a transaction that only reads, from one state and
+// without an entry: whether every compare holds (as an OpTxn's compares
+// hold), the records of each read of the branch that runs (success's if
+// they hold, failure's if not) and the applied index it read at. A
+// malformed compare is refused with ErrBadCommand, a revision out of the
+// history's reach as RangeAt refuses it.
+func (f *FSM) ReadTxn(cmps []Compare, success, failure []RangeRead) (succeeded bool, results [][]KV, applied uint64, err error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
 	k := f.st.kv
 	applied = f.st.applied
+	succeeded = true
+	for i, c := range cmps {
+		if err := c.check(); err != nil {
+			return false, nil, applied, refuse("a read-only transaction: compare %d: %v", i, err).Err
+		}
+		kv, _ := k.get(c.Key)
+		if succeeded && !c.holds(kv) {
+			succeeded = false
+		}
+	}
+	reads := success
+	if !succeeded {
+		reads = failure
+	}
+	for _, r := range reads {
+		kvs, err := k.rangeAt(r.Key, r.End, r.Rev, r.KeysOnly, applied)
+		if err != nil {
+			return false, nil, applied, err
+		}
+		results = append(results, kvs)
+	}
+	return succeeded, results, applied, nil
+}
+
+// rangeAt is RangeAt's read, under the FSM's read lock.
+func (k *kvStore) rangeAt(start, end []byte, rev uint64, keysOnly bool, applied uint64) (kvs []KV, err error) {
 	switch {
 	case rev > applied:
-		return nil, applied, fmt.Errorf("%w: revision %d, applied %d", ErrFutureRevision, rev, applied)
+		return nil, fmt.Errorf("%w: revision %d, applied %d", ErrFutureRevision, rev, applied)
 	case rev != 0 && rev < k.hist.compacted:
-		return nil, applied, &CompactedError{Oldest: k.hist.compacted}
+		return nil, &CompactedError{Oldest: k.hist.compacted}
 	}
 	keep := func(kv *KV) KV {
 		c := kv.clone()
@@ -44,7 +92,7 @@ func (f *FSM) RangeAt(start, end []byte, rev uint64, keysOnly bool) (kvs []KV, a
 	}
 	if rev == 0 || rev >= k.index {
 		k.span(start, end, 0, func(kv *KV) { kvs = append(kvs, keep(kv)) })
-		return kvs, applied, nil
+		return kvs, nil
 	}
 	// The keys of the range now, then the events after rev undone.
 	at := map[string]*KV{}
@@ -67,7 +115,7 @@ func (f *FSM) RangeAt(start, end []byte, rev uint64, keysOnly bool) (kvs []KV, a
 		kvs = append(kvs, keep(kv))
 	}
 	slices.SortFunc(kvs, func(a, b KV) int { return bytes.Compare(a.Key, b.Key) })
-	return kvs, applied, nil
+	return kvs, nil
 }
 
 // Compacted returns the index up to which the history was compacted:

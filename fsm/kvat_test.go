@@ -90,3 +90,29 @@ func TestRangeAt_RefusesWhatTheHistoryNoLongerHolds(t *testing.T) {
 		t.Fatalf("range at the compacted index %d: %v %v", c, rangeKeys(kvs), err)
 	}
 }
+
+// ReadTxn evaluates the compares and runs the reads of the branch they
+// choose, at past revisions too, changing nothing.
+func TestReadTxn_ComparesChooseTheBranchAndReadsMayBePast(t *testing.T) {
+	h := newHarness(t)
+	h.mustApply(puts("a", "1")) // 1
+	h.mustApply(puts("a", "2")) // 2
+	reads := []RangeRead{{Key: []byte("a"), Rev: 1}, {Key: []byte("a")}}
+	ok, res, applied, err := h.f.ReadTxn([]Compare{{Key: []byte("a"), Target: TargetVersion, Op: Equal, Number: 2}}, reads, nil)
+	if err != nil || !ok || applied != 2 || len(res) != 2 || string(res[0][0].Value) != "1" || string(res[1][0].Value) != "2" {
+		t.Fatalf("held: %v %v %d %v", ok, res, applied, err)
+	}
+	ok, res, _, err = h.f.ReadTxn([]Compare{{Key: []byte("a"), Target: TargetValue, Op: Equal, Value: []byte("1")}}, reads, reads[1:])
+	if err != nil || ok || len(res) != 1 || string(res[0][0].Value) != "2" {
+		t.Fatalf("failed: %v %v %v", ok, res, err)
+	}
+	if _, _, _, err := h.f.ReadTxn([]Compare{{Key: []byte("a"), Target: "nope"}}, nil, nil); !errors.Is(err, ErrBadCommand) {
+		t.Fatalf("a bad compare: %v", err)
+	}
+	if _, _, _, err := h.f.ReadTxn(nil, []RangeRead{{Key: []byte("a"), Rev: 3}}, nil); !errors.Is(err, ErrFutureRevision) {
+		t.Fatalf("a future read: %v", err)
+	}
+	if h.f.AppliedIndex() != 2 {
+		t.Fatal("a read changed the state")
+	}
+}

@@ -282,6 +282,17 @@ func TestEtcd_KV(t *testing.T) {
 	if err != nil || len(old.Kvs) != 1 || string(old.Kvs[0].Value) != "one" {
 		t.Fatalf("range at revision %d: %v %v", p1.Header.Revision, old, err)
 	}
+	// A transaction that only reads, at that revision and now, from the
+	// follower's own state: no entry.
+	ro, err := kv.Txn(ctx, &pb.TxnRequest{
+		Compare: []*pb.Compare{{Key: odd, Target: pb.Compare_VALUE, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_Value{Value: []byte("two")}}},
+		Success: []*pb.RequestOp{
+			{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: odd, Revision: p1.Header.Revision, Serializable: true}}},
+			{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: odd, Serializable: true}}},
+		}})
+	if err != nil || !ro.Succeeded || string(ro.Responses[0].GetResponseRange().Kvs[0].Value) != "one" || string(ro.Responses[1].GetResponseRange().Kvs[0].Value) != "two" {
+		t.Fatalf("a read-only txn: %v %v", ro, err)
+	}
 	before, err := kv.Range(ctx, &pb.RangeRequest{Key: odd, Revision: p1.Header.Revision - 1})
 	if err != nil || len(before.Kvs) != 0 {
 		t.Fatalf("range before the key existed: %v %v", before, err)

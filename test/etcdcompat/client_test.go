@@ -330,6 +330,65 @@ func TestClientV3(t *testing.T) {
 		}
 	})
 
+	t.Run("STM", func(t *testing.T) {
+		// Transfers between accounts in software transactions, in every
+		// isolation of etcd's STM that checks its reads, keep the total.
+		const accounts, start = 4, 100
+		for i := range accounts {
+			if _, err := cli.Put(ctx, fmt.Sprintf("stm/%d", i), fmt.Sprint(start)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		isolations := []concurrency.Isolation{concurrency.SerializableSnapshot, concurrency.Serializable, concurrency.RepeatableReads}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := range 6 {
+					from, to := fmt.Sprintf("stm/%d", (w+n)%accounts), fmt.Sprintf("stm/%d", (w+n+1)%accounts)
+					_, err := concurrency.NewSTM(cli, func(s concurrency.STM) error {
+						// A serializable read may come from a node that
+						// is behind, even before the accounts were made:
+						// what it read is checked when the transaction
+						// commits, and it runs again if that changed.
+						var a, b int
+						_, _ = fmt.Sscan(s.Get(from), &a)
+						_, _ = fmt.Sscan(s.Get(to), &b)
+						s.Put(from, fmt.Sprint(a-3))
+						s.Put(to, fmt.Sprint(b+3))
+						return nil
+					}, concurrency.WithIsolation(isolations[w%3]), concurrency.WithAbortContext(ctx))
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		g, err := cli.Get(ctx, "stm/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, kv := range g.Kvs {
+			var v int
+			if _, err := fmt.Sscan(string(kv.Value), &v); err != nil {
+				t.Fatal(err)
+			}
+			total += v
+		}
+		if total != accounts*start {
+			t.Fatalf("the accounts hold %d in all, want %d", total, accounts*start)
+		}
+	})
+
 	t.Run("LeaderFailover", func(t *testing.T) {
 		if _, err := cli.Put(ctx, "failover/a", "before"); err != nil {
 			t.Fatal(err)
