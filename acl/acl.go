@@ -21,6 +21,9 @@
 //     lets it acquire, release, campaign, proclaim and resign there, or
 //     put and delete keys. A read or delete of a prefix needs the access on
 //     that prefix: a rule whose prefix starts it.
+//   - A token with rules may carry limits on the keys it owns (MaxKeys,
+//     MaxBytes): a key belongs to the token that wrote it last, and a
+//     write that would take the token past a limit is refused whole.
 //   - Sessions are not named objects: any token with at least one write
 //     rule may create sessions, and may keep alive, use and destroy only the
 //     sessions it created (Owns). Any token may read the session list, but
@@ -31,6 +34,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -83,6 +87,13 @@ type Token struct {
 	// everything but a follower's stale reads), and the leader deletes an
 	// expired token with a revoke entry.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// MaxKeys and MaxBytes bound the keys of the namespace the token
+	// owns: those it wrote last and that still exist, counted in keys
+	// and in bytes of key and value. 0 is no bound. Only a token with
+	// rules carries them; the state machine that applies writes enforces
+	// them (package fsm).
+	MaxKeys  int64 `json:"max_keys,omitempty"`
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
 // Expired reports whether t has an expiry that is not after now.
@@ -169,6 +180,9 @@ const (
 	// (generated secrets are longer).
 	MinSecret = 16
 	MaxSecret = 256
+	// MaxLimit bounds MaxKeys and MaxBytes (2^53, so that JSON carries
+	// them exactly to any client).
+	MaxLimit = 1 << 53
 )
 
 // Validate checks a token's rules and fields (not its hash or accessor,
@@ -179,6 +193,14 @@ func Validate(t Token) error {
 	}
 	if len(t.Rules) > MaxRules {
 		return fmt.Errorf("%d rules, more than %d", len(t.Rules), MaxRules)
+	}
+	switch {
+	case t.MaxKeys < 0 || t.MaxBytes < 0:
+		return fmt.Errorf("negative limit (max_keys %d, max_bytes %d): 0 is no limit", t.MaxKeys, t.MaxBytes)
+	case t.MaxKeys > MaxLimit || t.MaxBytes > MaxLimit:
+		return fmt.Errorf("limit over %d (max_keys %d, max_bytes %d)", int64(MaxLimit), t.MaxKeys, t.MaxBytes)
+	case t.Admin && (t.MaxKeys != 0 || t.MaxBytes != 0):
+		return errors.New("an admin token has no limits: give limits to a token with rules")
 	}
 	for i, r := range t.Rules {
 		switch {

@@ -88,3 +88,28 @@ func TestParseRuleAndValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestValidate_Limits(t *testing.T) {
+	rules := []Rule{{Kind: Key, Prefix: "app/", Access: Write}}
+	for _, ok := range []Token{
+		{Rules: rules},
+		{Rules: rules, MaxKeys: 10, MaxBytes: 4096},
+		{Rules: rules, MaxKeys: MaxLimit, MaxBytes: MaxLimit},
+		{Admin: true},
+	} {
+		if err := Validate(ok); err != nil {
+			t.Errorf("Validate(%+v) = %v", ok, err)
+		}
+	}
+	for _, bad := range []Token{
+		{Rules: rules, MaxKeys: -1},
+		{Rules: rules, MaxBytes: -1},
+		{Rules: rules, MaxBytes: MaxLimit + 1},
+		{Admin: true, MaxKeys: 1},
+		{Admin: true, MaxBytes: 1},
+	} {
+		if err := Validate(bad); err == nil {
+			t.Errorf("Validate(%+v) accepted", bad)
+		}
+	}
+}

@@ -45,7 +45,32 @@ const (
 	// CodeCompacted: a watch asked for events after an index the history
 	// no longer reaches (see CompactedError). Nothing was done.
 	CodeCompacted = "compacted"
+	// CodeQuotaExceeded: a write would take the ACL token that sends it
+	// past its max_keys or max_bytes (the keys it owns). Nothing was
+	// applied; it succeeds once the token owns less.
+	CodeQuotaExceeded = "quota_exceeded"
 )
+
+// SizeError is an error of a request's validation about a size over a
+// bound (a value longer than MaxKVValueLen): the server answers it
+// too_large (413) rather than bad_request.
+type SizeError struct{ msg string }
+
+func (e *SizeError) Error() string { return e.msg }
+
+func sizeErrorf(format string, args ...any) error {
+	return &SizeError{msg: fmt.Sprintf(format, args...)}
+}
+
+// InvalidCode returns the code of a request that failed validation with
+// err: CodeTooLarge for a SizeError, else CodeBadRequest.
+func InvalidCode(err error) string {
+	var se *SizeError
+	if errors.As(err, &se) {
+		return CodeTooLarge
+	}
+	return CodeBadRequest
+}
 
 // Error is the body of every error response, and the error type the server
 // side uses to carry a code to httpapi. RetryAfter, when set, becomes a

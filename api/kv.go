@@ -89,6 +89,10 @@ type KVPutRequest struct {
 	Sequential bool    `json:"sequential,omitempty"`
 	Guard      *Guard  `json:"guard,omitempty"`
 	Seq        uint64  `json:"seq,omitempty"`
+	// Owner is the accessor id of the ACL token the request came with,
+	// set by the node that serves it, never by the client: the key
+	// belongs to that token and counts against its limits.
+	Owner string `json:"-"`
 }
 
 // KVPutResponse answers a put: the record written (for a sequential put,
@@ -116,6 +120,9 @@ type KVDelete struct {
 	Key    string
 	Prefix bool
 	CAS    *uint64
+	// Owner is the accessor id of the request's ACL token (see
+	// KVPutRequest.Owner).
+	Owner string
 }
 
 // KVDeleteResponse answers a delete: how many keys it deleted, and the
@@ -197,6 +204,9 @@ type TxnRequest struct {
 	Guard   *Guard    `json:"guard,omitempty"`
 	Session string    `json:"session,omitempty"`
 	Seq     uint64    `json:"seq,omitempty"`
+	// Owner is the accessor id of the request's ACL token (see
+	// KVPutRequest.Owner): the keys it puts belong to that token.
+	Owner string `json:"-"`
 }
 
 // TxnResult is one operation's result, by Type ("put", "delete" or
@@ -328,7 +338,7 @@ func (r *KVPutRequest) Validate(key string) error {
 	}
 	switch {
 	case len(r.Value) > MaxKVValueLen:
-		return fmt.Errorf("value is %d bytes long; the limit is %d", len(r.Value), MaxKVValueLen)
+		return sizeErrorf("value is %d bytes long; the limit is %d", len(r.Value), MaxKVValueLen)
 	case r.Ephemeral && r.Session == "":
 		return errors.New("ephemeral needs session: the session that owns the key")
 	case r.Seq != 0 && r.Session == "":
@@ -436,7 +446,7 @@ func (c Compare) validate() error {
 	case c.Target == TargetExists && *c.Number > 1:
 		return fmt.Errorf("number: target \"exists\" compares with 1 (exists) or 0 (does not), not %d", *c.Number)
 	case len(c.Value) > MaxKVValueLen:
-		return fmt.Errorf("value: %d bytes long; the limit is %d", len(c.Value), MaxKVValueLen)
+		return sizeErrorf("value: %d bytes long; the limit is %d", len(c.Value), MaxKVValueLen)
 	}
 	return nil
 }
@@ -459,7 +469,7 @@ func (op TxnOp) validate(session string) error {
 		}
 		switch {
 		case len(p.Value) > MaxKVValueLen:
-			return fmt.Errorf("put.value: %d bytes long; the limit is %d", len(p.Value), MaxKVValueLen)
+			return sizeErrorf("put.value: %d bytes long; the limit is %d", len(p.Value), MaxKVValueLen)
 		case p.Ephemeral && session == "":
 			return errors.New("put.ephemeral: needs the transaction's session, which owns the key")
 		}

@@ -383,6 +383,12 @@ type CreateTokenRequest struct {
 	// ExpirationTTL, if set, makes the token expire that long after its
 	// creation (MinTokenTTL to MaxTokenTTL), as Consul's expiration_ttl.
 	ExpirationTTL Duration `json:"expiration_ttl,omitempty"`
+	// MaxKeys and MaxBytes bound the keys the token owns (those it wrote
+	// last and that exist), in keys and in bytes of key and value: a
+	// write past either is refused quota_exceeded. 0 is no bound; only a
+	// token with rules takes them.
+	MaxKeys  int64 `json:"max_keys,omitempty"`
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
 // Token describes an ACL token. Secret is set only in the answer to the
@@ -398,6 +404,19 @@ type Token struct {
 	// creating leader's wall clock plus the expiration TTL); absent for a
 	// token that does not expire.
 	ExpirationTime *time.Time `json:"expiration_time,omitempty"`
+	// MaxKeys and MaxBytes are the token's limits on keys (0: none).
+	MaxKeys  int64 `json:"max_keys,omitempty"`
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// Usage is what the token owns of the namespace now, in the answers
+	// of GET /v1/acl/tokens and GET /v1/acl/tokens/self.
+	Usage *KeyUsage `json:"usage,omitempty"`
+}
+
+// KeyUsage is what an ACL token owns of the namespace: the keys it wrote
+// last and that still exist, and their bytes of key and value.
+type KeyUsage struct {
+	Keys  int64 `json:"keys"`
+	Bytes int64 `json:"bytes"`
 }
 
 // TokenList answers GET /v1/acl/tokens.
@@ -412,5 +431,5 @@ func TokenOf(t acl.Token) Token {
 		rules = []acl.Rule{}
 	}
 	return Token{AccessorID: t.AccessorID, Description: t.Description, Admin: t.Admin, Rules: rules, CreateIndex: t.CreateIndex,
-		ExpirationTime: t.ExpiresAt}
+		ExpirationTime: t.ExpiresAt, MaxKeys: t.MaxKeys, MaxBytes: t.MaxBytes}
 }

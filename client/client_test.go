@@ -317,3 +317,21 @@ func TestClient_RetriesTooManyRequests(t *testing.T) {
 		t.Fatalf("Election after a 429 = %+v, %v after %d calls; want the answer of the second call", l, err, calls.Load())
 	}
 }
+
+// A write answered 429 quota_exceeded is not asked again: it applied
+// nothing, and it fails the same way until the token owns less. The
+// error matches ErrQuotaExceeded.
+func TestClient_QuotaExceededIsNotRetried(t *testing.T) {
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"error":"over max_keys","code":"quota_exceeded"}`))
+	}))
+	defer ts.Close()
+	_, err := mustClient(t, ts.URL).KV().Put(ctxT(t, 10*time.Second), "k", []byte("v"))
+	if !errors.Is(err, client.ErrQuotaExceeded) || calls.Load() != 1 {
+		t.Fatalf("Put answered quota_exceeded = %v after %d calls; want ErrQuotaExceeded after 1", err, calls.Load())
+	}
+}

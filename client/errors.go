@@ -46,6 +46,14 @@ var (
 	// by it (WithGuard, FencedBy) with the stale_token answer, which
 	// matches it too.
 	ErrStaleToken error = &api.Error{Code: api.CodeStaleToken, Message: "client: stale fencing token"}
+	// ErrQuotaExceeded: a KV write would take the ACL token the client
+	// sends past its max_keys or max_bytes (what it owns of the
+	// namespace); nothing was written. It is not retried: it succeeds
+	// once the token owns less (SelfToken shows what it owns).
+	ErrQuotaExceeded error = &api.Error{Code: api.CodeQuotaExceeded, Message: "quota exceeded"}
+	// ErrTooLarge: the request, or a value in it, is over the server's
+	// bound (api.MaxKVValueLen for a value); nothing was written.
+	ErrTooLarge error = &api.Error{Code: api.CodeTooLarge, Message: "too large"}
 
 	// ErrSessionLost: the session's local deadline passed or the server
 	// said it is gone; everything built on it is lost.

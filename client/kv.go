@@ -64,6 +64,13 @@ func badRequest(format string, args ...any) error {
 	return api.Errorf(api.CodeBadRequest, "client: "+format, args...)
 }
 
+// invalid is the error of a request that fails its Validate here, as
+// the server would answer it: ErrTooLarge for a value over its bound,
+// else ErrBadRequest.
+func invalid(err error) error {
+	return api.Errorf(api.InvalidCode(err), "client: %v", err)
+}
+
 // Get reads one key. A key that does not exist is an error that matches
 // ErrKeyNotFound; the KVRead returned with it still has Index, the index
 // of the last change of any key, from which Watch sees the key's creation.
@@ -289,7 +296,7 @@ func (k *KV) Put(ctx context.Context, key string, value []byte, opts ...WriteOpt
 	probe := req
 	probe.Session = "-"
 	if err := probe.Validate(key); err != nil {
-		return api.KVPutResponse{}, badRequest("%v", err)
+		return api.KVPutResponse{}, invalid(err)
 	}
 	var out api.KVPutResponse
 	err := k.write(ctx, "PUT", kvPath(key), func(session string, seq uint64) any {
@@ -337,7 +344,7 @@ func (k *KV) delete(ctx context.Context, d api.KVDelete, opts []WriteOption) (ap
 	probe := d
 	probe.Session = "-"
 	if err := probe.Validate(); err != nil {
-		return api.KVDeleteResponse{}, badRequest("%v", err)
+		return api.KVDeleteResponse{}, invalid(err)
 	}
 	path := kvPath(d.Key)
 	if d.Prefix {
@@ -366,7 +373,7 @@ func (k *KV) DoTxn(ctx context.Context, req api.TxnRequest) (api.TxnResponse, er
 		if probe.Session == "" && hasEphemeral(req) {
 			return api.TxnResponse{}, badRequest("an ephemeral put in a transaction needs a session: use Session.KV")
 		}
-		return api.TxnResponse{}, badRequest("%v", err)
+		return api.TxnResponse{}, invalid(err)
 	}
 	var out api.TxnResponse
 	err := k.write(ctx, "POST", "/v1/txn", func(session string, seq uint64) any {

@@ -18,6 +18,9 @@ var (
 	ErrTokenNotFound = errors.New("fsm: token not found")
 )
 
+// maxAccessorLen bounds an accessor id, and so the owner of a key.
+const maxAccessorLen = 64
+
 // MaxTokens bounds the number of tokens, so that the table stays small
 // enough to copy whole into every snapshot.
 const MaxTokens = 10000
@@ -69,7 +72,7 @@ func checkToken(op Op, tok *acl.Token) *Result {
 	case tok == nil:
 		r := refuse("%v: no token", op)
 		return &r
-	case tok.AccessorID == "" || len(tok.AccessorID) > 64:
+	case tok.AccessorID == "" || len(tok.AccessorID) > maxAccessorLen:
 		r := refuse("%v: accessor id %q", op, tok.AccessorID)
 		return &r
 	case len(tok.Hash) != 64 || strings.Trim(tok.Hash, "0123456789abcdef") != "":

@@ -32,7 +32,7 @@ const (
 	OpCreateToken    Op = 17 // ACLToken: store a new ACL token (its secret's hash, never the secret)
 	OpRevokeToken    Op = 18 // ACLToken.AccessorID: remove a token
 	OpBootstrapACL   Op = 19 // ACLToken: store the first admin token, once in the cluster's life
-	OpTxn            Op = 20 // Txn, and Session and Seq for a request number: the namespace's one write (kvtxn.go)
+	OpTxn            Op = 20 // Txn, and Session and Seq for a request number, Owner for the writing token: the namespace's one write (kvtxn.go)
 )
 
 // Version is the encoding version written as the first byte of every
@@ -93,7 +93,9 @@ type Command struct {
 	Timers []TimerRef `json:"timers,omitempty"`
 	// Sessions names the sessions an OpExpireSessions ends.
 	Sessions []string `json:"sessions,omitempty"`
-	// Owner is the accessor id of the ACL token creating a session.
+	// Owner is the accessor id of the ACL token creating a session, or
+	// writing a transaction (the keys it puts belong to that token and
+	// count against its limits: quota.go); empty with ACLs off.
 	Owner string `json:"owner,omitempty"`
 	// ACLToken is the token of OpCreateToken, OpRevokeToken and
 	// OpBootstrapACL.

@@ -45,7 +45,10 @@
 // events by count and by the age the entries' wall times give them. That
 // is retention only, the one use of a wall time besides display: every
 // replica drops the same events at the same entry, and nothing is granted
-// or refused by it.
+// or refused by it. A key belongs to the ACL token that wrote it last,
+// and a transaction that would take that token past its limits on keys
+// and bytes is refused whole (quota.go): decided here, from the tokens
+// and keys of the state, so that every replica decides alike.
 //
 // Entries and snapshots carry versions, and Decode and Restore read every
 // older one under the rules of the build that wrote it, so an old log

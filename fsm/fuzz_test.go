@@ -44,7 +44,9 @@ func TestMain(m *testing.M) {
 // and a shared lock, a queue, a lock-delay, an election with a queued
 // candidate, request numbers and a floor, a member; then a timer that runs
 // out and an expiry of several sessions; then keys: ephemeral, sequential,
-// under a guard, deleted by prefix.
+// under a guard, deleted by prefix; then a token with a limit, a key it
+// owns, and writes refused past its limit and by a token that does not
+// exist.
 func seedLog() []Command {
 	seqWindow := func(c Command, w int) Command { c.SeqWindow = w; return c }
 	at := func(c Command, d time.Duration) Command { c.Now = t0.Add(d); return c }
@@ -74,6 +76,10 @@ func seedLog() []Command {
 		guardedTxn(Guard{Lock: "x", Token: 5}, Compare{Key: []byte("e/1"), Target: TargetVersion, Op: Equal, Number: 1}),
 		txn(Txn{Success: []TxnOp{prefixOp(TxnDelete, "q/"), prefixOp(TxnGet, "e/")}}),
 		puts("k", "v"), // 25
+		limitedToken("t", 1, 0),
+		by("t", puts("o", "1")),
+		by("t", puts("p", "")),    // past t's one key: refused
+		by("gone", puts("z", "")), // 29: no such token: refused
 	}
 }
 
@@ -299,8 +305,12 @@ func checkGranted(t *testing.T, f *FSM, index uint64, c Command, res Result) {
 // without panicking, after which the round trip still holds.
 func FuzzRestore(f *testing.F) {
 	h := newHarness(f)
-	for i, c := range seedLog() {
-		h.mustApply(c)
+	log := seedLog()
+	for i, c := range log {
+		// The log's last two entries are refused.
+		if res := h.apply(c); res.Err != nil && i < len(log)-2 {
+			f.Fatalf("entry %d: %v", i+1, res.Err)
+		}
 		if i%5 == 4 {
 			f.Add(mustSnapshot(f, h.f))
 		}

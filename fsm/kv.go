@@ -27,7 +27,9 @@ const seqDigits = 20
 // indexes of the entries that created the key and last changed it;
 // Version counts its changes since it was created (1 on create). Session
 // is the session whose end deletes the key ("" for none), Flags belongs to
-// the client.
+// the client. Owner is the accessor id of the ACL token that wrote the
+// key last, whose limits it counts against ("" for none: written while
+// ACLs were off, or before keys had owners); see quota.go.
 type KV struct {
 	Key         []byte `json:"key"`
 	Value       []byte `json:"value,omitempty"`
@@ -36,7 +38,11 @@ type KV struct {
 	Version     uint64 `json:"version,omitempty"`
 	Session     string `json:"session,omitempty"`
 	Flags       uint64 `json:"flags,omitempty"`
+	Owner       string `json:"owner,omitempty"`
 }
+
+// size is what a key counts for in bytes: its key and its value.
+func (kv *KV) size() int64 { return int64(len(kv.Key) + len(kv.Value)) }
 
 // clone returns a copy of kv with byte slices of its own, so callers
 // cannot reach into the state.
@@ -69,6 +75,9 @@ type kvStore struct {
 	// owned maps a session to the keys it owns (ephemeral keys), so that
 	// ending it does not scan every key. Rebuilt from the keys on restore.
 	owned map[string]map[string]struct{}
+	// usage counts the keys each token owns and their bytes (KV.Owner),
+	// which its limits bound (quota.go). Rebuilt from the keys on restore.
+	usage map[string]KeyUsage
 	hist  history
 	// touched is the state's list of topics the current entry changed.
 	touched *[]Topic
@@ -78,6 +87,7 @@ func newKVStore(touched *[]Topic) *kvStore {
 	return &kvStore{
 		tree:    btree.NewG(kvDegree, lessKV),
 		owned:   make(map[string]map[string]struct{}),
+		usage:   make(map[string]KeyUsage),
 		hist:    newHistory(DefaultHistoryLimits()),
 		touched: touched,
 	}
@@ -87,11 +97,11 @@ func (k *kvStore) get(key []byte) (*KV, bool) {
 	return k.tree.Get(&KV{Key: key})
 }
 
-// put stores value under key in entry o, owned by session (none if ""),
-// and records the event. It returns the new record and the one it
-// replaced (nil if none).
-func (k *kvStore) put(o op, key, value []byte, flags uint64, session string) (kv, prev *KV) {
-	kv = &KV{Key: bytes.Clone(key), Value: bytes.Clone(value), CreateIndex: o.index, ModifyIndex: o.index, Version: 1, Session: session, Flags: flags}
+// put stores value under key in entry o, owned by session (none if "")
+// and by the token owner (none if ""), and records the event. It returns
+// the new record and the one it replaced (nil if none).
+func (k *kvStore) put(o op, key, value []byte, flags uint64, session, owner string) (kv, prev *KV) {
+	kv = &KV{Key: bytes.Clone(key), Value: bytes.Clone(value), CreateIndex: o.index, ModifyIndex: o.index, Version: 1, Session: session, Flags: flags, Owner: owner}
 	if len(kv.Value) == 0 {
 		kv.Value = nil // empty and none encode alike; keep them alike
 	}
@@ -107,6 +117,7 @@ func (k *kvStore) put(o op, key, value []byte, flags uint64, session string) (kv
 	if session != "" {
 		addRef(k.owned, session, string(kv.Key))
 	}
+	k.charge(kv, 1)
 	k.changed(o, EventPut, kv, prev)
 	return kv, prev
 }
@@ -120,6 +131,7 @@ func (k *kvStore) remove(o op, prev *KV) {
 }
 
 func (k *kvStore) unown(kv *KV) {
+	k.charge(kv, -1)
 	if kv.Session == "" {
 		return
 	}

@@ -546,13 +546,20 @@ func TestRange_PagesFollowTheCursor(t *testing.T) {
 }
 
 // checkKV fails the test if the namespace breaks a rule the entries keep:
-// its counts, owners and history agree with its keys.
+// its counts, owners (sessions and tokens) and history agree with its
+// keys.
 func checkKV(t testing.TB, st *state) {
 	t.Helper()
 	k := st.kv
 	owned := map[string]map[string]struct{}{}
+	usage := map[string]KeyUsage{}
 	size := 0
 	k.tree.Ascend(func(kv *KV) bool {
+		if kv.Owner != "" {
+			u := usage[kv.Owner]
+			u.Keys, u.Bytes = u.Keys+1, u.Bytes+kv.size()
+			usage[kv.Owner] = u
+		}
 		c := kv.clone()
 		if err := validKV(&c, 1, k.index); err != nil || (kv.Value != nil && len(kv.Value) == 0) {
 			t.Fatalf("key %q: %v", kv.Key, err)
@@ -568,6 +575,9 @@ func checkKV(t testing.TB, st *state) {
 	})
 	if size != k.bytes || !reflect.DeepEqual(owned, k.owned) {
 		t.Fatalf("bytes %d (want %d) or owners %v (want %v) out of step", k.bytes, size, k.owned, owned)
+	}
+	if !reflect.DeepEqual(usage, k.usage) {
+		t.Fatalf("usage of tokens %v, want %v", k.usage, usage)
 	}
 	prev := k.hist.compacted
 	k.hist.events.Ascend(func(e *histEvent) bool {

@@ -10,7 +10,8 @@ import (
 // kvFile is the namespace in a snapshot (version 5 on): the keys in
 // order, the namespace's index, the sequential counter, and the history
 // with the index up to which it was compacted. The ephemeral keys'
-// links to their sessions follow from the keys.
+// links to their sessions, and what each token owns, follow from the
+// keys (their owners from version 7 on).
 type kvFile struct {
 	KVIndex     uint64        `json:"kv_index,omitempty"`
 	KVSeq       uint64        `json:"kv_seq,omitempty"`
@@ -27,6 +28,21 @@ type storedEvent struct {
 	Type  EventType `json:"type"`
 	KV    *KV       `json:"kv"`
 	Prev  *KV       `json:"prev,omitempty"`
+}
+
+// owned reports whether a key or a record of the history has an owner.
+func (f *kvFile) owned() bool {
+	for _, kv := range f.KVs {
+		if kv.Owner != "" {
+			return true
+		}
+	}
+	for _, e := range f.KVEvents {
+		if e.KV.Owner != "" || (e.Prev != nil && e.Prev.Owner != "") {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *kvFile) empty() bool {
@@ -72,6 +88,7 @@ func (k *kvStore) load(f kvFile, applied uint64, sessions *cowMap[Session]) erro
 		if kv.Session != "" {
 			addRef(k.owned, kv.Session, string(kv.Key))
 		}
+		k.charge(kv, 1)
 	}
 	prev := f.KVCompacted + 1
 	for _, e := range f.KVEvents {
@@ -100,8 +117,8 @@ func validKV(kv *KV, least, index uint64) error {
 	switch {
 	case kv == nil:
 		return errors.New("no record")
-	case checkKey(kv.Key) != nil || len(kv.Value) > MaxValueLen:
-		return errors.New("key or value out of bounds")
+	case checkKey(kv.Key) != nil || len(kv.Value) > MaxValueLen || len(kv.Owner) > maxAccessorLen:
+		return errors.New("key, value or owner out of bounds")
 	case kv.CreateIndex == 0 || kv.CreateIndex > kv.ModifyIndex || kv.ModifyIndex < least || kv.ModifyIndex > index || kv.Version == 0:
 		return fmt.Errorf("indexes %d, %d or version %d out of order", kv.CreateIndex, kv.ModifyIndex, kv.Version)
 	}
@@ -128,7 +145,7 @@ func validEvent(e storedEvent) error {
 		return validKV(e.KV, e.Index, e.Index)
 	case EventDelete:
 		kv := e.KV
-		if e.Prev == nil || kv.ModifyIndex != e.Index || kv.Value != nil || kv.CreateIndex != 0 || kv.Version != 0 || kv.Session != "" || kv.Flags != 0 {
+		if e.Prev == nil || kv.ModifyIndex != e.Index || kv.Value != nil || kv.CreateIndex != 0 || kv.Version != 0 || kv.Session != "" || kv.Flags != 0 || kv.Owner != "" {
 			return errors.New("delete without the record deleted, or with more than its key and index")
 		}
 		return nil

@@ -27,7 +27,9 @@ const MaxTxnOps = 128
 // A transaction that is refused (Result.Err) changes nothing: a bad
 // command, a session it names that does not exist, a repeated request
 // number (ErrRepeated), a guard that does not hold (ErrNotHolder,
-// ErrStaleToken). A failed compare is no refusal: the Failure branch runs.
+// ErrStaleToken), an owner that is no token (ErrOwnerNotFound), a branch
+// that would take its owner past a limit (ErrQuotaExceeded, quota.go). A
+// failed compare is no refusal: the Failure branch runs.
 //
 // Guard, if set, makes the transaction apply only while a holder of the
 // lock Guard.Lock (in the locks, not the elections) holds it with exactly
@@ -334,6 +336,9 @@ func (st *state) planTxn(o op, c Command) (txnPlan, error) {
 	if err := checkTxn(c); err != nil {
 		return txnPlan{}, err
 	}
+	if err := st.checkOwner(c); err != nil {
+		return txnPlan{}, err
+	}
 	t := c.Txn
 	p := txnPlan{object: txnObject(t)}
 	if c.Session != "" && !st.sessions.has(c.Session) {
@@ -363,6 +368,9 @@ func (st *state) planTxn(o op, c Command) (txnPlan, error) {
 		if op.Type == TxnPut && op.Session != "" && !st.sessions.has(op.Session) {
 			return p, sessionNotFound(op.Session)
 		}
+	}
+	if err := st.checkQuota(c.Owner, p.ops); err != nil {
+		return p, err
 	}
 	return p, nil
 }
@@ -418,13 +426,14 @@ func (st *state) txn(o op, c Command) Result {
 	}
 	res := &TxnResult{Succeeded: p.succeeded, Results: make([]OpResult, len(p.ops))}
 	for i, op := range p.ops {
-		res.Results[i] = st.kv.run(o, op)
+		res.Results[i] = st.kv.run(o, op, c.Owner)
 	}
 	return Result{Txn: res}
 }
 
-// run applies one operation of a transaction's branch.
-func (k *kvStore) run(o op, op TxnOp) OpResult {
+// run applies one operation of a transaction's branch, written by the
+// token owner ("" for none).
+func (k *kvStore) run(o op, op TxnOp, owner string) OpResult {
 	res := OpResult{Type: op.Type}
 	switch op.Type {
 	case TxnPut:
@@ -432,7 +441,7 @@ func (k *kvStore) run(o op, op TxnOp) OpResult {
 		if op.Sequential {
 			key = k.sequentialName(op.Key)
 		}
-		kv, prev := k.put(o, key, op.Value, op.Flags, op.Session)
+		kv, prev := k.put(o, key, op.Value, op.Flags, op.Session, owner)
 		c := kv.clone()
 		res.KV = &c
 		if prev != nil {

@@ -43,10 +43,26 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 		return []time.Duration{0, 0, 2 * time.Second, 5 * time.Second, 20 * time.Second, -1}[rng.IntN(6)]
 	}
 	mode := func() Mode { return Mode(pick("", "exclusive", "shared", "shared", "bogus")) }
+	// Transactions' owners draw from a stream of their own too: tokens
+	// with tight limits, one without, none, and one that does not exist.
+	ownRng := rand.New(rand.NewPCG(seed, 3))
+	tokens := false
 	now := t0
 	var log [][]byte
 	for len(log) < n {
 		v1 := len(log) < n/4
+		if !v1 && !tokens {
+			tokens = true
+			for _, c := range []Command{limitedToken("t0", 2, 0), limitedToken("t1", 0, 12), limitedToken("t2", 0, 0)} {
+				c.Now = now
+				b, err := Encode(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				log = append(log, b)
+				scratch.Apply(uint64(len(log)), b)
+			}
+		}
 		now = now.Add(time.Duration(rng.IntN(600)) * time.Millisecond)
 		c := Command{Now: now, Session: session()}
 		draws := 125 // the last 25 are transactions, which version 1 lacks
@@ -56,6 +72,7 @@ func randomLog(t *testing.T, seed uint64, n int) [][]byte {
 		switch r := rng.IntN(draws); {
 		case r >= 100 && !v1:
 			c.Op, c.Txn = OpTxn, randomTxn(rng, session, scratch)
+			c.Owner = []string{"", "t0", "t0", "t1", "t1", "t2", "gone"}[ownRng.IntN(7)]
 		case r < 8:
 			c.Op, c.Session, c.TTL = OpCreateSession, fmt.Sprint("s", rng.IntN(7)), time.Duration(rng.IntN(4))*time.Second
 			c.LockDelay = []time.Duration{0, 2 * time.Second, 5 * time.Second}[rng.IntN(3)]

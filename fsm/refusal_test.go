@@ -11,7 +11,9 @@ import (
 // Whenever Refusal names a refusal, applying the command answers exactly
 // that refusal and changes nothing but the applied index: on random logs
 // whose lock and election commands carry request numbers, new and
-// repeated, and with commands naming sessions that do not exist.
+// repeated, and with commands naming sessions that do not exist. A
+// transaction applied leaves its owner with what the check of its
+// limits foresaw.
 func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 	counts := map[string]int{}
 	seeds := uint64(30)
@@ -39,9 +41,21 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 			refusal := f.Refusal(c)
 			if refusal == nil {
 				counts["applied"]++
+				// What a transaction's owner would own after it, as the
+				// check of its limits foresees it.
+				var want KeyUsage
+				if c.Op == OpTxn && c.Owner != "" {
+					p, _ := f.st.planTxn(op{unsafe: f.unsafe}, c)
+					u, d := f.st.kv.usage[c.Owner], f.st.kv.delta(c.Owner, p.ops)
+					want = KeyUsage{Keys: u.Keys + d.Keys, Bytes: u.Bytes + d.Bytes}
+				}
 				// A transaction's refusals are all told in advance.
-				if res := f.ApplyCommand(uint64(i+1), c); c.Op == OpTxn && res.Err != nil {
+				res := f.ApplyCommand(uint64(i+1), c)
+				if c.Op == OpTxn && res.Err != nil {
 					t.Fatalf("seed %d entry %d: Refusal said nothing, Apply refused the transaction: %v", seed, i+1, res.Err)
+				}
+				if got := f.KeyUsage(c.Owner); c.Op == OpTxn && c.Owner != "" && got != want {
+					t.Fatalf("seed %d entry %d: %s owns %+v after the transaction, foreseen %+v", seed, i+1, c.Owner, got, want)
 				}
 				continue
 			}
@@ -57,7 +71,7 @@ func TestRefusal_IsWhatApplyAnswersAndChangesNothing(t *testing.T) {
 		}
 	}
 	t.Logf("%v", counts)
-	for _, k := range []string{"held", "delay", "repeated", "session", "applied", "stale token", "not holder", "limit"} {
+	for _, k := range []string{"held", "delay", "repeated", "session", "applied", "stale token", "not holder", "limit", "quota", "owner"} {
 		if counts[k] == 0 {
 			t.Errorf("no %s refusal told in advance: %v", k, counts)
 		}
@@ -73,6 +87,10 @@ func refusalKind(err error) string {
 		return "delay"
 	case errors.Is(err, ErrLimitConflict):
 		return "limit"
+	case errors.Is(err, ErrQuotaExceeded):
+		return "quota"
+	case errors.Is(err, ErrOwnerNotFound):
+		return "owner"
 	case errors.Is(err, ErrLockHeld):
 		return "held"
 	case errors.Is(err, ErrRepeated):

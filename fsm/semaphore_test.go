@@ -327,7 +327,7 @@ func TestSemaphore_SnapshotRoundTrip(t *testing.T) {
 	h.mustApply(expire("a"))
 	h.mustApply(sem("d", "s", 2, time.Minute))
 	snap := mustSnapshot(t, h.f)
-	if !bytes.Contains(snap, []byte(`"version":6`)) || !bytes.Contains(snap, []byte(`"limit":2`)) || !bytes.Contains(snap, []byte(`"delayed_slots"`)) {
+	if !bytes.Contains(snap, fmt.Appendf(nil, `"version":%d`, snapshotVersion)) || !bytes.Contains(snap, []byte(`"limit":2`)) || !bytes.Contains(snap, []byte(`"delayed_slots"`)) {
 		t.Fatalf("snapshot %s", snap)
 	}
 	g := mustRestore(t, snap)

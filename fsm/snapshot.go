@@ -19,8 +19,10 @@ import (
 // bounded (its sessions keep every number: seq.go), and snapshotVersion3,
 // written before ACL tokens (it has none), and snapshotVersion4, written
 // before the namespace of keys (it restores with none), and
-// snapshotVersion5, written before semaphores (it has none).
-const snapshotVersion = 6
+// snapshotVersion5, written before semaphores (it has none), and
+// snapshotVersion6, written before keys had owners and tokens limits (its
+// keys belong to no token).
+const snapshotVersion = 7
 
 const (
 	snapshotVersion1 = 1
@@ -28,6 +30,7 @@ const (
 	snapshotVersion3 = 3
 	snapshotVersion4 = 4
 	snapshotVersion5 = 5
+	snapshotVersion6 = 6
 )
 
 // Lengths given on restore of a version-1 snapshot to timers it could not
@@ -191,15 +194,18 @@ func readSnapshot(r io.Reader) (*state, error) {
 		if file.ACLTokens != nil || file.ACLBootstrapped {
 			return nil, badSnapshot(fmt.Errorf("version %d with ACL tokens", file.Version))
 		}
-	case snapshotVersion4, snapshotVersion5, snapshotVersion:
+	case snapshotVersion4, snapshotVersion5, snapshotVersion6, snapshotVersion:
 	default:
 		return nil, badSnapshot(fmt.Errorf("version %d (this build reads %d to %d)", file.Version, snapshotVersion1, snapshotVersion))
 	}
 	if file.Version < snapshotVersion5 && !file.kvFile.empty() {
 		return nil, badSnapshot(fmt.Errorf("version %d with keys", file.Version))
 	}
-	if file.Version < snapshotVersion && slices.ContainsFunc(slices.Concat(file.Locks, file.Elections), isSemaphore) {
+	if file.Version < snapshotVersion6 && slices.ContainsFunc(slices.Concat(file.Locks, file.Elections), isSemaphore) {
 		return nil, badSnapshot(fmt.Errorf("version %d with a semaphore", file.Version))
+	}
+	if file.Version < snapshotVersion && (file.kvFile.owned() || slices.ContainsFunc(file.ACLTokens, limited)) {
+		return nil, badSnapshot(fmt.Errorf("version %d with owners of keys or limits of tokens", file.Version))
 	}
 	if file.Version == snapshotVersion1 {
 		file.upgradeV1()
@@ -212,6 +218,8 @@ func readSnapshot(r io.Reader) (*state, error) {
 }
 
 func isSemaphore(l Lock) bool { return l.Limit != 0 || l.Slots != nil }
+
+func limited(t acl.Token) bool { return t.MaxKeys != 0 || t.MaxBytes != 0 }
 
 func badSnapshot(err error) error {
 	return fmt.Errorf("%w: %w", ErrBadSnapshot, err)

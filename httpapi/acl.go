@@ -24,6 +24,9 @@ type ACLService interface {
 	CreateToken(ctx context.Context, req api.CreateTokenRequest) (api.Token, error)
 	RevokeToken(ctx context.Context, accessor string) error
 	Tokens(ctx context.Context) (api.TokenList, error)
+	// KeyUsage returns what the token with accessor id owns of the
+	// namespace, in the serving node's own state.
+	KeyUsage(accessor string) *api.KeyUsage
 }
 
 // need is what a route asks of the caller's token, given the request. A
@@ -252,7 +255,7 @@ func (s *Server) createToken(r *http.Request) (any, error) {
 	if req.Admin && len(req.Rules) > 0 {
 		return nil, badRequest("an admin token may do everything: give it no rules")
 	}
-	if err := acl.Validate(acl.Token{Description: req.Description, Rules: req.Rules}); err != nil {
+	if err := acl.Validate(acl.Token{Description: req.Description, Admin: req.Admin, Rules: req.Rules, MaxKeys: req.MaxKeys, MaxBytes: req.MaxBytes}); err != nil {
 		return nil, badRequest("%v", err)
 	}
 	if ttl := req.ExpirationTTL.D(); ttl != 0 && (ttl < api.MinTokenTTL || ttl > api.MaxTokenTTL) {
@@ -269,7 +272,9 @@ func (s *Server) listTokens(r *http.Request) (any, error) {
 // selfToken serves GET /v1/acl/tokens/self: the caller's own token.
 func (s *Server) selfToken(r *http.Request) (any, error) {
 	tok, _ := principal(r)
-	return api.TokenOf(tok), nil
+	out := api.TokenOf(tok)
+	out.Usage = s.acl.KeyUsage(tok.AccessorID)
+	return out, nil
 }
 
 // revokeToken serves DELETE /v1/acl/tokens/{accessor}.

@@ -41,11 +41,18 @@ var codeStatus = map[string]struct {
 	api.CodeCASFailed:      {http.StatusConflict, false},
 	api.CodeStaleToken:     {http.StatusConflict, false},
 	api.CodeCompacted:      {http.StatusGone, false},
+	api.CodeQuotaExceeded:  {http.StatusTooManyRequests, false},
 }
 
 // internalMessage is all a client learns of an error that is not a
 // *api.Error; the error itself goes to the log.
 const internalMessage = "internal server error; the details are in the server log"
+
+// invalid returns the error of a request that failed its Validate:
+// too_large for a size over a bound (api.SizeError), else bad_request.
+func invalid(err error) *api.Error {
+	return api.Errorf(api.InvalidCode(err), "%v", err)
+}
 
 // badRequest returns a bad_request error with the given message.
 func badRequest(format string, args ...any) *api.Error {

@@ -249,7 +249,7 @@ func (s *Server) putKV(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if err := req.Validate(key); err != nil {
-		return nil, badRequest("%v", err)
+		return nil, invalid(err)
 	}
 	if err := s.ownSession(r, req.Session); err != nil {
 		return nil, err
@@ -257,6 +257,7 @@ func (s *Server) putKV(r *http.Request) (any, error) {
 	if err := s.allowGuard(r, req.Guard); err != nil {
 		return nil, err
 	}
+	req.Owner = owner(r)
 	return s.svc.PutKV(r.Context(), key, req)
 }
 
@@ -301,7 +302,7 @@ func (s *Server) deleteKeys(r *http.Request, d api.KVDelete) (any, error) {
 		return nil, err
 	}
 	if err := d.Validate(); err != nil {
-		return nil, badRequest("%v", err)
+		return nil, invalid(err)
 	}
 	if err := s.ownSession(r, d.Session); err != nil {
 		return nil, err
@@ -309,6 +310,7 @@ func (s *Server) deleteKeys(r *http.Request, d api.KVDelete) (any, error) {
 	if err := s.allowGuard(r, d.Guard); err != nil {
 		return nil, err
 	}
+	d.Owner = owner(r)
 	return s.svc.DeleteKV(r.Context(), d)
 }
 
@@ -321,7 +323,7 @@ func (s *Server) txn(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if err := req.Validate(); err != nil {
-		return nil, badRequest("%v", err)
+		return nil, invalid(err)
 	}
 	if err := s.ownSession(r, req.Session); err != nil {
 		return nil, err
@@ -329,6 +331,7 @@ func (s *Server) txn(r *http.Request) (any, error) {
 	if err := s.allowTxn(r, &req); err != nil {
 		return nil, err
 	}
+	req.Owner = owner(r)
 	return s.svc.Txn(r.Context(), req)
 }
 
@@ -339,6 +342,13 @@ func (s *Server) allowGuard(r *http.Request, g *api.Guard) error {
 		return nil
 	}
 	return allow(r, acl.Action{Kind: acl.Lock, Name: g.Lock, Access: acl.Read})
+}
+
+// owner returns the accessor id of the request's token, which owns the
+// keys it writes ("" with ACLs off).
+func owner(r *http.Request) string {
+	tok, _ := principal(r)
+	return tok.AccessorID
 }
 
 // allow checks one action against the request's token (none: ACLs off).

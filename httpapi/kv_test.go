@@ -185,7 +185,7 @@ func TestKV_BadInput(t *testing.T) {
 		{"list limit too high", "GET", "/v1/kv?limit=1001", "", 400, `bad limit "1001": must be an integer from 1 to 1000`},
 		{"keys and count", "GET", "/v1/kv?keys&count", "", 400, "keys and count cannot be used together"},
 		{"prefix watch with after", "GET", "/v1/kv?watch&index=1&after=x", "", 400, "after and count are parameters of a list"},
-		{"value too long", "PUT", "/v1/kv/a", `{"value":"` + big + `"}`, 400, "value is 262145 bytes long; the limit is 262144"},
+		{"value too long", "PUT", "/v1/kv/a", `{"value":"` + big + `"}`, 413, "value is 262145 bytes long; the limit is 262144"},
 		{"body too large", "PUT", "/v1/kv/a", `{"value":"` + big + big + `"}`, 413, "request body is larger than the limit of 393216 bytes"},
 		{"value not base64", "PUT", "/v1/kv/a", `{"value":"%%%"}`, 400, "illegal base64"},
 		{"ephemeral without session", "PUT", "/v1/kv/a", `{"ephemeral":true}`, 400, "ephemeral needs session"},
@@ -258,12 +258,66 @@ func TestKV_BodyLimits(t *testing.T) {
 
 // TestKV_Errors maps the namespace's refusals to their statuses.
 func TestKV_Errors(t *testing.T) {
-	for code, status := range map[string]int{api.CodeCASFailed: 409, api.CodeStaleToken: 409, api.CodeNotHolder: 409} {
+	for code, status := range map[string]int{api.CodeCASFailed: 409, api.CodeStaleToken: 409, api.CodeNotHolder: 409, api.CodeQuotaExceeded: 429} {
 		fake := newLeaderFake()
 		fake.err = api.Errorf(code, "refused")
-		rec := serve(mustNewServer(t, fake, nil), "PUT", "/v1/kv/a", `{"cas":3}`)
-		if e := mustErrorBody(t, rec); rec.Code != status || e.Code != code {
-			t.Errorf("%s: %d %+v", code, rec.Code, e)
+		for _, r := range [][2]string{{"PUT", "/v1/kv/a"}, {"POST", "/v1/txn"}} {
+			rec := serve(mustNewServer(t, fake, nil), r[0], r[1], `{"cas":3}`)
+			if r[1] == "/v1/txn" {
+				rec = serve(mustNewServer(t, fake, nil), r[0], r[1], `{"success":[{"put":{"key":"a"}}]}`)
+			}
+			if e := mustErrorBody(t, rec); rec.Code != status || e.Code != code {
+				t.Errorf("%s %s: %d %+v", code, r[1], rec.Code, e)
+			}
+			// A quota is not a rate: waiting does not lift it.
+			if ra := rec.Header().Get("Retry-After"); ra != "" {
+				t.Errorf("%s: Retry-After %q", code, ra)
+			}
+		}
+	}
+}
+
+// A value over api.MaxKVValueLen, in a put, in a transaction's put or in
+// its compare, and a body over the route's limit, are answered 413
+// too_large without reaching the Service; a value of exactly the limit
+// is taken.
+func TestKV_TooLarge(t *testing.T) {
+	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(make([]byte, n)) }
+	over, limit := b64(api.MaxKVValueLen+1), b64(api.MaxKVValueLen)
+	huge := strings.Repeat(" ", api.MaxKVBody) + "{}"
+	manyPuts := func(n int, value string) string {
+		ops := make([]string, n)
+		for i := range ops {
+			ops[i] = fmt.Sprintf(`{"put":{"key":"k%d","value":%q}}`, i, value)
+		}
+		return `{"success":[` + strings.Join(ops, ",") + `]}`
+	}
+	tests := []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"put of a value over the limit", "PUT", "/v1/kv/a", `{"value":"` + over + `"}`, 413},
+		{"put body over its limit", "PUT", "/v1/kv/a", huge, 413},
+		{"txn put of a value over the limit", "POST", "/v1/txn", manyPuts(1, over), 413},
+		{"txn compare of a value over the limit", "POST", "/v1/txn", `{"compare":[{"key":"a","target":"value","op":"=","value":"` + over + `"}]}`, 413},
+		{"txn body over its limit", "POST", "/v1/txn", manyPuts(7, limit), 413},
+		{"put of a value of the limit", "PUT", "/v1/kv/a", `{"value":"` + limit + `"}`, 200},
+		{"txn of values of the limit", "POST", "/v1/txn", manyPuts(5, limit), 200},
+	}
+	for _, tt := range tests {
+		fake := newLeaderFake()
+		rec := serve(mustNewServer(t, fake, nil), tt.method, tt.path, tt.body)
+		if rec.Code != tt.want {
+			t.Errorf("%s: %d %.200s, want %d", tt.name, rec.Code, rec.Body, tt.want)
+			continue
+		}
+		if tt.want == 413 {
+			if e := mustErrorBody(t, rec); e.Code != api.CodeTooLarge {
+				t.Errorf("%s: code %q", tt.name, e.Code)
+			}
+		}
+		if called := len(fake.Calls()) > 0; called != (tt.want == 200) {
+			t.Errorf("%s: Service called %v", tt.name, called)
 		}
 	}
 }
@@ -320,6 +374,92 @@ func TestKV_ACL(t *testing.T) {
 	}
 }
 
+// A write reaches the Service with the accessor id of its token, which
+// owns the keys it puts; without ACLs, with none.
+func TestKV_WritesCarryTheirOwner(t *testing.T) {
+	fake := newLeaderFake()
+	svc := &aclFake{fakeService: fake, tokens: map[string]acl.Token{
+		"writer": {AccessorID: "w", Rules: []acl.Rule{{Kind: acl.Key, Prefix: "cfg/", Access: acl.Write}}},
+	}}
+	cfg := testConfig(t, svc)
+	cfg.ACL = svc
+	for _, srv := range []*Server{New(cfg), mustNewServer(t, fake, nil)} {
+		want := "w"
+		if srv.acl == nil {
+			want = ""
+		}
+		for _, r := range [][3]string{{"PUT", "/v1/kv/cfg/a", `{}`}, {"DELETE", "/v1/kv/cfg/a", ""}, {"POST", "/v1/txn", `{"success":[{"put":{"key":"cfg/a"}}]}`}} {
+			req := httptest.NewRequest(r[0], r[1], strings.NewReader(r[2]))
+			req.Header.Set("Authorization", "Bearer writer")
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, req)
+			calls := fake.Calls()
+			var got string
+			switch a := calls[len(calls)-1].Args[len(calls[len(calls)-1].Args)-1].(type) {
+			case api.KVPutRequest:
+				got = a.Owner
+			case api.KVDelete:
+				got = a.Owner
+			case api.TxnRequest:
+				got = a.Owner
+			default:
+				t.Fatalf("%s %s: call %+v", r[0], r[1], calls[len(calls)-1])
+			}
+			if rec.Code != 200 || got != want {
+				t.Errorf("%s %s: %d, owner %q, want %q", r[0], r[1], rec.Code, got, want)
+			}
+		}
+	}
+	// A client cannot name an owner.
+	rec := serve(mustNewServer(t, fake, nil), "PUT", "/v1/kv/a", `{"owner":"w"}`)
+	if rec.Code != 400 {
+		t.Errorf("a put naming an owner: %d", rec.Code)
+	}
+}
+
+// Token limits: create takes max_keys and max_bytes for a token with
+// rules, refuses them on an admin token and below 0, and self shows them
+// with what the token owns.
+func TestACL_TokenLimits(t *testing.T) {
+	fake := newLeaderFake()
+	svc := &aclFake{fakeService: fake, tokens: map[string]acl.Token{
+		"admin":  {AccessorID: "a", Admin: true},
+		"writer": {AccessorID: "w", Rules: []acl.Rule{{Kind: acl.Key, Access: acl.Write}}, MaxKeys: 5, MaxBytes: 100},
+	}}
+	cfg := testConfig(t, svc)
+	cfg.ACL = svc
+	srv := New(cfg)
+	do := func(token, method, path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec
+	}
+	rule := `"rules":[{"kind":"key","prefix":"","access":"write"}]`
+	rec := do("admin", "POST", "/v1/acl/tokens", `{`+rule+`,"max_keys":3,"max_bytes":4096}`)
+	if rec.Code != 200 && rec.Code != 201 {
+		t.Fatalf("create with limits: %d %s", rec.Code, rec.Body)
+	}
+	calls := fake.Calls()
+	if req := calls[len(calls)-1].Args[0].(api.CreateTokenRequest); req.MaxKeys != 3 || req.MaxBytes != 4096 {
+		t.Fatalf("create reached the service as %+v", req)
+	}
+	if !strings.Contains(rec.Body.String(), `"max_keys":3,"max_bytes":4096`) {
+		t.Fatalf("create answered %s", rec.Body)
+	}
+	for _, body := range []string{`{"admin":true,"max_keys":3}`, `{` + rule + `,"max_bytes":-1}`, `{` + rule + `,"max_keys":"3"}`} {
+		before := len(fake.Calls())
+		if rec := do("admin", "POST", "/v1/acl/tokens", body); rec.Code != 400 || len(fake.Calls()) != before {
+			t.Errorf("create %s: %d %s", body, rec.Code, rec.Body)
+		}
+	}
+	rec = do("writer", "GET", "/v1/acl/tokens/self", "")
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"max_keys":5,"max_bytes":100,"usage":{"keys":2,"bytes":10}`) {
+		t.Fatalf("self: %d %s", rec.Code, rec.Body)
+	}
+}
+
 // aclFake is a fakeService with ACL tokens by secret; no session has an
 // owner.
 type aclFake struct {
@@ -334,9 +474,12 @@ func (a *aclFake) ResolveToken(secret string) (acl.Token, bool) {
 
 func (a *aclFake) SessionOwner(string) (string, bool) { return "", false }
 
-func (a *aclFake) CreateToken(context.Context, api.CreateTokenRequest) (api.Token, error) {
-	return api.Token{}, nil
+func (a *aclFake) CreateToken(ctx context.Context, req api.CreateTokenRequest) (api.Token, error) {
+	return api.Token{AccessorID: "new", MaxKeys: req.MaxKeys, MaxBytes: req.MaxBytes}, a.record(ctx, "CreateToken", req)
 }
+
+// KeyUsage answers that every token owns 2 keys of 10 bytes.
+func (a *aclFake) KeyUsage(string) *api.KeyUsage { return &api.KeyUsage{Keys: 2, Bytes: 10} }
 
 func (a *aclFake) RevokeToken(context.Context, string) error { return nil }
 

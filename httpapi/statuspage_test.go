@@ -95,6 +95,7 @@ func (noTokens) ResolveToken(string) (acl.Token, bool)         { return acl.Toke
 func (noTokens) SessionOwner(string) (string, bool)            { return "", false }
 func (noTokens) RevokeToken(context.Context, string) error     { return nil }
 func (noTokens) Tokens(context.Context) (api.TokenList, error) { return api.TokenList{}, nil }
+func (noTokens) KeyUsage(string) *api.KeyUsage                 { return nil }
 func (noTokens) CreateToken(context.Context, api.CreateTokenRequest) (api.Token, error) {
 	return api.Token{}, nil
 }

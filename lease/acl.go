@@ -42,7 +42,8 @@ func (n *Node) CreateToken(ctx context.Context, req api.CreateTokenRequest) (api
 		return api.Token{}, err
 	}
 	secret := newSecret()
-	tok := acl.Token{AccessorID: newAccessorID(), Hash: acl.Hash(secret), Description: req.Description, Admin: req.Admin, Rules: req.Rules}
+	tok := acl.Token{AccessorID: newAccessorID(), Hash: acl.Hash(secret), Description: req.Description, Admin: req.Admin, Rules: req.Rules,
+		MaxKeys: req.MaxKeys, MaxBytes: req.MaxBytes}
 	if ttl := req.ExpirationTTL.D(); ttl > 0 {
 		// An absolute wall time in the entry: every replica stores the
 		// same instant, whatever its own clock says.
@@ -82,9 +83,18 @@ func (n *Node) Tokens(ctx context.Context) (api.TokenList, error) {
 	}
 	list := api.TokenList{Tokens: []api.Token{}}
 	for _, t := range n.fsm.Tokens() {
-		list.Tokens = append(list.Tokens, api.TokenOf(t))
+		tok := api.TokenOf(t)
+		tok.Usage = n.KeyUsage(t.AccessorID)
+		list.Tokens = append(list.Tokens, tok)
 	}
 	return list, nil
+}
+
+// KeyUsage returns what the token with accessor id owns of the namespace
+// (the keys it wrote last and that exist), in this node's state.
+func (n *Node) KeyUsage(accessor string) *api.KeyUsage {
+	u := n.fsm.KeyUsage(accessor)
+	return &api.KeyUsage{Keys: u.Keys, Bytes: u.Bytes}
 }
 
 func aclErr(err error) error {

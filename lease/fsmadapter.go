@@ -2,6 +2,9 @@ package lease
 
 import (
 	"io"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -15,6 +18,9 @@ type raftFSM struct {
 	// unsafe is what the unsafe switch ForgetGrant makes the node skip
 	// when it replays its log; empty without the lockd_unsafe tag.
 	unsafe unsafeReplay
+	// snaps, if not nil, counts the snapshots Raft takes, for the
+	// metrics.
+	snaps *snapshotStats
 }
 
 var _ raft.BatchingFSM = raftFSM{}
@@ -44,7 +50,11 @@ func (a raftFSM) ApplyBatch(logs []*raft.Log) []any {
 // grow with the state (fsm.View); Persist encodes and writes it while
 // Apply goes on.
 func (a raftFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return fsmSnapshot{a.f.View()}, nil
+	s := &fsmSnapshot{v: a.f.View(), stats: a.snaps, start: time.Now()}
+	if s.stats != nil {
+		s.stats.inProgress.Add(1)
+	}
+	return s, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -53,18 +63,58 @@ func (a raftFSM) Restore(rc io.ReadCloser) error {
 	return a.f.Restore(rc)
 }
 
-type fsmSnapshot struct{ v *fsm.View }
+// fsmSnapshot is one snapshot from the freeze of the state (Snapshot, on
+// Raft's FSM goroutine) until Raft releases it, after Persist or after a
+// failure to open the sink.
+type fsmSnapshot struct {
+	v     *fsm.View
+	stats *snapshotStats
+	start time.Time
+	once  sync.Once
+}
 
-func (s fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	b, err := s.v.Marshal()
 	if err == nil {
 		_, err = sink.Write(b)
 	}
 	if err != nil {
 		_ = sink.Cancel()
+		s.end(0, false)
 		return err
 	}
-	return sink.Close()
+	err = sink.Close()
+	s.end(len(b), err == nil)
+	return err
 }
 
-func (s fsmSnapshot) Release() {}
+func (s *fsmSnapshot) Release() { s.end(0, false) }
+
+// end counts the snapshot once: as persisted, with its size, if ok.
+func (s *fsmSnapshot) end(size int, ok bool) {
+	if s.stats == nil {
+		return
+	}
+	s.once.Do(func() {
+		s.stats.inProgress.Add(-1)
+		if !ok {
+			return
+		}
+		// The count last: a scrape that sees it sees the time too.
+		d := time.Since(s.start)
+		s.stats.nanos.Add(int64(d))
+		s.stats.lastNanos.Store(int64(d))
+		s.stats.lastBytes.Store(uint64(size)) //nolint:gosec // G115: a length
+		s.stats.persisted.Add(1)
+	})
+}
+
+// snapshotStats counts the snapshots Raft takes of the state (not the
+// backups of GET /v1/snapshot), for the metrics: how many are under way
+// (frozen, not yet persisted or given up), how many were persisted and
+// the time they took from the freeze to the file's close, in all and the
+// last one's, and the last one's size.
+type snapshotStats struct {
+	inProgress, nanos, lastNanos atomic.Int64
+	persisted, lastBytes         atomic.Uint64
+}

@@ -72,3 +72,37 @@ func TestRaftFSM_PersistWritesTheStateAsOfSnapshot(t *testing.T) {
 type readCloser struct{ *bytes.Reader }
 
 func (readCloser) Close() error { return nil }
+
+// The metrics count a snapshot from the freeze of the state until Raft
+// releases it: in progress meanwhile, persisted once with its size; one
+// given up before Persist (its sink could not be made) is not counted.
+func TestRaftFSM_SnapshotsCounted(t *testing.T) {
+	var st snapshotStats
+	a := raftFSM{f: fsm.New(), snaps: &st}
+	snap, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.inProgress.Load() != 1 || st.persisted.Load() != 0 {
+		t.Fatalf("after the freeze: %d in progress, %d persisted", st.inProgress.Load(), st.persisted.Load())
+	}
+	sink := &bufSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+	if st.inProgress.Load() != 0 || st.persisted.Load() != 1 || st.lastBytes.Load() != uint64(sink.Len()) ||
+		st.lastNanos.Load() <= 0 || st.nanos.Load() != st.lastNanos.Load() {
+		t.Fatalf("after Persist: %d in progress, %d persisted, last %d bytes (wrote %d) in %d ns, %d ns in all",
+			st.inProgress.Load(), st.persisted.Load(), st.lastBytes.Load(), sink.Len(), st.lastNanos.Load(), st.nanos.Load())
+	}
+	given, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	given.Release()
+	given.Release()
+	if st.inProgress.Load() != 0 || st.persisted.Load() != 1 {
+		t.Fatalf("after a snapshot given up: %d in progress, %d persisted", st.inProgress.Load(), st.persisted.Load())
+	}
+}

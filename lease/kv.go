@@ -34,6 +34,10 @@ func (e *casError) Unwrap() error { return errCASFailed }
 
 func badRequest(err error) error { return api.Errorf(api.CodeBadRequest, "%v", err) }
 
+// invalid answers a write that failed validation: too_large for a size
+// over a bound, bad_request otherwise.
+func invalid(err error) error { return api.Errorf(api.InvalidCode(err), "%v", err) }
+
 // KV reads one key. A key that does not exist reads with KV nil and the
 // index of the last change of any key.
 func (n *Node) KV(ctx context.Context, key string, opt api.ReadOptions) (api.KVRead, error) {
@@ -173,7 +177,7 @@ func (n *Node) KVWatch(ctx context.Context, opt api.WatchOptions) (api.KVEvents,
 // PutKV writes one key (see api.KVPutRequest).
 func (n *Node) PutKV(ctx context.Context, key string, req api.KVPutRequest) (api.KVPutResponse, error) {
 	if err := req.Validate(key); err != nil {
-		return api.KVPutResponse{}, badRequest(err)
+		return api.KVPutResponse{}, invalid(err)
 	}
 	k := []byte(key)
 	put := fsm.TxnOp{Type: fsm.TxnPut, Key: k, Value: req.Value, Flags: req.Flags, Sequential: req.Sequential}
@@ -185,7 +189,7 @@ func (n *Node) PutKV(ctx context.Context, key string, req api.KVPutRequest) (api
 		t.Compare = []fsm.Compare{fsm.CAS(k, *req.CAS)}
 		t.Failure = []fsm.TxnOp{fsm.Get(k)}
 	}
-	res, index, err := n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Session: req.Session, Seq: req.Seq, Txn: t}, fmt.Sprintf("%s to key %q", kvWhat, key))
+	res, index, err := n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Session: req.Session, Seq: req.Seq, Txn: t, Owner: req.Owner}, fmt.Sprintf("%s to key %q", kvWhat, key))
 	if err != nil {
 		return api.KVPutResponse{}, err
 	}
@@ -204,7 +208,7 @@ func (n *Node) PutKV(ctx context.Context, key string, req api.KVPutRequest) (api
 // DeleteKV deletes one key, or every key under a prefix.
 func (n *Node) DeleteKV(ctx context.Context, req api.KVDelete) (api.KVDeleteResponse, error) {
 	if err := req.Validate(); err != nil {
-		return api.KVDeleteResponse{}, badRequest(err)
+		return api.KVDeleteResponse{}, invalid(err)
 	}
 	k := []byte(req.Key)
 	del := fsm.Delete(k)
@@ -218,7 +222,7 @@ func (n *Node) DeleteKV(ctx context.Context, req api.KVDelete) (api.KVDeleteResp
 		t.Compare = []fsm.Compare{fsm.CAS(k, *req.CAS)}
 		t.Failure = []fsm.TxnOp{fsm.Get(k)}
 	}
-	res, index, err := n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Session: req.Session, Seq: req.Seq, Txn: t}, what)
+	res, index, err := n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Session: req.Session, Seq: req.Seq, Txn: t, Owner: req.Owner}, what)
 	if err != nil {
 		return api.KVDeleteResponse{}, err
 	}
@@ -241,7 +245,7 @@ func casFailure(key string, want uint64, res *fsm.TxnResult) error {
 // Txn runs a transaction (see api.TxnRequest).
 func (n *Node) Txn(ctx context.Context, req api.TxnRequest) (api.TxnResponse, error) {
 	if err := req.Validate(); err != nil {
-		return api.TxnResponse{}, badRequest(err)
+		return api.TxnResponse{}, invalid(err)
 	}
 	t := &fsm.Txn{Guard: fsmGuard(req.Guard)}
 	for _, c := range req.Compare {
@@ -250,7 +254,7 @@ func (n *Node) Txn(ctx context.Context, req api.TxnRequest) (api.TxnResponse, er
 	t.Success = fsmOps(req.Success, req.Session)
 	t.Failure = fsmOps(req.Failure, req.Session)
 	what := kvWhat + " (a transaction)"
-	res, index, err := n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Session: req.Session, Seq: req.Seq, Txn: t}, what)
+	res, index, err := n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Session: req.Session, Seq: req.Seq, Txn: t, Owner: req.Owner}, what)
 	if err != nil {
 		return api.TxnResponse{}, err
 	}

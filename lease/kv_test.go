@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
 )
@@ -116,4 +117,49 @@ func TestKV_Watch(t *testing.T) {
 	if !errors.As(err, &ce) || api.CodeOf(err) != api.CodeCompacted || ce.Oldest <= first.Index || tn.n.count.kvCompacted.Load() != 1 {
 		t.Fatalf("watch from a compacted index: %v", err)
 	}
+}
+
+// A token's limits on keys: a put past them is answered quota_exceeded
+// without a log entry, counted, and a put by a token revoked since is
+// refused unauthorized; what the token owns is in its listing.
+func TestKV_TokenLimits(t *testing.T) {
+	tn := newTimedNode(t, NewSkewClock())
+	tn.startTerm()
+	ctx := context.Background()
+	tok, err := tn.n.CreateToken(ctx, api.CreateTokenRequest{Rules: []acl.Rule{{Kind: acl.Key, Access: acl.Write}}, MaxKeys: 1, MaxBytes: 100})
+	if err != nil || tok.MaxKeys != 1 || tok.MaxBytes != 100 {
+		t.Fatalf("create: %+v %v", tok, err)
+	}
+	put := func(key string) func() error {
+		return func() error {
+			_, err := tn.n.PutKV(ctx, key, api.KVPutRequest{Value: []byte("v"), Owner: tok.AccessorID})
+			return err
+		}
+	}
+	tn.expectCode("put within the limits", 1, "", put("a"))
+	tn.expectCode("put past max_keys", 0, api.CodeQuotaExceeded, put("b"))
+	tn.expectCode("transaction past max_keys", 0, api.CodeQuotaExceeded, func() error {
+		_, err := tn.n.Txn(ctx, api.TxnRequest{Owner: tok.AccessorID, Success: []api.TxnOp{{Put: &api.TxnPut{Key: "c"}}}})
+		return err
+	})
+	tn.expectCode("value over the bound", 0, api.CodeTooLarge, func() error {
+		_, err := tn.n.PutKV(ctx, "a", api.KVPutRequest{Value: make([]byte, api.MaxKVValueLen+1), Owner: tok.AccessorID})
+		return err
+	})
+	if n := tn.n.count.kvQuota.Load(); n != 2 {
+		t.Fatalf("%d refusals counted, want 2", n)
+	}
+	list, err := tn.n.Tokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list.Tokens {
+		if l.AccessorID == tok.AccessorID && (l.Usage == nil || *l.Usage != api.KeyUsage{Keys: 1, Bytes: 2}) {
+			t.Fatalf("listed %+v, usage %+v", l, l.Usage)
+		}
+	}
+	if err := tn.n.RevokeToken(ctx, tok.AccessorID); err != nil {
+		t.Fatal(err)
+	}
+	tn.expectCode("put by a revoked token", 0, api.CodeUnauthorized, put("a"))
 }

@@ -26,6 +26,10 @@ type counters struct {
 	guard guardCounts
 	// kvCompacted counts watches answered compacted.
 	kvCompacted atomic.Uint64
+	// kvQuota counts writes answered quota_exceeded.
+	kvQuota atomic.Uint64
+	// snaps counts Raft's snapshots of the state (fsmadapter.go).
+	snaps snapshotStats
 
 	grants             *prometheus.CounterVec
 	autopilot          *prometheus.CounterVec // voter-set changes by kind
@@ -138,8 +142,23 @@ func (n *Node) RegisterMetrics(reg prometheus.Registerer) error {
 			func() float64 { return float64(n.count.sessionsExpired.Load()) }),
 		counter("lockd_keepalives_total", "Keepalives this node answered as leader.",
 			func() float64 { return float64(n.count.keepalives.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lockd_snapshot_in_progress",
+			Help: "1 while Raft takes a snapshot of this node's state (from the freeze of the state until the snapshot file is written), else 0."},
+			func() float64 { return float64(n.count.snaps.inProgress.Load()) }),
+		counter("lockd_snapshots_total", "Snapshots of its state this node's Raft wrote (not the backups of GET /v1/snapshot).",
+			func() float64 { return float64(n.count.snaps.persisted.Load()) }),
+		counter("lockd_snapshot_seconds_total", "Time the snapshots of lockd_snapshots_total took, from the freeze of the state to the close of the file, summed.",
+			func() float64 { return time.Duration(n.count.snaps.nanos.Load()).Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lockd_snapshot_last_seconds",
+			Help: "Time the last snapshot this node's Raft wrote took, from the freeze of the state to the close of the file."},
+			func() float64 { return time.Duration(n.count.snaps.lastNanos.Load()).Seconds() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "lockd_snapshot_last_bytes",
+			Help: "Size of the state in the last snapshot this node's Raft wrote."},
+			func() float64 { return float64(n.count.snaps.lastBytes.Load()) }),
 		counter("lockd_kv_watch_compacted_total", "Watches of keys this node answered compacted: they asked for events after an index the history no longer reaches.",
 			func() float64 { return float64(n.count.kvCompacted.Load()) }),
+		counter("lockd_kv_quota_refusals_total", "Writes of keys this node answered quota_exceeded as leader: they would have taken their ACL token past its max_keys or max_bytes.",
+			func() float64 { return float64(n.count.kvQuota.Load()) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -103,6 +103,7 @@ func (n *Node) apiErr(err error, session, what string) error {
 	var limit *fsm.LimitError
 	var compacted *fsm.CompactedError
 	var cas *casError
+	var quota *fsm.QuotaError
 	kv := strings.HasPrefix(what, kvWhat)
 	switch {
 	case err == nil:
@@ -113,6 +114,12 @@ func (n *Node) apiErr(err error, session, what string) error {
 		return api.Errorf(api.CodeCASFailed, "key %q does not exist, and cas %d asked for its modify index to be %d; nothing was applied", cas.key, cas.want, cas.want)
 	case errors.As(err, &cas):
 		return api.Errorf(api.CodeCASFailed, "key %q has modify index %d, and cas asked for %d; nothing was applied", cas.key, cas.have, cas.want)
+	case errors.As(err, &quota):
+		n.count.kvQuota.Add(1)
+		return api.Errorf(api.CodeQuotaExceeded, "%s would leave token %s with %d %s, over its max_%s of %d (it has %d now); nothing was applied: delete some of its keys first, or ask for a token with higher limits",
+			what, quota.Owner, quota.Would, quotaUnit(quota.Limit), quota.Limit, quota.Max, quota.Used)
+	case errors.Is(err, fsm.ErrOwnerNotFound):
+		return api.Errorf(api.CodeUnauthorized, "%s was refused: its token was revoked or expired before the write applied; nothing was applied", what)
 	case errors.Is(err, fsm.ErrStaleToken):
 		return api.Errorf(api.CodeStaleToken, "%s was refused by its guard (%s): the lock was granted since under a higher fencing token; nothing was applied", what, fsmDetail(err, fsm.ErrStaleToken))
 	case kv && errors.Is(err, fsm.ErrNotHolder):
@@ -147,6 +154,14 @@ func (n *Node) apiErr(err error, session, what string) error {
 		return api.Errorf(api.CodeBadRequest, "%v", err)
 	}
 	return err
+}
+
+// quotaUnit names what a limit of a token counts.
+func quotaUnit(limit string) string {
+	if limit == "keys" {
+		return "keys"
+	}
+	return "bytes of keys and values"
 }
 
 // fsmDetail is the part of an FSM refusal's message after its sentinel's

@@ -104,7 +104,7 @@ func (e *raftEngine) start(hl hclog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("lease: read state: %w", err)
 	}
-	a := raftFSM{f: e.n.fsm}
+	a := raftFSM{f: e.n.fsm, snaps: &e.n.count.snaps}
 	if a.unsafe, err = e.unsafeReplay(logs); err != nil {
 		_ = e.trans.Close()
 		return err

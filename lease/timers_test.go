@@ -150,6 +150,8 @@ func TestErrors_Translation(t *testing.T) {
 		{fsm.ErrNotHolder, api.CodeNotHolder},
 		{&fsm.DelayError{Until: until}, api.CodeLockDelay},
 		{errors.Join(fsm.ErrBadCommand, errors.New("x")), api.CodeBadRequest},
+		{&fsm.QuotaError{Owner: "t", Limit: "keys", Max: 1, Used: 1, Would: 2}, api.CodeQuotaExceeded},
+		{fmt.Errorf("%w: %q", fsm.ErrOwnerNotFound, "t"), api.CodeUnauthorized},
 	}
 	for _, tt := range tests {
 		if got := api.CodeOf(n.apiErr(tt.err, "s", "lock")); got != tt.code {

@@ -77,6 +77,8 @@ func TestMetrics_ServedAndBounded(t *testing.T) {
 		"lockd_kv_bytes 6",
 		"lockd_kv_history_events 1",
 		"lockd_kv_watch_compacted_total 0",
+		"lockd_snapshot_in_progress 0",
+		"lockd_snapshots_total 0",
 	} {
 		if !hasLine(lead, want) {
 			t.Errorf("leader's /metrics has no line %q", want)

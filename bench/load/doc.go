@@ -1,6 +1,6 @@
 // Package load measures a running lockd cluster's serving path from the
 // outside, over its HTTP API: `lockd-bench locks`, `handoff`,
-// `keepalive`, `waiters`, `watchers` and `kv`.
+// `keepalive`, `waiters`, `watchers`, `kv` and `kv-scale`.
 //
 // The rows' loops talk to a System (create a session, renew it, take a
 // lock with or without waiting, release it, end the session, count the
@@ -60,6 +60,10 @@
 //     the change, and puts again. Reported: puts (increments,
 //     transactions) per second and their latency; kv-watch's is from the
 //     put's answer until the last watcher had the change.
+//   - kv-scale (lockd only): one run of 100,000 keys (--keys), the
+//     memory per key, a put's wake-up of its one watcher with 0 and
+//     10,000 unrelated watches held (--watchers), and puts sorted by the
+//     snapshots they overlapped; see KVScale.
 //
 // lockd's requests are plain HTTP with JSON bodies through one shared
 // connection pool, with no retries: an error is counted and the cycle is

@@ -99,3 +99,24 @@ func KVFlags(fs *flag.FlagSet, def Config) func(Config) (Config, error) {
 		return cfg, parseLists(intList{"fanout", *fanout, &cfg.Fanout})
 	}
 }
+
+// KVScaleFlags registers the kv-scale run's own flags on fs (--keys,
+// --batch, --writers, --put-rate, --snapshot-window, --stale,
+// --watch-rate), with def's
+// values as defaults; the run also takes --value-size, --watchers,
+// --duration and --setup-timeout. After fs.Parse, the function it
+// returns puts the flags' values into a Config.
+func KVScaleFlags(fs *flag.FlagSet, def Config) func(Config) Config {
+	keys := fs.Int("keys", def.Keys, "kv-scale: keys written first")
+	batch := fs.Int("batch", def.Batch, "kv-scale: puts to a transaction while the keys are written (1: a plain put each)")
+	writers := fs.Int("writers", def.Writers, "kv-scale: writers at once, while the keys are written and in the puts during snapshots")
+	rate := fs.Float64("put-rate", def.PutRate, "kv-scale: puts a second, in all, during snapshots")
+	window := fs.Duration("snapshot-window", def.SnapshotWindow, "kv-scale: how long the puts during snapshots run (0: no such rows)")
+	stale := fs.Bool("stale", def.Stale, "kv-scale: watch with ?stale (each node answers its own watches) instead of through the leader")
+	watchRate := fs.Float64("watch-rate", def.WatchRate, "kv-scale: watches sent a second while they are set up")
+	return func(cfg Config) Config {
+		cfg.Keys, cfg.Batch, cfg.Writers, cfg.PutRate, cfg.SnapshotWindow, cfg.Stale = *keys, *batch, *writers, *rate, *window, *stale
+		cfg.WatchRate = *watchRate
+		return cfg
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -471,4 +473,92 @@ func (a *lockd) WatchKey(ctx context.Context, i int, key string, index uint64, w
 		return index, nil
 	}
 	return r.Index, nil
+}
+
+// watchKV sends GET /v1/kv/{key}?watch&keys (or, with prefix,
+// GET /v1/kv?prefix=&watch&keys), with ?stale if asked, and returns the
+// index to pass next and the number of events.
+func (a *lockd) watchKV(ctx context.Context, i int, key string, prefix, stale bool, index uint64, wait time.Duration, sent func()) (uint64, int, error) {
+	q := url.Values{"index": {strconv.FormatUint(index, 10)}, "wait": {wait.String()}}
+	path := "/v1/kv/" + key + "?watch&keys"
+	if prefix {
+		q.Set("prefix", key)
+		path = "/v1/kv?watch&keys"
+	}
+	if stale {
+		path += "&stale"
+	}
+	var r api.KVEvents
+	if err := a.doSent(ctx, a.endpoint(i), http.MethodGet, path+"&"+q.Encode(), nil, &r, sent); err != nil {
+		return 0, 0, err
+	}
+	if len(r.Events) == 0 {
+		return max(index, r.Index), 0, nil
+	}
+	return r.Index, len(r.Events), nil
+}
+
+func (a *lockd) nodes() int { return len(a.endpoints) }
+
+func (a *lockd) endpointOf(i int) string { return a.endpoint(i) }
+
+// text GETs base+path and returns the body of a 200 answer, or the
+// status of another.
+func (a *lockd) text(ctx context.Context, base, path string) (string, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", resp.StatusCode, fmt.Errorf("GET %s%s: HTTP %d: %.200s", base, path, resp.StatusCode, b)
+	}
+	return string(b), resp.StatusCode, nil
+}
+
+// metrics reads the series without labels of endpoint i's /metrics.
+func (a *lockd) metrics(ctx context.Context, i int) (map[string]float64, error) {
+	body, _, err := a.text(ctx, a.endpoint(i), "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]float64)
+	for _, line := range strings.Split(body, "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			m[name] = v
+		}
+	}
+	return m, nil
+}
+
+// heapAfterGC reads HeapAlloc from endpoint i's heap profile taken after
+// a collection (/debug/pprof/heap?gc=1&debug=1); a 404 (the node does
+// not serve profiles) is ok false.
+func (a *lockd) heapAfterGC(ctx context.Context, i int) (uint64, bool, error) {
+	body, status, err := a.text(ctx, a.endpoint(i), "/debug/pprof/heap?gc=1&debug=1")
+	if status == http.StatusNotFound {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n, err == nil, err
+		}
+	}
+	return 0, false, fmt.Errorf("the heap profile of %s has no HeapAlloc line", a.endpoint(i))
 }

@@ -48,6 +48,22 @@ type Config struct {
 	HotKeys int
 	// ValueSize is the size of the kv rows' values, in bytes.
 	ValueSize int
+	// Keys is how many keys the kv-scale run writes first; Batch how
+	// many puts each of its transactions carries (1: plain puts);
+	// Writers how many write at once, in the load and in the paced puts
+	// of the snapshot rows, which send PutRate puts a second in all for
+	// SnapshotWindow (0: no snapshot rows). Stale makes its watches
+	// ?stale, answered by the node asked rather than by the leader. Its
+	// kv-wake rows hold the counts of Watchers.
+	Keys           int
+	Batch          int
+	Writers        int
+	PutRate        float64
+	SnapshotWindow time.Duration
+	Stale          bool
+	// WatchRate is how many of the kv-scale run's watches are sent a
+	// second while they are set up.
+	WatchRate float64
 	// SetupTimeout bounds the setup of a waiters or watchers row
 	// (creating its sessions, queueing its waiters, parking its
 	// queries); a row whose setup runs out of time is measured as far
@@ -64,18 +80,24 @@ type Config struct {
 // measured for 10 s.
 func DefaultConfig() Config {
 	return Config{
-		Duration:     10 * time.Second,
-		Workers:      []int{1, 16, 64, 256},
-		Waiters:      []int{2, 16, 64},
-		Sessions:     []int{1000, 10000, 100000},
-		Callers:      64,
-		TTL:          30 * time.Second,
-		Queue:        []int{10000},
-		Watchers:     []int{10000},
-		Fanout:       []int{1000},
-		HotKeys:      4,
-		ValueSize:    1024,
-		SetupTimeout: 2 * time.Minute,
+		Duration:       10 * time.Second,
+		Workers:        []int{1, 16, 64, 256},
+		Waiters:        []int{2, 16, 64},
+		Sessions:       []int{1000, 10000, 100000},
+		Callers:        64,
+		TTL:            30 * time.Second,
+		Queue:          []int{10000},
+		Watchers:       []int{10000},
+		Fanout:         []int{1000},
+		HotKeys:        4,
+		ValueSize:      1024,
+		SetupTimeout:   2 * time.Minute,
+		Keys:           100_000,
+		Batch:          128,
+		Writers:        8,
+		PutRate:        200,
+		SnapshotWindow: 2 * time.Minute,
+		WatchRate:      500,
 	}
 }
 
@@ -96,6 +118,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("value size %d out of range 0..%d", c.ValueSize, api.MaxKVValueLen)
 	case c.SetupTimeout < time.Second || c.SetupTimeout > time.Hour:
 		return fmt.Errorf("setup timeout %v out of range 1s..1h", c.SetupTimeout)
+	case c.Keys < 1 || c.Keys > 10_000_000:
+		return fmt.Errorf("keys %d out of range 1..10000000", c.Keys)
+	case c.Batch < 1 || c.Batch > api.MaxTxnOps:
+		return fmt.Errorf("batch %d out of range 1..%d", c.Batch, api.MaxTxnOps)
+	case c.Writers < 1 || c.Writers > 4096:
+		return fmt.Errorf("writers %d out of range 1..4096", c.Writers)
+	case c.PutRate <= 0 || c.PutRate > 1e6:
+		return fmt.Errorf("put rate %g out of range (0, 1000000]", c.PutRate)
+	case c.WatchRate <= 0 || c.WatchRate > 1e6:
+		return fmt.Errorf("watch rate %g out of range (0, 1000000]", c.WatchRate)
+	case c.SnapshotWindow < 0 || c.SnapshotWindow > time.Hour:
+		return fmt.Errorf("snapshot window %v out of range 0..1h", c.SnapshotWindow)
 	}
 	for _, list := range []struct {
 		name     string
@@ -168,6 +202,16 @@ type Row struct {
 	// errors: the worker reads again and retries).
 	Keys      int   `json:"keys,omitempty"`
 	CASFailed int64 `json:"cas_failed,omitempty"`
+	// kv-load rows: the puts to a transaction, each node's memory before
+	// and after, and the median over the nodes of the heap per key.
+	Batch       int          `json:"batch,omitempty"`
+	Memory      []NodeMemory `json:"memory,omitempty"`
+	BytesPerKey float64      `json:"bytes_per_key,omitempty"`
+	// kv-wake rows: unrelated watches answered before their wait ran out
+	// (must be 0: nothing changes what they watch).
+	Woken int64 `json:"woken,omitempty"`
+	// The first kv-put-snap row: the snapshots seen during the puts.
+	Snapshots []Snapshot `json:"snapshots,omitempty"`
 }
 
 // Unit names what a row's Ops count.
@@ -177,8 +221,10 @@ func (r Row) Unit() string {
 		return "cycles"
 	case "handoff", "waiters":
 		return "grants"
-	case "kv-put", "kv-watch":
+	case "kv-put", "kv-watch", "kv-wake", "kv-put-nosnap", "kv-put-snap-leader", "kv-put-snap-follower":
 		return "puts"
+	case "kv-load":
+		return "keys"
 	case "kv-get":
 		return "reads"
 	case "kv-cas":
@@ -216,7 +262,7 @@ func newBench(cfg Config) *bench {
 		run = fmt.Sprintf("%08x", rand.Uint32())
 	}
 	conns := max(cfg.Callers, 64)
-	for _, ns := range [][]int{cfg.Workers, cfg.Waiters, cfg.Queue, cfg.Watchers, cfg.Fanout} {
+	for _, ns := range [][]int{cfg.Workers, cfg.Waiters, cfg.Queue, cfg.Watchers, cfg.Fanout, {cfg.Writers}} {
 		for _, n := range ns {
 			conns = max(conns, n+1)
 		}

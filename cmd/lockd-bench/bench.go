@@ -22,17 +22,19 @@ const benchUsage = `lockd-bench elections [--n 3,5,7,9,16] [--seeds 10] [--algor
   lockd-bench watchers [--addr ADDRS] [--duration 10s] [--watchers 10000] [--setup-timeout 2m] [--json FILE]
   lockd-bench kv [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256] [--hot-keys 4] [--value-size 1024]
               [--fanout 1000] [--setup-timeout 2m] [--json FILE]
+  lockd-bench kv-scale [--addr ADDRS] [--keys 100000] [--value-size 1024] [--batch 128] [--writers 8] [--watchers 10000]
+              [--duration 10s] [--watch-rate 500] [--put-rate 200] [--snapshot-window 2m] [--stale] [--setup-timeout 2m] [--json FILE]
   lockd-bench failover [--lockd PATH] [--nodes 3] [--trials 10] [--faults kill,stop] [--workers 8] [--settle 2s]
               [--serve-flags FLAGS] [--keep] [--json FILE]`
 
 // benchCmd runs "lockd-bench": elections (flags -> elections.Config ->
 // elections.Run), or the serving benchmarks against a running cluster (flags
 // -> load.Config -> load.Locks, Handoff, Keepalive, Waiters, Watchers,
-// KVRows).
+// KVRows, KVScale).
 func benchCmd(args []string) int {
 	if len(args) > 0 {
 		switch args[0] {
-		case "locks", "handoff", "keepalive", "serving", "waiters", "watchers", "kv":
+		case "locks", "handoff", "keepalive", "serving", "waiters", "watchers", "kv", "kv-scale":
 			return loadCmd(args[0], args[1:])
 		case "failover":
 			return failoverCmd(args[1:])
@@ -53,10 +55,10 @@ func benchCmd(args []string) int {
 			fs.Usage()
 			return cli.ExitOK
 		}
-		return cli.UsageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving, waiters, watchers, kv, failover)")
+		return cli.UsageErr(fs, "which benchmark? (elections, locks, handoff, keepalive, serving, waiters, watchers, kv, kv-scale, failover)")
 	}
 	if args[0] != "elections" {
-		return cli.UsageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive, serving, waiters, watchers, kv or failover)", args[0])
+		return cli.UsageErr(fs, "unknown benchmark %q (want elections, locks, handoff, keepalive, serving, waiters, watchers, kv, kv-scale or failover)", args[0])
 	}
 	pos, command, err := cli.ParseArgs(fs, args[1:])
 	if err != nil {
@@ -135,6 +137,7 @@ func loadCmd(which string, args []string) int {
 	rowFlags := load.RowFlags(fs, def)
 	scaleFlags := load.ScaleFlags(fs, def)
 	kvFlags := load.KVFlags(fs, def)
+	kvScaleFlags := load.KVScaleFlags(fs, def)
 	jsonOut := fs.String("json", "", "also write the rows as JSON to this file")
 	quiet := fs.Bool("quiet", false, "print the table only: no progress on stderr")
 	pos, command, err := cli.ParseArgs(fs, args)
@@ -151,6 +154,7 @@ func loadCmd(which string, args []string) int {
 	if err == nil {
 		cfg, err = kvFlags(cfg)
 	}
+	cfg = kvScaleFlags(cfg)
 	if err != nil {
 		return cli.UsageErr(fs, "%v", err)
 	}
@@ -171,7 +175,7 @@ func loadCmd(which string, args []string) int {
 		run     func(context.Context, load.Config) ([]load.Row, error)
 		serving bool // run by "serving"
 	}{{"locks", load.Locks, true}, {"handoff", load.Handoff, true}, {"keepalive", load.Keepalive, true},
-		{"waiters", load.Waiters, false}, {"watchers", load.Watchers, false}, {"kv", load.KVRows, false}} {
+		{"waiters", load.Waiters, false}, {"watchers", load.Watchers, false}, {"kv", load.KVRows, false}, {"kv-scale", load.KVScale, false}} {
 		if which != b.name && (which != "serving" || !b.serving) {
 			continue
 		}

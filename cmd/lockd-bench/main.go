@@ -3,7 +3,7 @@
 // failover on a cluster of lockd processes it starts itself.
 //
 //	lockd-bench elections [flags]          messages and time to elect: ring, bully, invitation, raft
-//	lockd-bench locks|handoff|keepalive|serving|waiters|watchers|kv [--addr ADDRS] [flags]
+//	lockd-bench locks|handoff|keepalive|serving|waiters|watchers|kv|kv-scale [--addr ADDRS] [flags]
 //	lockd-bench failover [--lockd PATH] [flags]
 //
 // It is a tool of its own so that the server binary, lockd, carries no

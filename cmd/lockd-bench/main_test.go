@@ -21,6 +21,10 @@ func TestRun_BadArgumentsAreUsageErrors(t *testing.T) {
 		{"kv", "--hot-keys", "0"},
 		{"kv", "--value-size", "-1"},
 		{"kv", "--fanout", "x"},
+		{"kv-scale", "--keys", "0"},
+		{"kv-scale", "--batch", "129"},
+		{"kv-scale", "--put-rate", "0"},
+		{"kv-scale", "--writers", "0"},
 	} {
 		if got := run(args); got != cli.ExitUsage {
 			t.Errorf("%q exit = %d, want %d", args, got, cli.ExitUsage)

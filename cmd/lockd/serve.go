@@ -52,6 +52,8 @@ type serveFlags struct {
 	maxWaitersPerLock               int
 	kvHistoryEvents, kvHistoryMax   int
 	kvHistoryAge                    time.Duration
+	snapshotThreshold               uint64
+	snapshotInterval                time.Duration
 	bodyTimeout                     time.Duration
 	httpConnsPerClient, httpConns   int
 	peerConnsPerClient, peerConns   int
@@ -80,6 +82,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaderTO, "leader-lease-timeout", d.LeaderLeaseTimeout, "Raft leader steps down after this long without a quorum")
 	fs.Float64Var(&f.drift, "max-clock-drift", d.MaxClockDrift, "largest relative clock-rate difference the master lease tolerates")
 	fs.DurationVar(&f.margin, "lease-margin", d.LeaseMargin, "safety margin subtracted from the master lease")
+	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", d.SnapshotThreshold, "log entries since the last snapshot after which Raft snapshots the state (and compacts the log)")
+	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", d.SnapshotInterval, "how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
 	fs.IntVar(&f.maxBlocking, "max-blocking-queries", d.MaxBlockingQueries,
 		"blocking queries (reads with ?wait) this node serves at once; more are answered 429 too_many_requests")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve the HTTP API over HTTPS with this PEM certificate (and --tls-key)")
@@ -262,6 +266,10 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	nc.HeartbeatTimeout, nc.ElectionTimeout, nc.LeaderLeaseTimeout = f.heartbeat, f.electionTO, f.leaderTO
 	nc.MaxClockDrift, nc.LeaseMargin = f.drift, f.margin
 	nc.MaxBlockingQueries = f.maxBlocking
+	if f.snapshotThreshold < 1 || f.snapshotInterval < 5*time.Millisecond {
+		return server.Config{}, fmt.Errorf("--snapshot-threshold %d must be at least 1 and --snapshot-interval %v at least 5ms", f.snapshotThreshold, f.snapshotInterval)
+	}
+	nc.SnapshotThreshold, nc.SnapshotInterval = f.snapshotThreshold, f.snapshotInterval
 	nc.MaxSessionsPerToken, nc.MaxObjectsPerSession, nc.MaxWaitersPerObject = f.maxSessionsPerToken, f.maxLocksPerSession, f.maxWaitersPerLock
 	if f.kvHistoryEvents < 0 || f.kvHistoryAge < 0 || f.kvHistoryMax < 1 || f.kvHistoryEvents > f.kvHistoryMax {
 		return server.Config{}, fmt.Errorf("--kv-history-events %d and --kv-history-age %v must not be negative, and --kv-history-max-events %d must be at least 1 and at least --kv-history-events",

@@ -77,6 +77,8 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 		{[]string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1", "--voters", "3"}, "--voters are for --election raft"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
+		{[]string{"--snapshot-threshold", "0"}, "--snapshot-threshold"},
+		{[]string{"--snapshot-interval", "1ms"}, "--snapshot-interval"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -92,6 +94,14 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 				t.Fatalf("error = %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The snapshot flags reach the node's configuration.
+func TestServeFlags_Snapshots(t *testing.T) {
+	cfg := mustServeConfig(t, []string{"--snapshot-threshold", "500", "--snapshot-interval", "2s"}, nil)
+	if cfg.Node.SnapshotThreshold != 500 || cfg.Node.SnapshotInterval.String() != "2s" {
+		t.Fatalf("threshold %d, interval %v", cfg.Node.SnapshotThreshold, cfg.Node.SnapshotInterval)
 	}
 }
 

@@ -216,7 +216,7 @@ func TestAPIDocCoversEveryField(t *testing.T) {
 		api.FaultRequest{}, api.FaultList{}, api.FaultRules{}, api.ClockSkew{}, api.Error{},
 		api.KV{}, api.KVRead{}, api.KVList{}, api.Guard{}, api.KVPutRequest{}, api.KVPutResponse{},
 		api.KVDeleteRequest{}, api.KVDeleteResponse{}, api.Compare{}, api.TxnOp{}, api.TxnPut{}, api.TxnRange{},
-		api.TxnRequest{}, api.TxnResult{}, api.TxnResponse{}, api.Event{}, api.KVEvents{},
+		api.TxnRequest{}, api.TxnResult{}, api.TxnResponse{}, api.Event{}, api.KVEvents{}, api.KeyUsage{},
 	}
 	fields := []string{"index", "wait", "stale", "consistent", "limit", "after",
 		"prefix", "keys", "count", "raw", "watch", "cas", "all"}
