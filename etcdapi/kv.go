@@ -296,6 +296,10 @@ func (s *Server) putLocal(ctx context.Context, c *call, r *pb.PutRequest) (*pb.P
 	if err != nil {
 		return nil, err
 	}
+	owner, err := s.owner(c)
+	if err != nil {
+		return nil, err
+	}
 	what := fmt.Sprintf("an etcd put of key %q", r.Key)
 	t := &fsm.Txn{Success: []fsm.TxnOp{op}}
 	var res *fsm.TxnResult
@@ -316,7 +320,7 @@ func (s *Server) putLocal(ctx context.Context, c *call, r *pb.PutRequest) (*pb.P
 			}
 			t = &fsm.Txn{Compare: []fsm.Compare{fsm.CAS(r.Key, cur.ModifyIndex)}, Success: []fsm.TxnOp{op}}
 		}
-		if res, index, err = s.b.CommitTxn(ctx, t, what); err != nil {
+		if res, index, err = s.b.CommitTxn(ctx, owner, t, what); err != nil {
 			return nil, err
 		}
 		if res.Succeeded {
@@ -349,7 +353,11 @@ func (s *Server) deleteLocal(ctx context.Context, c *call, r *pb.DeleteRangeRequ
 	if err != nil {
 		return nil, err
 	}
-	res, index, err := s.b.CommitTxn(ctx, &fsm.Txn{Success: []fsm.TxnOp{op}}, fmt.Sprintf("an etcd delete of key %q", r.Key))
+	owner, err := s.owner(c)
+	if err != nil {
+		return nil, err
+	}
+	res, index, err := s.b.CommitTxn(ctx, owner, &fsm.Txn{Success: []fsm.TxnOp{op}}, fmt.Sprintf("an etcd delete of key %q", r.Key))
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +502,11 @@ func (s *Server) txnLocal(ctx context.Context, c *call, r *pb.TxnRequest) (*pb.T
 				return nil, status.Error(codes.Unimplemented, "lockd does not serve a range at a past revision in a transaction that also writes yet (docs/etcd.md)")
 			}
 		}
-		res, index, err = s.b.CommitTxn(ctx, t, "an etcd transaction")
+		var owner string
+		if owner, err = s.owner(c); err != nil {
+			return nil, err
+		}
+		res, index, err = s.b.CommitTxn(ctx, owner, t, "an etcd transaction")
 	}
 	if err != nil {
 		return nil, err

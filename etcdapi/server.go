@@ -36,8 +36,9 @@ type Backend interface {
 	// ReadNamespace runs fn as a read of the state (stale: from this
 	// node's own; else under the leader's master lease).
 	ReadNamespace(ctx context.Context, stale bool, fn func()) error
-	// CommitTxn commits a transaction of byte keys on the leader.
-	CommitTxn(ctx context.Context, t *fsm.Txn, what string) (*fsm.TxnResult, uint64, error)
+	// CommitTxn commits a transaction of byte keys on the leader, written
+	// by the token whose accessor id is owner ("" without ACLs).
+	CommitTxn(ctx context.Context, owner string, t *fsm.Txn, what string) (*fsm.TxnResult, uint64, error)
 
 	CreateSessionWithID(ctx context.Context, id string, req api.CreateSessionRequest) (api.Session, error)
 	KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse, error)
@@ -168,6 +169,16 @@ func (s *Server) authorize(c *call) (acl.Token, bool, error) {
 	return tok, true, nil
 }
 
+// owner is the accessor id of the call's token, which owns the keys it
+// writes (its limits on keys apply); "" with ACLs off.
+func (s *Server) owner(c *call) (string, error) {
+	tok, on, err := s.authorize(c)
+	if err != nil || !on {
+		return "", err
+	}
+	return tok.AccessorID, nil
+}
+
 // allowKeys checks that the call's token has access on every key of the
 // range [key, end) (end empty: the key alone; see keyRange).
 func (s *Server) allowKeys(c *call, key, end []byte, access acl.Access) error {
@@ -261,6 +272,8 @@ func grpcErr(err error) error {
 		return rpctypes.ErrGRPCInvalidAuthToken
 	case api.CodeForbidden:
 		return rpctypes.ErrGRPCPermissionDenied
+	case api.CodeQuotaExceeded:
+		return status.Error(codes.ResourceExhausted, e.Message)
 	case api.CodeTooMany, api.CodeOverloaded:
 		return status.Error(codes.ResourceExhausted, e.Message)
 	case api.CodeStorageFull:

@@ -29,8 +29,10 @@ func (n *Node) ReadNamespace(ctx context.Context, stale bool, fn func()) error {
 
 // CommitTxn commits the transaction t with byte keys on the leader, as
 // Txn does one the HTTP API checked: refusals the state tells in advance
-// are answered without an entry, others with the entry's. It returns the
-// result and the entry's index. what names the write in messages.
-func (n *Node) CommitTxn(ctx context.Context, t *fsm.Txn, what string) (*fsm.TxnResult, uint64, error) {
-	return n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Txn: t}, kvWhat+" ("+what+")")
+// are answered without an entry, others with the entry's. owner is the
+// accessor id of the ACL token that writes ("" with ACLs off): the keys
+// it writes count against that token's limits, as over HTTP. It returns
+// the result and the entry's index. what names the write in messages.
+func (n *Node) CommitTxn(ctx context.Context, owner string, t *fsm.Txn, what string) (*fsm.TxnResult, uint64, error) {
+	return n.commitTxn(ctx, fsm.Command{Op: fsm.OpTxn, Txn: t, Owner: owner}, kvWhat+" ("+what+")")
 }

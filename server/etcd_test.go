@@ -592,6 +592,26 @@ func TestEtcd_ACL(t *testing.T) {
 			}
 		}
 	}
+	// The keys a token writes through etcd's API count against its limits
+	// on keys, as over HTTP.
+	small, err := c.Nodes[leader].Node().CreateToken(ctx, api.CreateTokenRequest{MaxKeys: 2,
+		Rules: []acl.Rule{{Kind: acl.Key, Prefix: "small/", Access: acl.Write}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	skv := pb.NewKVClient(etcdConn(t, c.Nodes[f].EtcdAddr()))
+	for i, k := range []string{"small/a", "small/b", "small/c"} {
+		_, err := skv.Put(with("token", small.Secret), &pb.PutRequest{Key: []byte(k)})
+		if i < 2 && err != nil {
+			t.Fatalf("put %d within max_keys: %v", i, err)
+		}
+		if i == 2 {
+			wantCode(t, "a put past max_keys", err, codes.ResourceExhausted, "max_keys")
+		}
+	}
+	_, err = skv.Txn(with("token", small.Secret), &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte("small/d")}}}}})
+	wantCode(t, "a txn past max_keys", err, codes.ResourceExhausted, "max_keys")
+
 	// A watch without a token, or outside the token's rules, is canceled
 	// as it is created; within them it is served.
 	watch := pb.NewWatchClient(etcdConn(t, c.Nodes[f].EtcdAddr()))
