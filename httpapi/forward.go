@@ -209,16 +209,12 @@ const leaderWatchInterval = 100 * time.Millisecond
 // answer at once and retries against the new leader. With handsOver (the
 // request itself moves leadership) a new leader is no reason to stop.
 func (s *Server) watchLeader(ctx context.Context, f *forwarding, to LeaderAddr, handsOver bool) {
-	t := time.NewTicker(leaderWatchInterval)
-	defer t.Stop()
+	s.leaders.join()
+	defer s.leaders.leave()
 	gone := s.limits.leaderGoneOrDefault()
 	var unknownSince time.Time
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+		woken := s.leaders.next()
 		isLeader, now := s.svc.Leader()
 		switch {
 		case (isLeader || now.Known() && now != to) && !handsOver:
@@ -231,6 +227,11 @@ func (s *Server) watchLeader(ctx context.Context, f *forwarding, to LeaderAddr, 
 		case time.Since(unknownSince) >= gone:
 			f.abort(errLeaderUnknown)
 			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-woken:
 		}
 	}
 }

@@ -141,6 +141,9 @@ type Server struct {
 	version       string
 	// bodyTimeout bounds the arrival of a request's body (limitBody).
 	bodyTimeout time.Duration
+	// leaders is the one poll of the leader that every forwarded
+	// request in flight waits on (watchLeader).
+	leaders *leaderPoll
 }
 
 // New returns a Server for cfg. It does no I/O. It panics if cfg.Service is
@@ -154,6 +157,7 @@ func New(cfg Config) *Server {
 		logger = slog.Default()
 	}
 	s := &Server{
+		leaders:       &leaderPoll{leader: cfg.Service.Leader, interval: leaderWatchInterval},
 		svc:           cfg.Service,
 		faults:        cfg.Faults,
 		clock:         cfg.Clock,
