@@ -283,7 +283,10 @@ func TestEtcd_KV(t *testing.T) {
 		t.Fatalf("range at revision %d: %v %v", p1.Header.Revision, old, err)
 	}
 	// A transaction that only reads, at that revision and now, from the
-	// follower's own state: no entry.
+	// follower's own state (once it has applied the last put): no entry.
+	servertest.WaitFor(t, 5*time.Second, "the follower to apply the last put", func() bool {
+		return c.Nodes[f].Node().FSM().AppliedIndex() >= uint64(kept.Header.Revision)
+	})
 	ro, err := kv.Txn(ctx, &pb.TxnRequest{
 		Compare: []*pb.Compare{{Key: odd, Target: pb.Compare_VALUE, Result: pb.Compare_EQUAL, TargetUnion: &pb.Compare_Value{Value: []byte("two")}}},
 		Success: []*pb.RequestOp{
