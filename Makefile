@@ -41,9 +41,10 @@ UNSAFE_PKGS := ./fsm ./lease ./server ./cmd/lockd
 # What CI runs (after lint): vet of both builds, then every test tier
 # (unit, in-process cluster, system) of the default build, then the tests
 # of the unsafe switches in UNSAFE_PKGS with UNSAFE_TAG, then RACE_PKGS
-# under the race detector, then the tests of the separate module
-# bench/compare, which go test ./... leaves out (a nested module is not
-# part of ./...).
+# under the race detector, then the tests of the separate modules
+# bench/compare and test/etcdcompat (etcd's client against lockd's etcd
+# API), which go test ./... leaves out (a nested module is not part of
+# ./...).
 test:
 	$(GO) vet ./...
 	$(GO) vet -tags $(UNSAFE_TAG) ./...
@@ -51,6 +52,7 @@ test:
 	$(GO) test -tags $(UNSAFE_TAG) -run Unsafe $(UNSAFE_PKGS)
 	$(GO) test -race $(RACE_PKGS)
 	cd bench/compare && $(GO) vet ./... && $(GO) test ./...
+	cd test/etcdcompat && $(GO) vet ./... && $(GO) test ./...
 
 # What the optional parts of make test use (Chromium, for the status
 # page's browser test), installed with apt-get as root, saying so first.
@@ -67,7 +69,7 @@ race:
 	$(GO) test -race ./...
 
 # gofmt, go vet and golangci-lint (.golangci.yml) over lockd and over the
-# separate module bench/compare. golangci-lint is pinned and installed into
+# separate modules bench/compare and test/etcdcompat. golangci-lint is pinned and installed into
 # ./bin with go install (not a dependency in go.mod), once: again only when
 # ./bin/golangci-lint is missing or reports another version.
 GOLANGCI_LINT_VERSION := 2.15.0
@@ -80,6 +82,7 @@ lint: golangci-lint
 	$(GOLANGCI_LINT) run ./...
 	$(GOLANGCI_LINT) run --build-tags $(UNSAFE_TAG) ./...
 	cd bench/compare && $(GO) vet ./... && $(GOLANGCI_LINT) run ./...
+	cd test/etcdcompat && $(GO) vet ./... && $(GOLANGCI_LINT) run ./...
 
 golangci-lint:
 	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q ' version $(GOLANGCI_LINT_VERSION) ' || { \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"time"
 
 	"github.com/lockd/lockd/api"
@@ -26,6 +27,20 @@ func (n *Node) leading() (*leaderTerm, error) {
 
 // CreateSession commits a new session and starts its deadline.
 func (n *Node) CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error) {
+	return n.createSession(ctx, newSessionID(), req)
+}
+
+// CreateSessionWithID is CreateSession with the session's id chosen by
+// the caller (the etcd layer names a session after its lease ID). An id
+// in use is refused with an error that wraps fsm.ErrSessionExists.
+func (n *Node) CreateSessionWithID(ctx context.Context, id string, req api.CreateSessionRequest) (api.Session, error) {
+	if id == "" {
+		return api.Session{}, badRequest(errors.New("empty session id"))
+	}
+	return n.createSession(ctx, id, req)
+}
+
+func (n *Node) createSession(ctx context.Context, id string, req api.CreateSessionRequest) (api.Session, error) {
 	t, err := n.leading()
 	if err != nil {
 		return api.Session{}, err
@@ -41,7 +56,6 @@ func (n *Node) CreateSession(ctx context.Context, req api.CreateSessionRequest) 
 	if err := n.checkSessionLimit(req.Owner); err != nil {
 		return api.Session{}, err
 	}
-	id := newSessionID()
 	res, err := n.propose(ctx, fsm.Command{Op: fsm.OpCreateSession, Session: id, Name: req.Name, TTL: ttl, LockDelay: delay,
 		SeqWindow: fsm.DefaultSeqWindow, Owner: req.Owner})
 	if err != nil {

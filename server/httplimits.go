@@ -110,7 +110,7 @@ func newConnCollector(ls map[string]*connlimit.Listener) *connCollector {
 	return &connCollector{
 		ls: ls,
 		open: prometheus.NewDesc("lockd_connections_open",
-			"Connections this node holds open within its limits, by port (api, peer).", []string{"port"}, nil),
+			"Connections this node holds open within its limits, by port (api, peer, and etcd with its API on).", []string{"port"}, nil),
 		refused: prometheus.NewDesc("lockd_connections_refused_total",
 			"Connections past a limit, by port and limit (per_client, total): answered 429/503 and closed on the API port, closed on the peer port.",
 			[]string{"port", "limit"}, nil),

@@ -19,9 +19,12 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/classic"
+	"github.com/lockd/lockd/etcdapi"
 	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/internal/connlimit"
 	"github.com/lockd/lockd/internal/mux"
@@ -107,6 +110,14 @@ type Config struct {
 	// HTTPBodyTimeout bounds the arrival of a request's body
 	// (httpapi.Config.BodyTimeout).
 	HTTPBodyTimeout time.Duration
+	// EtcdListen, when set, serves etcd's v3 gRPC API (package etcdapi)
+	// on that address, with HTTPTLS (and its client certificates) when
+	// set, and the HTTP port's connection limits; EtcdListener, when set,
+	// is used instead (tests). Neither set: nothing listens for it. Raft
+	// mode only. In Raft mode the peer port always serves the calls other
+	// nodes' etcd ports forward to the leader.
+	EtcdListen   string
+	EtcdListener net.Listener
 }
 
 // memberCheckTimeout bounds the leader's check of a new member's peer
@@ -127,7 +138,9 @@ type Server struct {
 	clock  *lease.SkewClock // with UnsafeFaults only
 	http   *http.Server
 	httpLn net.Listener
-	conns  map[string]*connlimit.Listener // the API and peer listeners, by port ("api", "peer")
+	etcd   *grpc.Server // nil without Config.EtcdListen
+	etcdLn net.Listener
+	conns  map[string]*connlimit.Listener // the API, peer and etcd listeners, by port ("api", "peer", "etcd")
 	// toPeer carries requests to other nodes' peer ports: forwarded
 	// requests, and this node's registration (internal/peerhttp).
 	toPeer *peerhttp.Transport
@@ -159,12 +172,22 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("listen on HTTP address %s: %w", cfg.HTTPListen, err)
 		}
 	}
+	etcdLn, err := listenEtcd(cfg)
+	if err != nil {
+		peerLn.Close()
+		httpLn.Close()
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "server"), stop: make(chan struct{}), failed: make(chan struct{})}
 	s.conns = map[string]*connlimit.Listener{
 		"api":  limitListener(httpLn, cfg.HTTPConns, "API", s.log, connlimit.AnswerOver()),
 		"peer": limitListener(peerLn, cfg.PeerConns, "peer", s.log),
 	}
 	httpLn, peerLn = s.conns["api"], s.conns["peer"]
+	if etcdLn != nil {
+		s.conns["etcd"] = limitListener(etcdLn, cfg.HTTPConns, "etcd", s.log)
+		s.etcdLn = s.conns["etcd"]
+	}
 	// net/http's own answers to requests it cannot parse, JSON where the
 	// raw connection carries them (under TLS, when ServeTLS adds it).
 	httpLn = httpapi.EarlyAnswers(httpLn, httpMaxHeaderBytes)
@@ -209,6 +232,9 @@ func Start(cfg Config) (*Server, error) {
 		}
 		_ = s.mux.Close()
 		httpLn.Close()
+		if s.etcdLn != nil {
+			s.etcdLn.Close()
+		}
 		return nil, err
 	}
 	s.node = node
@@ -239,10 +265,27 @@ func Start(cfg Config) (*Server, error) {
 			_ = node.Close()
 			_ = s.mux.Close()
 			httpLn.Close()
+			if s.etcdLn != nil {
+				s.etcdLn.Close()
+			}
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
-	s.serveLogged("forwarded requests", func() error { return peerhttp.Serve(fwd, handler, s.log) })
+	var peerHandler http.Handler = handler
+	if s.el == nil {
+		ec := etcdapi.Config{Backend: node, ACL: cfg.ACL, PeerTransport: s.toPeer, Logger: cfg.Logger}
+		ea := etcdapi.New(ec)
+		peerHandler = withEtcdForwards(handler, ea.ForwardHandler())
+		if s.etcdLn != nil {
+			var opts []grpc.ServerOption
+			if cfg.HTTPTLS != nil {
+				opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.HTTPTLS)))
+			}
+			s.etcd = ea.GRPCServer(opts...)
+			s.serveLogged("etcd's API", func() error { return s.etcd.Serve(s.etcdLn) })
+		}
+	}
+	s.serveLogged("forwarded requests", func() error { return peerhttp.Serve(fwd, peerHandler, s.log) })
 	var h http.Handler = handler
 	if cfg.Pprof {
 		h = withPprof(h)
@@ -368,6 +411,7 @@ func (s *Server) Close() error {
 		if herr := s.http.Shutdown(ctx); herr != nil {
 			_ = s.http.Close() // the drain timed out: drop what is left
 		}
+		s.stopEtcd()
 		_ = s.mux.Close() // the node is closed: nothing is left to tell
 	})
 	return err
@@ -384,9 +428,60 @@ func (s *Server) Abort() error {
 			_ = s.el.Close()
 		}
 		_ = s.http.Close()
+		s.stopEtcd()
 		_ = s.mux.Close()
 	})
 	return nil
+}
+
+// listenEtcd listens on Config.EtcdListen, or returns EtcdListener: nil
+// when neither is set.
+func listenEtcd(cfg Config) (net.Listener, error) {
+	switch {
+	case cfg.EtcdListener == nil && cfg.EtcdListen == "":
+		return nil, nil
+	case cfg.Election != "" && cfg.Election != "raft":
+		if cfg.EtcdListener != nil {
+			cfg.EtcdListener.Close()
+		}
+		return nil, errors.New("etcd's API is served in Raft mode only")
+	case cfg.EtcdListener != nil:
+		return cfg.EtcdListener, nil
+	}
+	ln, err := net.Listen("tcp", cfg.EtcdListen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on etcd address %s: %w", cfg.EtcdListen, err)
+	}
+	return ln, nil
+}
+
+// EtcdAddr returns the address etcd's API listens on, "" if it does not.
+func (s *Server) EtcdAddr() string {
+	if s.etcdLn == nil {
+		return ""
+	}
+	return s.etcdLn.Addr().String()
+}
+
+// stopEtcd closes etcd's port: its streams (lease keepalives) end at once.
+func (s *Server) stopEtcd() {
+	if s.etcd != nil {
+		s.etcd.Stop()
+	} else if s.etcdLn != nil {
+		_ = s.etcdLn.Close()
+	}
+}
+
+// withEtcdForwards serves the calls forwarded to etcd's API
+// (etcdapi.ForwardPath) with etcd, everything else with api.
+func withEtcdForwards(lockd, etcd http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, etcdapi.ForwardPath) {
+			etcd.ServeHTTP(w, r)
+			return
+		}
+		lockd.ServeHTTP(w, r)
+	})
 }
 
 // register makes sure this node is in the cluster's member table with its

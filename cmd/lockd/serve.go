@@ -57,6 +57,7 @@ type serveFlags struct {
 	bodyTimeout                     time.Duration
 	httpConnsPerClient, httpConns   int
 	peerConnsPerClient, peerConns   int
+	etcdAddr                        string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -64,6 +65,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.id, "id", "n1", "this node's unique, stable id")
 	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:7400", "HTTP API listen address")
 	fs.StringVar(&f.peerAddr, "peer", "127.0.0.1:7401", "peer (Raft) listen address")
+	fs.StringVar(&f.etcdAddr, "etcd-listen", "", "serve etcd's v3 gRPC API (docs/etcd.md) on this address, with the HTTP port's TLS, client certificates, ACLs and connection limits; Raft mode only; default off: nothing listens")
 	fs.StringVar(&f.dataDir, "data", "./lockd-data", "data directory (Raft log, snapshots)")
 	fs.StringVar(&f.logStore, "log-store", d.LogStore, "Raft log store: boltdb, or wal (one fsync per append; a data dir keeps the store it was created with)")
 	fs.StringVar(&f.advertiseHTTP, "advertise-http", "", "HTTP URL other nodes forward to and clients follow (default http://<--http>, https:// with --tls-cert)")
@@ -165,7 +167,7 @@ func serve(args []string) int {
 		fmt.Fprintf(os.Stderr, "lockd serve: %v\n", err)
 		return cli.ExitError
 	}
-	logger.Info("lockd serving", "id", cfg.Node.ID, "http", srv.HTTPURL(), "peer", srv.PeerAddr(),
+	logger.Info("lockd serving", "id", cfg.Node.ID, "http", srv.HTTPURL(), "peer", srv.PeerAddr(), "etcd", srv.EtcdAddr(),
 		"data", cfg.Node.DataDir, "client_certs", cfg.HTTPTLS != nil && cfg.HTTPTLS.ClientCAs != nil,
 		"peer_mtls", cfg.PeerTLS != nil, "version", version)
 	f.unsafe.warn(logger)
@@ -225,6 +227,9 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	}
 	if f.election != "raft" && (f.nonVoter || f.voters != 0) {
 		return server.Config{}, fmt.Errorf("--non-voter and --voters are for --election raft: the classic modes have a fixed membership")
+	}
+	if f.election != "raft" && f.etcdAddr != "" {
+		return server.Config{}, fmt.Errorf("--etcd-listen needs --election raft: etcd's API is served over the replicated state only")
 	}
 	if f.election != "raft" && f.initialCluster == "" {
 		return server.Config{}, fmt.Errorf("--election %s needs --initial-cluster naming every member", f.election)
@@ -308,7 +313,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		UnsafeFaults: f.unsafe.faultsOn(), Pprof: f.pprof, Logger: logger, Election: f.election, MembersHTTP: membersHTTP,
 		HTTPTLS: tc.http, PeerTLS: tc.peer, APIClientTLS: tc.apiClient,
 		ACL: f.aclOn, ACLToken: own, RateLimit: httpapi.RateLimit{Rate: f.rate, Burst: f.burst},
-		HTTPConns: httpConns, PeerConns: peerConns, HTTPBodyTimeout: f.bodyTimeout}, nil
+		HTTPConns: httpConns, PeerConns: peerConns, HTTPBodyTimeout: f.bodyTimeout, EtcdListen: f.etcdAddr}, nil
 }
 
 // connLimits checks the connection-limit flags and fills in their

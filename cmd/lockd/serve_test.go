@@ -139,3 +139,25 @@ func TestServeFlags_ClassicWithoutClusterHTTP(t *testing.T) {
 		t.Fatalf("election %q, members' HTTP %v, advertised %q", cfg.Election, cfg.MembersHTTP, cfg.Node.HTTPAddr)
 	}
 }
+
+// etcd's API is off unless --etcd-listen (or LOCKD_ETCD_LISTEN) names an
+// address, and only in Raft mode.
+func TestServeFlags_EtcdListen(t *testing.T) {
+	if cfg := mustServeConfig(t, nil, nil); cfg.EtcdListen != "" || cfg.EtcdListener != nil {
+		t.Fatalf("etcd's API on by default: %q", cfg.EtcdListen)
+	}
+	if cfg := mustServeConfig(t, []string{"--etcd-listen", "127.0.0.1:2379"}, nil); cfg.EtcdListen != "127.0.0.1:2379" {
+		t.Fatalf("--etcd-listen gave %q", cfg.EtcdListen)
+	}
+	if cfg := mustServeConfig(t, nil, map[string]string{"LOCKD_ETCD_LISTEN": "127.0.0.1:2380"}); cfg.EtcdListen != "127.0.0.1:2380" {
+		t.Fatalf("LOCKD_ETCD_LISTEN gave %q", cfg.EtcdListen)
+	}
+	f, err := parseServe(t, []string{"--etcd-listen", "127.0.0.1:2379", "--election", "ring", "--initial-cluster", "n1=127.0.0.1:7401"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := f.logger()
+	if _, err := f.config(logger); err == nil || !strings.Contains(err.Error(), "--etcd-listen") {
+		t.Fatalf("--etcd-listen in a classic mode: %v", err)
+	}
+}

@@ -106,7 +106,7 @@ var floors = [][]string{
 	{"acl"},
 	{"api", "internal/backup", "internal/certs", "internal/connlimit", "internal/ctxsleep", "internal/logthrottle", "internal/mux", "internal/peerhttp", "internal/cli"},
 	{"fsm", "classic"},
-	{"lease", "httpapi", "client"},
+	{"lease", "httpapi", "etcdapi", "client"},
 	{"server"},
 	{"cmd/lockd", "examples"},
 	{"test"},
@@ -167,8 +167,24 @@ func TestLayout_TheRulesOfTheIssue(t *testing.T) {
 	for _, r := range []string{"lease", "fsm"} {
 		for _, d := range deps(r) {
 			ir := rel(d)
-			if d == "net/http/httptest" || ir == "httpapi" || strings.HasPrefix(ir, "httpapi/") || ir == "server" {
-				t.Errorf("%s depends on %s: the core knows no HTTP layer and no assembly", r, d)
+			if d == "net/http/httptest" || ir == "httpapi" || strings.HasPrefix(ir, "httpapi/") || ir == "server" ||
+				ir == "etcdapi" || strings.HasPrefix(d, "google.golang.org/grpc") || strings.HasPrefix(d, "go.etcd.io/etcd/") {
+				t.Errorf("%s depends on %s: the core knows no HTTP or gRPC layer and no assembly", r, d)
+			}
+		}
+	}
+	for _, d := range deps("etcdapi") {
+		if ir := rel(d); ir == "lease" || ir == "httpapi" || ir == "server" {
+			t.Errorf("etcdapi depends on %s: it serves a Backend interface, as httpapi serves its Service", ir)
+		}
+	}
+	// Of etcd, lockd's own packages use the published protobuf types only
+	// (go.etcd.io/etcd/api/v3): never its client or server modules, which
+	// only the separate module test/etcdcompat brings in.
+	for r, p := range pkgs {
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, "go.etcd.io/etcd/") && !strings.HasPrefix(d, "go.etcd.io/etcd/api/v3/") {
+				t.Errorf("%s depends on %s: of etcd only go.etcd.io/etcd/api/v3 may be used", r, d)
 			}
 		}
 	}

@@ -96,6 +96,26 @@ func mustListen(t testing.TB, addr string) net.Listener {
 	return nil
 }
 
+// ServeEtcd is a setup for NewWith that serves etcd's API on every node,
+// on a port the OS picks (server.Server.EtcdAddr names it).
+func ServeEtcd(t testing.TB) func(i int, cfg *server.Config) {
+	return func(_ int, cfg *server.Config) {
+		ln := mustListen(t, "127.0.0.1:0")
+		cfg.EtcdListener, cfg.EtcdListen = ln, ln.Addr().String()
+	}
+}
+
+// EtcdAddrs returns the addresses of etcd's API of the nodes that are up.
+func (c *Cluster) EtcdAddrs() []string {
+	var out []string
+	for _, s := range c.Nodes {
+		if s != nil && s.EtcdAddr() != "" {
+			out = append(out, s.EtcdAddr())
+		}
+	}
+	return out
+}
+
 // Configure changes node i's configuration for its next Start (a new
 // metrics registry, say: a registry takes a node's collectors once).
 func (c *Cluster) Configure(i int, f func(cfg *server.Config)) { f(&c.cfgs[i]) }
@@ -108,12 +128,15 @@ func (c *Cluster) Start(i int) {
 		// A port a stopped node just released; retry while it frees up.
 		cfg.PeerListener = mustListen(c.t, cfg.PeerListen)
 		cfg.HTTPListener = mustListen(c.t, cfg.HTTPListen)
+		if cfg.EtcdListen != "" {
+			cfg.EtcdListener = mustListen(c.t, cfg.EtcdListen)
+		}
 	}
 	s, err := server.Start(cfg)
 	if err != nil {
 		c.t.Fatalf("start node %d: %v", i, err)
 	}
-	c.cfgs[i].PeerListener, c.cfgs[i].HTTPListener = nil, nil
+	c.cfgs[i].PeerListener, c.cfgs[i].HTTPListener, c.cfgs[i].EtcdListener = nil, nil, nil
 	// Only a first start skips the boot wait: a restarted node may have
 	// promised a leader not to vote, and waits that promise out (A3).
 	c.cfgs[i].Node.NoBootWait = false

@@ -1,0 +1,443 @@
+package etcdcompat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"github.com/lockd/lockd/server"
+	"github.com/lockd/lockd/test/servertest"
+)
+
+// newClient returns etcd's client for endpoints.
+func newClient(t *testing.T, endpoints []string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+func keys(kvs []*mvccpb.KeyValue) string {
+	out := ""
+	for i, kv := range kvs {
+		if i > 0 {
+			out += ","
+		}
+		out += string(kv.Key)
+	}
+	return out
+}
+
+// TestClientV3 runs etcd's client and its concurrency recipes against a
+// 3-node lockd cluster: each subtest on its own keys.
+func TestClientV3(t *testing.T) {
+	c := servertest.NewWith(t, 3, servertest.ServeEtcd(t))
+	c.WaitLeader()
+	cli := newClient(t, c.EtcdAddrs())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	defer cancel()
+
+	t.Run("KV", func(t *testing.T) {
+		p, err := cli.Put(ctx, "kv/a", "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"kv/b", "kv/c", "kv/d"} {
+			if _, err := cli.Put(ctx, k, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g, err := cli.Get(ctx, "kv/a")
+		if err != nil || len(g.Kvs) != 1 || string(g.Kvs[0].Value) != "1" || g.Kvs[0].ModRevision != p.Header.Revision {
+			t.Fatalf("get: %v %v", g, err)
+		}
+		if _, err := cli.Put(ctx, "kv/a", "2"); err != nil {
+			t.Fatal(err)
+		}
+		if old, err := cli.Get(ctx, "kv/a", clientv3.WithRev(p.Header.Revision)); err != nil || string(old.Kvs[0].Value) != "1" {
+			t.Fatalf("get at a past revision: %v %v", old, err)
+		}
+		all, err := cli.Get(ctx, "kv/", clientv3.WithPrefix())
+		if err != nil || keys(all.Kvs) != "kv/a,kv/b,kv/c,kv/d" || all.Count != 4 {
+			t.Fatalf("prefix: %v %v", all, err)
+		}
+		page, _ := cli.Get(ctx, "kv/", clientv3.WithPrefix(), clientv3.WithLimit(2), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+		if keys(page.Kvs) != "kv/d,kv/c" || !page.More {
+			t.Fatalf("sorted page: %v", page)
+		}
+		from, _ := cli.Get(ctx, "kv/c", clientv3.WithFromKey(), clientv3.WithKeysOnly())
+		if keys(from.Kvs) != "kv/c,kv/d" || from.Kvs[0].Value != nil {
+			t.Fatalf("from a key: %v", from)
+		}
+		n, _ := cli.Get(ctx, "kv/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if n.Count != 4 || len(n.Kvs) != 0 {
+			t.Fatalf("count: %v", n)
+		}
+		if s, err := cli.Get(ctx, "kv/b", clientv3.WithSerializable()); err != nil || len(s.Kvs) != 1 {
+			t.Fatalf("serializable: %v %v", s, err)
+		}
+		// A compare-and-swap and its failure.
+		tx, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.Value("kv/a"), "=", "2"), clientv3.Compare(clientv3.Version("kv/a"), "=", 2)).
+			Then(clientv3.OpPut("kv/a", "3"), clientv3.OpGet("kv/", clientv3.WithPrefix())).Else(clientv3.OpGet("kv/a")).Commit()
+		if err != nil || !tx.Succeeded || keys(tx.Responses[1].GetResponseRange().Kvs) != "kv/a,kv/b,kv/c,kv/d" {
+			t.Fatalf("txn: %v %v", tx, err)
+		}
+		tx, err = cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision("kv/a"), "<", p.Header.Revision)).Then(clientv3.OpDelete("kv/a")).
+			Else(clientv3.OpGet("kv/a")).Commit()
+		if err != nil || tx.Succeeded || string(tx.Responses[0].GetResponseRange().Kvs[0].Value) != "3" {
+			t.Fatalf("failed txn: %v %v", tx, err)
+		}
+		d, err := cli.Delete(ctx, "kv/", clientv3.WithPrefix(), clientv3.WithPrevKV())
+		if err != nil || d.Deleted != 4 || len(d.PrevKvs) != 4 {
+			t.Fatalf("delete prefix: %v %v", d, err)
+		}
+		if _, err := cli.Get(ctx, "kv/a", clientv3.WithRev(d.Header.Revision+1_000_000)); !errors.Is(err, rpctypes.ErrFutureRev) {
+			t.Fatalf("get at a future revision: %v", err)
+		}
+	})
+
+	t.Run("Lease", func(t *testing.T) {
+		l, err := cli.Grant(ctx, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(ctx, "lease/a", "v", clientv3.WithLease(l.ID)); err != nil {
+			t.Fatal(err)
+		}
+		kctx, stop := context.WithCancel(ctx)
+		ch, err := cli.KeepAlive(kctx, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.After(7 * time.Second) // three TTLs and more
+		for alive := true; alive; {
+			select {
+			case r, ok := <-ch:
+				if !ok || r.TTL != 2 {
+					t.Fatalf("keepalive: %v", r)
+				}
+			case <-deadline:
+				alive = false
+			}
+		}
+		ttl, err := cli.TimeToLive(ctx, l.ID, clientv3.WithAttachedKeys())
+		if err != nil || ttl.GrantedTTL != 2 || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != "lease/a" {
+			t.Fatalf("time to live: %v %v", ttl, err)
+		}
+		if g, _ := cli.Get(ctx, "lease/a"); len(g.Kvs) != 1 || g.Kvs[0].Lease != int64(l.ID) {
+			t.Fatalf("a kept-alive lease's key: %v", g)
+		}
+		// No more keepalives: the lease expires, and its key goes.
+		stop()
+		servertest.WaitFor(t, 10*time.Second, "the key of an expired lease to go", func() bool {
+			g, err := cli.Get(ctx, "lease/a")
+			return err == nil && len(g.Kvs) == 0
+		})
+		// Revoke takes the keys at once.
+		l2, err := cli.Grant(ctx, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Put(ctx, "lease/b", "v", clientv3.WithLease(l2.ID)); err != nil {
+			t.Fatal(err)
+		}
+		if ls, err := cli.Leases(ctx); err != nil || len(ls.Leases) != 1 || ls.Leases[0].ID != l2.ID {
+			t.Fatalf("leases: %v %v", ls, err)
+		}
+		if _, err := cli.KeepAliveOnce(ctx, l2.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Revoke(ctx, l2.ID); err != nil {
+			t.Fatal(err)
+		}
+		if g, _ := cli.Get(ctx, "lease/b"); len(g.Kvs) != 0 {
+			t.Fatalf("a revoked lease's key: %v", g)
+		}
+		if _, err := cli.KeepAliveOnce(ctx, l2.ID); !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			t.Fatalf("keepalive of a revoked lease: %v", err)
+		}
+	})
+
+	t.Run("Watch", func(t *testing.T) {
+		first, err := cli.Put(ctx, "watch/a", "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		wch := cli.Watch(wctx, "watch/", clientv3.WithPrefix(), clientv3.WithRev(first.Header.Revision), clientv3.WithPrevKV())
+		if _, err := cli.Put(ctx, "watch/b", "2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cli.Delete(ctx, "watch/a"); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for len(got) < 3 {
+			r := <-wch
+			if err := r.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range r.Events {
+				s := fmt.Sprintf("%s %s", e.Type, e.Kv.Key)
+				if e.PrevKv != nil {
+					s += " prev " + string(e.PrevKv.Value)
+				}
+				got = append(got, s)
+			}
+		}
+		if fmt.Sprint(got) != "[PUT watch/a PUT watch/b DELETE watch/a prev 1]" {
+			t.Fatalf("events: %v", got)
+		}
+	})
+
+	t.Run("Mutex", func(t *testing.T) {
+		s1, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s1.Close() }()
+		s2, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s2.Close() }()
+		m1, m2 := concurrency.NewMutex(s1, "mutex/a"), concurrency.NewMutex(s2, "mutex/a")
+		if err := m1.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := m2.TryLock(ctx); !errors.Is(err, concurrency.ErrLocked) {
+			t.Fatalf("try lock of a held mutex: %v", err)
+		}
+		// A blocked Lock waits for the holder's key to go (a watch).
+		locked := make(chan error, 1)
+		go func() { locked <- m2.Lock(ctx) }()
+		select {
+		case err := <-locked:
+			t.Fatalf("lock of a held mutex returned %v", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if err := m1.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-locked; err != nil {
+			t.Fatalf("lock after unlock: %v", err)
+		}
+		// The holder's session lost: the next waiter gets it.
+		go func() { locked <- m1.Lock(ctx) }()
+		time.Sleep(300 * time.Millisecond)
+		if _, err := cli.Revoke(ctx, s2.Lease()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-locked; err != nil {
+			t.Fatalf("lock after the holder's session ended: %v", err)
+		}
+		if err := m1.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// Contention: workers take the mutex in turn, never two at once.
+		var inside, maxInside, total atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer func() { _ = s.Close() }()
+				m := concurrency.NewMutex(s, "mutex/contended")
+				for range 5 {
+					if err := m.Lock(ctx); err != nil {
+						errs <- err
+						return
+					}
+					n := inside.Add(1)
+					if n > maxInside.Load() {
+						maxInside.Store(n)
+					}
+					total.Add(1)
+					time.Sleep(time.Millisecond)
+					inside.Add(-1)
+					if err := m.Unlock(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if maxInside.Load() != 1 || total.Load() != 40 {
+			t.Fatalf("%d holders at once at most, %d cycles", maxInside.Load(), total.Load())
+		}
+	})
+
+	t.Run("Election", func(t *testing.T) {
+		s1, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s1.Close() }()
+		s2, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s2.Close() }()
+		e1, e2 := concurrency.NewElection(s1, "elect/a"), concurrency.NewElection(s2, "elect/a")
+		if err := e1.Campaign(ctx, "one"); err != nil {
+			t.Fatal(err)
+		}
+		won := make(chan error, 1)
+		go func() { won <- e2.Campaign(ctx, "two") }()
+		if l, err := e1.Leader(ctx); err != nil || string(l.Kvs[0].Value) != "one" {
+			t.Fatalf("leader: %v %v", l, err)
+		}
+		if err := e1.Proclaim(ctx, "one again"); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := e2.Leader(ctx); string(l.Kvs[0].Value) != "one again" {
+			t.Fatalf("leader after proclaim: %v", l)
+		}
+		if err := e1.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-won; err != nil {
+			t.Fatalf("campaign after the leader resigned: %v", err)
+		}
+		if l, _ := e1.Leader(ctx); string(l.Kvs[0].Value) != "two" {
+			t.Fatalf("leader after resign: %v", l)
+		}
+	})
+
+	t.Run("STM", func(t *testing.T) {
+		// Transfers between accounts in software transactions, in every
+		// isolation of etcd's STM that checks its reads, keep the total.
+		const accounts, start = 4, 100
+		for i := range accounts {
+			if _, err := cli.Put(ctx, fmt.Sprintf("stm/%d", i), fmt.Sprint(start)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		isolations := []concurrency.Isolation{concurrency.SerializableSnapshot, concurrency.Serializable, concurrency.RepeatableReads}
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := range 6 {
+					from, to := fmt.Sprintf("stm/%d", (w+n)%accounts), fmt.Sprintf("stm/%d", (w+n+1)%accounts)
+					_, err := concurrency.NewSTM(cli, func(s concurrency.STM) error {
+						// A serializable read may come from a node that
+						// is behind, even before the accounts were made:
+						// what it read is checked when the transaction
+						// commits, and it runs again if that changed.
+						var a, b int
+						_, _ = fmt.Sscan(s.Get(from), &a)
+						_, _ = fmt.Sscan(s.Get(to), &b)
+						s.Put(from, fmt.Sprint(a-3))
+						s.Put(to, fmt.Sprint(b+3))
+						return nil
+					}, concurrency.WithIsolation(isolations[w%3]), concurrency.WithAbortContext(ctx))
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		g, err := cli.Get(ctx, "stm/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0
+		for _, kv := range g.Kvs {
+			var v int
+			if _, err := fmt.Sscan(string(kv.Value), &v); err != nil {
+				t.Fatal(err)
+			}
+			total += v
+		}
+		if total != accounts*start {
+			t.Fatalf("the accounts hold %d in all, want %d", total, accounts*start)
+		}
+	})
+
+	t.Run("LeaderFailover", func(t *testing.T) {
+		if _, err := cli.Put(ctx, "failover/a", "before"); err != nil {
+			t.Fatal(err)
+		}
+		c.Crash(c.WaitLeader())
+		servertest.WaitFor(t, 20*time.Second, "a put after the leader crashed", func() bool {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			_, err := cli.Put(pctx, "failover/a", "after")
+			return err == nil
+		})
+		if g, err := cli.Get(ctx, "failover/a"); err != nil || string(g.Kvs[0].Value) != "after" {
+			t.Fatalf("get after failover: %v %v", g, err)
+		}
+	})
+}
+
+// TestClientV3_ACL: with ACLs on, etcd's client authenticates with a
+// lockd token's secret as its password and is served; without it, it is
+// refused.
+func TestClientV3_ACL(t *testing.T) {
+	const secret = "etcdcompat-bootstrap-secret" //nolint:gosec // G101: a fixture for a throwaway test cluster
+	etcd := servertest.ServeEtcd(t)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		cfg.ACL = true
+		cfg.Node.ACLBootstrapSecret = secret
+		etcd(i, cfg)
+	})
+	servertest.WaitFor(t, 10*time.Second, "the bootstrap token", func() bool {
+		_, ok := c.Nodes[0].Node().ResolveToken(secret)
+		return ok
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	anon := newClient(t, c.EtcdAddrs())
+	if _, err := anon.Put(ctx, "acl/a", "v"); err == nil {
+		t.Fatal("a put without a token was served")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.EtcdAddrs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		Username: "anyone", Password: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.Close() }()
+	if _, err := cli.Put(ctx, "acl/a", "v"); err != nil {
+		t.Fatalf("a put with the token: %v", err)
+	}
+	st, err := cli.Status(ctx, c.EtcdAddrs()[0])
+	if err != nil || st.Leader != st.Header.MemberId {
+		t.Fatalf("status of the only node: %v %v", st, err)
+	}
+}
