@@ -374,8 +374,8 @@ const (
 )
 
 // CreateTokenRequest is the body of POST /v1/acl/tokens: an admin token,
-// or one with rules (acl.Rule: kind "lock" or "election", a name prefix,
-// access "read" or "write").
+// or one with rules (acl.Rule: kind "lock", "election" or "key", a name
+// or key prefix, access "read" or "write").
 type CreateTokenRequest struct {
 	Description string     `json:"description,omitempty"`
 	Admin       bool       `json:"admin,omitempty"`
