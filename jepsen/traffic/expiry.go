@@ -1,10 +1,7 @@
 package traffic
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -83,25 +80,5 @@ func (t *Traffic) abandonOne(ctx context.Context, hc *http.Client, id int, ep st
 // rawCall sends one request without the client library (which would keep
 // the session alive), once, with a one-second deadline.
 func rawCall(ctx context.Context, hc *http.Client, base, path string, in, out any) error {
-	b, _ := json.Marshal(in)
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", base+path, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode >= 300 {
-		e := &api.Error{}
-		if json.Unmarshal(raw, e) == nil && e.Code != "" {
-			return e
-		}
-		return &api.Error{Code: "http", Message: resp.Status}
-	}
-	return json.Unmarshal(raw, out)
+	return doJSON(ctx, hc, http.MethodPost, base+path, in, out)
 }

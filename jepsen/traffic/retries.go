@@ -1,10 +1,7 @@
 package traffic
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -101,30 +98,7 @@ func (t *Traffic) retryWorker(ctx context.Context, rng *rand.Rand) {
 // postJSON posts in to url with a one-second deadline and decodes a
 // successful answer into out; an error answer comes back as a wire error.
 func postJSON(ctx context.Context, hc *http.Client, url string, in, out any) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var e api.Error
-		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Code == "" {
-			return fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		return &e
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return doJSON(ctx, hc, http.MethodPost, url, in, out)
 }
 
 func (t *Traffic) addRetry(r Retry) {
