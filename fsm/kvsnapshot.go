@@ -49,20 +49,6 @@ func (f *kvFile) empty() bool {
 	return f.KVIndex == 0 && f.KVSeq == 0 && f.KVs == nil && f.KVEvents == nil && f.KVCompacted == 0
 }
 
-// file encodes the frozen namespace.
-func (v kvView) file() kvFile {
-	out := kvFile{KVIndex: v.index, KVSeq: v.seq, KVCompacted: v.compacted}
-	v.tree.Ascend(func(kv *KV) bool {
-		out.KVs = append(out.KVs, *kv)
-		return true
-	})
-	v.events.Ascend(func(e *histEvent) bool {
-		out.KVEvents = append(out.KVEvents, storedEvent{Index: e.index, At: e.at, Type: e.typ, KV: e.kv, Prev: e.prev})
-		return true
-	})
-	return out
-}
-
 // load fills the empty namespace of st from a snapshot, refusing what
 // the entries could not have produced.
 func (k *kvStore) load(f kvFile, applied uint64, sessions *cowMap[Session]) error {

@@ -113,36 +113,6 @@ func (f *FSM) View() *View {
 // AppliedIndex returns the index of the last entry the view holds.
 func (v *View) AppliedIndex() uint64 { return v.applied }
 
-// Marshal encodes the view in the snapshot format Restore reads.
-func (v *View) Marshal() ([]byte, error) {
-	file := snapshotFile{
-		Version:         snapshotVersion,
-		AppliedIndex:    v.applied,
-		LocksIndex:      v.locksIndex,
-		ElectionsIndex:  v.electionsIndex,
-		Sessions:        v.sessions.sortedValues(),
-		Locks:           lockValues(v.locks),
-		Elections:       lockValues(v.elections),
-		Members:         v.members,
-		ACLTokens:       v.tokens,
-		ACLBootstrapped: v.bootstrapped,
-		kvFile:          v.kv.file(),
-	}
-	for id, t := range v.seqs.all() {
-		if len(t.last) > 0 {
-			file.Seqs = setKey(file.Seqs, id, t.last)
-		}
-		if t.floor > 0 {
-			file.SeqFloors = setKey(file.SeqFloors, id, t.floor)
-		}
-	}
-	b, err := json.Marshal(file)
-	if err != nil {
-		return nil, fmt.Errorf("fsm: snapshot: %w", err)
-	}
-	return b, nil
-}
-
 // setKey sets m[k] = v, making m first if it is nil.
 func setKey[V any](m map[string]V, k string, v V) map[string]V {
 	if m == nil {
@@ -150,14 +120,6 @@ func setKey[V any](m map[string]V, k string, v V) map[string]V {
 	}
 	m[k] = v
 	return m
-}
-
-func lockValues(objs *cowMap[*Lock]) []Lock {
-	out := make([]Lock, 0, objs.len())
-	for _, l := range objs.sortedValues() {
-		out = append(out, *l)
-	}
-	return out
 }
 
 // Restore replaces the whole state with the snapshot read from r. On any

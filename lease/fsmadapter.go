@@ -47,7 +47,7 @@ func (a raftFSM) ApplyBatch(logs []*raft.Log) []any {
 }
 
 // Snapshot freezes the state on the FSM goroutine, at a cost that does not
-// grow with the state (fsm.View); Persist encodes and writes it while
+// grow with the state (fsm.View); Persist streams it to the sink while
 // Apply goes on.
 func (a raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	s := &fsmSnapshot{v: a.f.View(), stats: a.snaps, start: time.Now()}
@@ -74,17 +74,14 @@ type fsmSnapshot struct {
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	b, err := s.v.Marshal()
-	if err == nil {
-		_, err = sink.Write(b)
-	}
+	n, err := s.v.WriteTo(sink)
 	if err != nil {
 		_ = sink.Cancel()
 		s.end(0, false)
 		return err
 	}
 	err = sink.Close()
-	s.end(len(b), err == nil)
+	s.end(int(n), err == nil)
 	return err
 }
 
