@@ -211,25 +211,80 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 		s.removeTemporary(fmt.Sprintf("%d-%d-", term, index))
 		return nil, err
 	}
-	return &watchedSink{SnapshotSink: sink, w: s.w}, nil
+	// hashicorp/raft writes a snapshot to NAME.tmp/state.bin.
+	state := filepath.Join(s.dir, sink.ID()+".tmp", "state.bin")
+	return &watchedSink{SnapshotSink: sink, w: s.w, state: state}, nil
 }
 
-// watchedSink reports a snapshot's write errors to a storageWatch.
+// snapshotSyncEvery is how much of a snapshot is written between two
+// flushes of its file to disk.
+const snapshotSyncEvery = 4 << 20
+
+// watchedSink reports a snapshot's write errors to a storageWatch, and
+// flushes the snapshot's file to disk every snapshotSyncEvery bytes as it
+// is written. Raft syncs the file once, when it closes the sink; left to
+// that one sync, a snapshot of hundreds of MiB goes to disk all at once,
+// and the disk's queue holds the small syncs of the Raft log behind it for
+// as long (hundreds of ms on this project's test machines: puts stalled,
+// and a leader could miss its lease renewals). Flushed as it goes, each
+// flush is a few ms, and the log's syncs pass between them.
 type watchedSink struct {
 	raft.SnapshotSink
-	w *storageWatch
+	w        *storageWatch
+	state    string   // the file the sink writes
+	file     *os.File // state, opened to sync it; nil until the first sync
+	unsynced int
+	syncErr  bool // a sync failed: stop trying (Raft's own sync decides)
 }
 
 func (k *watchedSink) Write(p []byte) (int, error) {
 	n, err := k.SnapshotSink.Write(p)
 	if err != nil {
 		k.w.note(err)
+		return n, err
 	}
-	return n, err
+	if k.unsynced += n; k.unsynced >= snapshotSyncEvery {
+		k.unsynced = 0
+		k.sync()
+	}
+	return n, nil
+}
+
+// sync flushes what has reached the snapshot's file so far. A failure is
+// logged once and ends the early flushes; it is not the snapshot's
+// failure, which Raft's sync at Close decides.
+func (k *watchedSink) sync() {
+	if k.syncErr {
+		return
+	}
+	var err error
+	if k.file == nil {
+		k.file, err = os.Open(k.state)
+	}
+	if err == nil {
+		err = k.file.Sync()
+	}
+	if err != nil {
+		k.syncErr = true
+		k.w.log.Warn("could not flush a snapshot as it was written; it is flushed once at its end", "file", k.state, "err", err)
+	}
+}
+
+func (k *watchedSink) closeFile() {
+	if k.file != nil {
+		_ = k.file.Close()
+		k.file = nil
+	}
 }
 
 func (k *watchedSink) Close() error {
+	k.closeFile()
 	err := k.SnapshotSink.Close()
 	k.w.note(err)
 	return err
+}
+
+func (k *watchedSink) Cancel() error {
+	k.closeFile()
+	return k.SnapshotSink.Cancel()
 }

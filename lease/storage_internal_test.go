@@ -79,3 +79,46 @@ func TestStoreOpenError_SaysWhatIsWrong(t *testing.T) {
 		t.Error("the full-disk error does not wrap ENOSPC")
 	}
 }
+
+// TestSnapshotStore_FlushesAsItWrites: the sink finds the file Raft
+// writes the snapshot to and flushes it every snapshotSyncEvery bytes
+// (were hashicorp/raft to move the file, the flushes would fail, and this
+// would say so); the snapshot is whole and readable after Close.
+func TestSnapshotStore_FlushesAsItWrites(t *testing.T) {
+	dir := t.TempDir()
+	w := &storageWatch{log: slog.New(slog.DiscardHandler)}
+	s, err := openSnapshotStore(dir, w, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := s.Create(1, 200, 5, raft.Configuration{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := sink.(*watchedSink)
+	chunk := make([]byte, 1<<20)
+	for range snapshotSyncEvery/len(chunk) - 1 {
+		if _, err := sink.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if k.file != nil {
+		t.Fatal("flushed before snapshotSyncEvery bytes were written")
+	}
+	if _, err := sink.Write(chunk); err != nil {
+		t.Fatal(err)
+	}
+	if k.file == nil || k.syncErr {
+		t.Fatalf("no flush after %d bytes (file %v, failed %v): is %s the file Raft writes?", snapshotSyncEvery, k.file, k.syncErr, k.state)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if k.file != nil {
+		t.Error("the sink's file for flushes stayed open after Close")
+	}
+	metas, err := s.List()
+	if err != nil || len(metas) != 1 || metas[0].Size != snapshotSyncEvery {
+		t.Fatalf("after Close: %v, %+v; want one snapshot of %d bytes", err, metas, snapshotSyncEvery)
+	}
+}
