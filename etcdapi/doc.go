@@ -1,6 +1,6 @@
 // Package etcdapi serves etcd's v3 gRPC API over lockd's namespace of
 // keys and its sessions, with etcd's own published protobuf types
-// (go.etcd.io/etcd/api/v3), so that etcd's clients talk to lockd
+// (go.etcd.io/etcd/api/v3, v3lockpb, v3electionpb), so that etcd's clients talk to lockd
 // unchanged. docs/etcd.md has the table of what is served and how it
 // differs from etcd; this comment says how it is built.
 //
@@ -27,6 +27,11 @@
 //     node's own state. A follower forwards what the leader must answer
 //     over the peer port, as the HTTP API does, to ForwardPath on the
 //     leader, which serves it with the same code.
+//   - The Lock and Election services run clientv3's concurrency recipes
+//     on the node against its own KV service (recipes.go), so their keys
+//     are the keys concurrency.Mutex and concurrency.Election use. Their
+//     types come from etcd's server module (v3lockpb, v3electionpb), the
+//     only packages of it lockd links.
 //   - With ACLs on, every call needs a token (metadata "token" or
 //     "authorization"), checked against the key rules of acl as the HTTP
 //     API checks its requests.

@@ -18,6 +18,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
+
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
@@ -103,9 +106,9 @@ func hash64(s string) uint64 {
 
 // GRPCServer returns a gRPC server with the etcd services registered; the
 // caller adds its options (TLS credentials) and serves it. Every call
-// lockd does not serve (Cluster, Maintenance but Status, the Lock and
-// Election services, and the Auth calls but Authenticate) is answered
-// Unimplemented with a message that names it.
+// lockd does not serve (Cluster, Maintenance but Status, and the Auth
+// calls but Authenticate) is answered Unimplemented with a message that
+// names it.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{
 		grpc.UnknownServiceHandler(unimplemented),
@@ -118,6 +121,8 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	pb.RegisterWatchServer(g, watchServer{s})
 	pb.RegisterMaintenanceServer(g, &maintenanceServer{s: s})
 	pb.RegisterAuthServer(g, &authServer{s: s})
+	v3lockpb.RegisterLockServer(g, lockServer{s: s})
+	v3electionpb.RegisterElectionServer(g, electionServer{s: s})
 	return g
 }
 

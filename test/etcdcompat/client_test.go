@@ -4,16 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/lockd/lockd/server"
 	"github.com/lockd/lockd/test/servertest"
@@ -427,6 +437,15 @@ func TestClientV3_ACL(t *testing.T) {
 	if _, err := anon.Put(ctx, "acl/a", "v"); err == nil {
 		t.Fatal("a put without a token was served")
 	}
+	// A plain connection: etcd's client retries a call refused for an
+	// invalid token after logging in again, until its deadline.
+	conn, err := grpc.NewClient(c.EtcdAddrs()[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	refusedEverywhere(ctx, t, conn, "")
+	refusedEverywhere(ctx, t, conn, "not-a-token")
 	cli, err := clientv3.New(clientv3.Config{Endpoints: c.EtcdAddrs(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 		Username: "anyone", Password: secret})
 	if err != nil {
@@ -439,5 +458,105 @@ func TestClientV3_ACL(t *testing.T) {
 	st, err := cli.Status(ctx, c.EtcdAddrs()[0])
 	if err != nil || st.Leader != st.Header.MemberId {
 		t.Fatalf("status of the only node: %v %v", st, err)
+	}
+}
+
+// refusedEverywhere checks that every call lockd serves on its etcd port
+// is refused, Unauthenticated or PermissionDenied, when made with secret
+// as its token ("" for none).
+func refusedEverywhere(ctx context.Context, t *testing.T, conn *grpc.ClientConn, secret string) {
+	t.Helper()
+	if secret != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, secret)
+	}
+	kv, lease, mt := pb.NewKVClient(conn), pb.NewLeaseClient(conn), pb.NewMaintenanceClient(conn)
+	lk, el, w := v3lockpb.NewLockClient(conn), v3electionpb.NewElectionClient(conn), pb.NewWatchClient(conn)
+	leader := &v3electionpb.LeaderKey{Name: []byte("acl/e"), Key: []byte("acl/e/1"), Rev: 1, Lease: 1}
+	stream := func(open func() (interface{ RecvMsg(any) error }, error)) error {
+		s, err := open()
+		if err != nil {
+			return err
+		}
+		var m emptypb.Empty
+		return s.RecvMsg(&m)
+	}
+	calls := map[string]func() error{
+		"Range": func() error { _, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("acl/a")}); return err },
+		"Serializable Range": func() error {
+			_, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("acl/a"), Serializable: true})
+			return err
+		},
+		"Put":         func() error { _, err := kv.Put(ctx, &pb.PutRequest{Key: []byte("acl/a")}); return err },
+		"DeleteRange": func() error { _, err := kv.DeleteRange(ctx, &pb.DeleteRangeRequest{Key: []byte("acl/a")}); return err },
+		"Txn": func() error {
+			_, err := kv.Txn(ctx, &pb.TxnRequest{Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: []byte("acl/a")}}}}})
+			return err
+		},
+		"Compact":         func() error { _, err := kv.Compact(ctx, &pb.CompactionRequest{Revision: 1}); return err },
+		"LeaseGrant":      func() error { _, err := lease.LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: 10}); return err },
+		"LeaseRevoke":     func() error { _, err := lease.LeaseRevoke(ctx, &pb.LeaseRevokeRequest{ID: 1}); return err },
+		"LeaseTimeToLive": func() error { _, err := lease.LeaseTimeToLive(ctx, &pb.LeaseTimeToLiveRequest{ID: 1}); return err },
+		"LeaseLeases":     func() error { _, err := lease.LeaseLeases(ctx, &pb.LeaseLeasesRequest{}); return err },
+		"LeaseKeepAlive": func() error {
+			return stream(func() (interface{ RecvMsg(any) error }, error) {
+				s, err := lease.LeaseKeepAlive(ctx)
+				if err == nil {
+					err = s.Send(&pb.LeaseKeepAliveRequest{ID: 1})
+				}
+				return s, err
+			})
+		},
+		// As etcd, a watch refused is a canceled watch on a stream that
+		// stays open, its reason the error's text.
+		"Watch": func() error {
+			s, err := w.Watch(ctx)
+			if err != nil {
+				return err
+			}
+			if err := s.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{Key: []byte("acl/a")}}}); err != nil {
+				return err
+			}
+			r, err := s.Recv()
+			if err != nil {
+				return err
+			}
+			for _, e := range []error{rpctypes.ErrGRPCPermissionDenied, rpctypes.ErrGRPCInvalidAuthToken} {
+				if r.Canceled && r.CancelReason == status.Convert(e).Message() {
+					return e
+				}
+			}
+			if r.Canceled && strings.HasPrefix(r.CancelReason, "lockd has ACLs on: send a token") {
+				return status.Error(codes.Unauthenticated, r.CancelReason) // lockd's own text for no token
+			}
+			return fmt.Errorf("watch answered %v", r)
+		},
+		"Status": func() error { _, err := mt.Status(ctx, &pb.StatusRequest{}); return err },
+		"Lock": func() error {
+			_, err := lk.Lock(ctx, &v3lockpb.LockRequest{Name: []byte("acl/l"), Lease: 1})
+			return err
+		},
+		"Unlock": func() error { _, err := lk.Unlock(ctx, &v3lockpb.UnlockRequest{Key: []byte("acl/l/1")}); return err },
+		"Campaign": func() error {
+			_, err := el.Campaign(ctx, &v3electionpb.CampaignRequest{Name: []byte("acl/e"), Lease: 1})
+			return err
+		},
+		"Proclaim": func() error { _, err := el.Proclaim(ctx, &v3electionpb.ProclaimRequest{Leader: leader}); return err },
+		"Leader":   func() error { _, err := el.Leader(ctx, &v3electionpb.LeaderRequest{Name: []byte("acl/e")}); return err },
+		"Resign":   func() error { _, err := el.Resign(ctx, &v3electionpb.ResignRequest{Leader: leader}); return err },
+		"Observe": func() error {
+			return stream(func() (interface{ RecvMsg(any) error }, error) {
+				return el.Observe(ctx, &v3electionpb.LeaderRequest{Name: []byte("acl/e")})
+			})
+		},
+	}
+	base := ctx
+	for name, call := range calls {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(base, 5*time.Second)
+		err := call()
+		cancel()
+		if code := status.Code(err); code != codes.Unauthenticated && code != codes.PermissionDenied {
+			t.Errorf("%s with token %q: %v (code %v), want Unauthenticated or PermissionDenied", name, secret, err, code)
+		}
 	}
 }

@@ -178,13 +178,20 @@ func TestLayout_TheRulesOfTheIssue(t *testing.T) {
 			t.Errorf("etcdapi depends on %s: it serves a Backend interface, as httpapi serves its Service", ir)
 		}
 	}
-	// Of etcd, lockd's own packages use the published protobuf types only
-	// (go.etcd.io/etcd/api/v3): never its client or server modules, which
-	// only the separate module test/etcdcompat brings in.
+	// Of etcd, lockd's own packages use the published protobuf types only:
+	// go.etcd.io/etcd/api/v3, and of the server module the two packages of
+	// the Lock and Election services' types; never its client or the rest
+	// of its server, which only the separate module test/etcdcompat brings
+	// in.
+	etcdTypes := func(d string) bool {
+		return strings.HasPrefix(d, "go.etcd.io/etcd/api/v3/") ||
+			d == "go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb" ||
+			d == "go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
+	}
 	for r, p := range pkgs {
 		for _, d := range p.Deps {
-			if strings.HasPrefix(d, "go.etcd.io/etcd/") && !strings.HasPrefix(d, "go.etcd.io/etcd/api/v3/") {
-				t.Errorf("%s depends on %s: of etcd only go.etcd.io/etcd/api/v3 may be used", r, d)
+			if strings.HasPrefix(d, "go.etcd.io/etcd/") && !etcdTypes(d) {
+				t.Errorf("%s depends on %s: of etcd only its protobuf types (api/v3, v3lockpb, v3electionpb) may be used", r, d)
 			}
 		}
 	}
