@@ -52,12 +52,13 @@ func keys(kvs []*mvccpb.KeyValue) string {
 }
 
 // TestClientV3 runs etcd's client and its concurrency recipes against a
-// 3-node lockd cluster: each subtest on its own keys.
-func TestClientV3(t *testing.T) {
-	c := servertest.NewWith(t, 3, servertest.ServeEtcd(t))
-	c.WaitLeader()
-	cli := newClient(t, c.EtcdAddrs())
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+// 3-member cluster of each target, lockd's and etcd's: each subtest on its
+// own keys.
+func TestClientV3(t *testing.T) { forEachTarget(t, testClientV3) }
+
+func testClientV3(t *testing.T, tg target) {
+	cli := newClient(t, tg.Endpoints())
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
 	t.Run("KV", func(t *testing.T) {
@@ -403,7 +404,8 @@ func TestClientV3(t *testing.T) {
 		if _, err := cli.Put(ctx, "failover/a", "before"); err != nil {
 			t.Fatal(err)
 		}
-		c.Crash(c.WaitLeader())
+		killed := tg.Leader(t)
+		tg.Kill(t, killed)
 		servertest.WaitFor(t, 20*time.Second, "a put after the leader crashed", func() bool {
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
@@ -413,7 +415,16 @@ func TestClientV3(t *testing.T) {
 		if g, err := cli.Get(ctx, "failover/a"); err != nil || string(g.Kvs[0].Value) != "after" {
 			t.Fatalf("get after failover: %v %v", g, err)
 		}
+		// The crashed member comes back, and catches up.
+		tg.Restart(t, killed)
+		back := newClient(t, []string{tg.Endpoint(killed)})
+		servertest.WaitFor(t, 10*time.Second, "the restarted member's own state to hold the put", func() bool {
+			g, err := back.Get(ctx, "failover/a", clientv3.WithSerializable())
+			return err == nil && len(g.Kvs) == 1 && string(g.Kvs[0].Value) == "after"
+		})
 	})
+
+	t.Run("WatchResume", func(t *testing.T) { testWatchResume(t, tg) })
 }
 
 // TestClientV3_ACL: with ACLs on, etcd's client authenticates with a
@@ -559,4 +570,116 @@ func refusedEverywhere(ctx context.Context, t *testing.T, conn *grpc.ClientConn,
 			t.Errorf("%s with token %q: %v (code %v), want Unauthenticated or PermissionDenied", name, secret, err, code)
 		}
 	}
+}
+
+// testWatchResume: a watch opened on the leader, from a past revision and
+// with previous values, while the leader is killed and writes go on
+// through the survivors. The same client, which knows every member, must
+// resume it elsewhere from the revision after the last it received: every
+// write seen exactly once and in revision order, every acknowledged put
+// at the revision its answer gave, and no write missed (each event's
+// previous value is the one the watch last saw for its key).
+func testWatchResume(t *testing.T, tg target) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	writer := newClient(t, tg.Endpoints())
+	names := []string{"resume/a", "resume/b", "resume/c"}
+	last := map[string]string{} // each key's value as the watch last saw it
+	var from int64
+	for _, k := range names {
+		p, err := writer.Put(ctx, k, "seed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[k], from = "seed", p.Header.Revision+1
+	}
+
+	// The watch's stream goes to the leader: its client knows no other
+	// member until the stream is open, and every member from then on.
+	leader := tg.Leader(t)
+	all := tg.Endpoints()
+	wcli := newClient(t, []string{tg.Endpoint(leader)})
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	wch := wcli.Watch(wctx, "resume/", clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithPrevKV(), clientv3.WithCreatedNotify())
+	if r := <-wch; !r.Created || r.Err() != nil {
+		t.Fatalf("watch: %+v %v", r, r.Err())
+	}
+	wcli.SetEndpoints(all...)
+
+	acked := map[string]int64{} // value -> the revision its put answered
+	seen := map[string]bool{}
+	var order []string // acknowledged values, in the order of their puts
+	n, lastRev := 0, int64(0)
+	failed := map[string]int{} // each error of a put, with how long it took, counted
+	// put writes the next value to the next key; a put whose answer did not
+	// come may or may not be applied, so a value is never written twice.
+	put := func() bool {
+		n++
+		k, v := names[n%len(names)], fmt.Sprint(n)
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		defer pcancel()
+		start := time.Now()
+		p, err := writer.Put(pctx, k, v)
+		if err != nil {
+			failed[fmt.Sprintf("%v (%v)", err, time.Since(start).Round(100*time.Millisecond))]++
+			return false
+		}
+		acked[v] = p.Header.Revision
+		order = append(order, v)
+		return true
+	}
+	// read takes events until the watch has seen value v.
+	read := func(v string) {
+		t.Helper()
+		for !seen[v] {
+			var r clientv3.WatchResponse
+			select {
+			case r = <-wch:
+			case <-ctx.Done():
+				t.Fatalf("the watch did not see %q in time (last revision %d, %d puts acknowledged)", v, lastRev, len(order))
+			}
+			if err := r.Err(); err != nil {
+				t.Fatalf("watch: %v", err)
+			}
+			for _, e := range r.Events {
+				k, val := string(e.Kv.Key), string(e.Kv.Value)
+				if e.Type != clientv3.EventTypePut || e.Kv.ModRevision <= lastRev || seen[val] {
+					t.Fatalf("event %s %s=%s at revision %d after revision %d (seen before: %v)", e.Type, k, val, e.Kv.ModRevision, lastRev, seen[val])
+				}
+				if e.PrevKv == nil || string(e.PrevKv.Value) != last[k] {
+					t.Fatalf("event %s=%s at %d: previous value %v, the watch last saw %q: a write was missed", k, val, e.Kv.ModRevision, e.PrevKv, last[k])
+				}
+				if rev, ok := acked[val]; ok && rev != e.Kv.ModRevision {
+					t.Fatalf("event %s=%s at revision %d, its put answered revision %d", k, val, e.Kv.ModRevision, rev)
+				}
+				lastRev, last[k], seen[val] = e.Kv.ModRevision, val, true
+			}
+		}
+	}
+
+	for len(order) < 10 {
+		if !put() {
+			t.Fatal("a put failed before any member was killed")
+		}
+	}
+	read(order[len(order)-1])
+	tg.Kill(t, leader)
+	for before := len(order); len(order) < before+10; {
+		if ctx.Err() != nil {
+			t.Fatalf("only %d puts acknowledged after the leader was killed", len(order)-before)
+		}
+		put()
+	}
+	read(order[len(order)-1])
+	for i, v := range order {
+		if !seen[v] {
+			t.Fatalf("acknowledged put of %q (revision %d) never seen by the watch", v, acked[v])
+		}
+		if i > 0 && acked[v] <= acked[order[i-1]] {
+			t.Fatalf("put of %q answered revision %d, after the put of %q answered %d", v, acked[v], order[i-1], acked[order[i-1]])
+		}
+	}
+	t.Logf("%d puts acknowledged, %d attempted, %d events seen; failed puts: %v", len(order), n, len(seen), failed)
+	tg.Restart(t, leader)
 }

@@ -14,20 +14,18 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3election/v3electionpb"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3lock/v3lockpb"
 	"google.golang.org/grpc/status"
-
-	"github.com/lockd/lockd/test/servertest"
 )
 
 // TestLockAndElectionServices runs etcd's Lock and Election services'
-// generated clients against a 3-node lockd cluster, beside the client's
-// own recipes on the same names.
+// generated clients against a 3-member cluster of each target, beside the
+// client's own recipes on the same names.
 func TestLockAndElectionServices(t *testing.T) {
-	c := servertest.NewWith(t, 3, servertest.ServeEtcd(t))
-	c.WaitLeader()
-	cli := newClient(t, c.EtcdAddrs())
-	t.Run("Lock", func(t *testing.T) { testLockService(t, cli) })
-	t.Run("LockContended", func(t *testing.T) { testLockContended(t, cli) })
-	t.Run("Election", func(t *testing.T) { testElectionService(t, cli) })
+	forEachTarget(t, func(t *testing.T, tg target) {
+		cli := newClient(t, tg.Endpoints())
+		t.Run("Lock", func(t *testing.T) { testLockService(t, cli) })
+		t.Run("LockContended", func(t *testing.T) { testLockContended(t, cli) })
+		t.Run("Election", func(t *testing.T) { testElectionService(t, cli) })
+	})
 }
 
 // grant returns a new lease of ttl seconds.
