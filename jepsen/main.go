@@ -54,6 +54,7 @@ type options struct {
 	faults       string
 	workloads    string
 	workloadList []string // workloads parsed
+	etcdClient   string   // the etcd workload's child, built when it runs
 	unsafeDebug  string
 	election     string
 	out          string
@@ -138,6 +139,12 @@ func run(args []string) int {
 	if o.binary == "" {
 		o.built = true
 		if o.binary, err = proccluster.Build(o.out); err != nil {
+			fmt.Fprintln(os.Stderr, "jepsen:", err)
+			return 1
+		}
+	}
+	if slices.Contains(o.workloadList, traffic.Etcd) && (o.election == "raft" || o.election == "") && !o.secure {
+		if o.etcdClient, err = traffic.BuildEtcdClient(o.out); err != nil {
 			fmt.Fprintln(os.Stderr, "jepsen:", err)
 			return 1
 		}
@@ -293,7 +300,7 @@ func undecidedNames(r *runner.Result) string {
 }
 
 func (o *options) config(seed uint64, self string, faults []failpoint.Failpoint) runner.Config {
-	return runner.Config{Binary: o.binary, Self: self, Nodes: o.nodes, Seed: seed, Duration: o.duration,
+	return runner.Config{Binary: o.binary, Self: self, EtcdClient: o.etcdClient, Nodes: o.nodes, Seed: seed, Duration: o.duration,
 		Faults: faults, Workloads: o.workloadList, UnsafeDebug: o.unsafeDebug,
 		Election: o.election, NonVoters: o.nonVoters, DeadVoterAfter: o.deadVoter, ServeArgs: strings.Fields(o.serveArgs), NoFencing: o.noFencing, UnsafeClock: o.unsafeClock, Secure: o.secure, TTL: o.ttl,
 		Dir: filepath.Join(o.out, fmt.Sprintf("run-%d", seed)),

@@ -58,6 +58,30 @@ func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug str
 	return mustRunWorkloads(t, traffic.All, seed, d, faults, unsafeDebug, noFencing, false, serveArgs...)
 }
 
+var (
+	etcdOnce sync.Once
+	etcdBin  string
+	etcdErr  error
+)
+
+// mustBuildEtcdClient builds the etcd workload's child once per test
+// binary.
+func mustBuildEtcdClient(t *testing.T) string {
+	t.Helper()
+	etcdOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "lockd-jepsen-etcd-")
+		if err != nil {
+			etcdErr = err
+			return
+		}
+		etcdBin, etcdErr = traffic.BuildEtcdClient(dir)
+	})
+	if etcdErr != nil {
+		t.Fatal(etcdErr)
+	}
+	return etcdBin
+}
+
 // mustRunWorkloads is mustRun with a choice of workloads, and of the clock
 // faults beyond the drift bound (unsafeClock).
 func mustRunWorkloads(t *testing.T, workloads []string, seed uint64, d time.Duration, faults, unsafeDebug string,
@@ -81,6 +105,9 @@ func mustRunConfig(t *testing.T, cfg runner.Config) *runner.Result {
 		t.Fatal(err)
 	}
 	cfg.Binary, cfg.Self, cfg.Dir = mustBuild(t), self, keptDir(t)
+	if slices.Contains(cfg.Workloads, traffic.Etcd) && (cfg.Election == "" || cfg.Election == "raft") && !cfg.Secure {
+		cfg.EtcdClient = mustBuildEtcdClient(t)
+	}
 	cfg.QuietMin, cfg.QuietMax = 500*time.Millisecond, 2*time.Second
 	r := runner.Run(cfg)
 	var b strings.Builder

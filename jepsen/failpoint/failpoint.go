@@ -49,6 +49,9 @@ type Env struct {
 	// Resource holds the child fence clients (nil without the fenced
 	// workload).
 	Resource *traffic.Resource
+	// EtcdClient is the etcd workload's child (nil without it): paused,
+	// as the fence clients are, by faults that need a quiet log.
+	EtcdClient *traffic.Child
 	// TTL is the TTL of the clients' sessions.
 	TTL time.Duration
 	// UnsafeClock allows the clock faults.
@@ -332,6 +335,9 @@ func HealAll(ctx context.Context, env *Env) error {
 		for _, c := range env.Resource.Children() {
 			_ = c.Resume()
 		}
+	}
+	if env.EtcdClient != nil {
+		_ = env.EtcdClient.Resume()
 	}
 	return errors.Join(errs...)
 }

@@ -78,16 +78,22 @@ type leaseSchedule struct {
 // fence clients paused the leader may still write entries of its own: the
 // expiry of a session abandoned (or paused) just before, a TTL later
 // (traffic/expiry.go's sessions have 1 s, traffic/lockdelay.go's and the
-// fence clients' the run's TTL), and the end of its lock-delay
+// fence clients' and the etcd client's leases the run's TTL, the latter
+// in whole seconds), and the end of its lock-delay
 // (traffic/lockdelay.go: up to 1 s)
 // after that, with room for the leader's batching of expiries. 0 when no
 // workload abandons a session: the plain lock workload writes only
 // through the gate.
 func drainTime(env *Env) time.Duration {
-	if env.Resource == nil && !slices.Contains(env.Workloads, traffic.Locks) && !slices.Contains(env.Workloads, traffic.Expiry) {
+	if env.Resource == nil && env.EtcdClient == nil && !slices.Contains(env.Workloads, traffic.Locks) && !slices.Contains(env.Workloads, traffic.Expiry) {
 		return 0
 	}
-	return max(env.TTL, time.Second) + time.Second + 500*time.Millisecond
+	// The etcd client's leases count whole seconds.
+	ttl := max(env.TTL, time.Second)
+	if env.EtcdClient != nil {
+		ttl = ttl.Round(time.Second) + time.Second
+	}
+	return ttl + time.Second + 500*time.Millisecond
 }
 
 // restartLead is how long before a vote round can come the schedule
@@ -232,11 +238,15 @@ func (l *leaseSchedule) Reached() (bool, string) {
 // pauseChildren stops the running fence clients (SIGSTOP) and returns
 // those it stopped.
 func pauseChildren(env *Env) []*traffic.Child {
-	if env.Resource == nil {
-		return nil
+	var kids []*traffic.Child
+	if env.Resource != nil {
+		kids = env.Resource.Children()
+	}
+	if env.EtcdClient != nil {
+		kids = append(kids, env.EtcdClient)
 	}
 	var out []*traffic.Child
-	for _, c := range env.Resource.Children() {
+	for _, c := range kids {
 		if c.Pause() == nil {
 			out = append(out, c)
 		}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Infinity is the completion time of an operation whose outcome is
@@ -283,4 +285,22 @@ func Seconds(t int64) string {
 		return "inf"
 	}
 	return fmt.Sprintf("%.3fs", float64(t)/1e9)
+}
+
+// Monotonic reads the system's monotonic clock (CLOCK_MONOTONIC), which
+// every process of the machine shares: a child process stamps its
+// operations on the harness clock with it (see ClockBase).
+func Monotonic() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(fmt.Sprintf("history: CLOCK_MONOTONIC: %v", err))
+	}
+	return ts.Nano()
+}
+
+// ClockBase is the reading of Monotonic at the recorder's time 0: a time
+// t read with Monotonic is t - ClockBase on the harness clock.
+func (r *Recorder) ClockBase() int64 {
+	m := Monotonic()
+	return m - r.Now()
 }

@@ -207,7 +207,9 @@ func durableNames(ops []history.Op) []durableName {
 	}
 	var more []string
 	for _, op := range ops {
-		if op.Kind == history.Acquire && op.Status == history.OK && !seen[op.Lock] {
+		// The etcd workload's names are keys of etcd's recipes, not
+		// lockd locks: its client's leases end with the run.
+		if op.Kind == history.Acquire && op.Status == history.OK && !seen[op.Lock] && !traffic.IsEtcdName(op.Lock) {
 			seen[op.Lock] = true
 			more = append(more, op.Lock)
 		}

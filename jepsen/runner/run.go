@@ -36,8 +36,11 @@ type Config struct {
 	// environment for it.
 	Binary, Self string
 	SelfEnv      []string
-	Nodes        int
-	Seed         uint64
+	// EtcdClient is the built etcd client child (traffic.BuildEtcdClient),
+	// for the etcd workload.
+	EtcdClient string
+	Nodes      int
+	Seed       uint64
 	// Duration is how long workloads and faults run.
 	Duration time.Duration
 	Faults   []failpoint.Failpoint
@@ -138,8 +141,11 @@ func Run(cfg Config) (res *Result) {
 		res.Err = err // not a timeline note in a run that passes
 		return res
 	}
+	var leftOut string
+	cfg.Workloads, leftOut = withoutEtcd(cfg)
 	pc := proccluster.Config{Binary: cfg.Binary, Nodes: cfg.Nodes, Dir: filepath.Join(cfg.Dir, "nodes"),
-		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs, TLS: cfg.Secure, ACL: cfg.Secure}
+		Election: cfg.Election, UnsafeDebug: cfg.UnsafeDebug, Extra: cfg.ServeArgs, TLS: cfg.Secure, ACL: cfg.Secure,
+		Etcd: slices.Contains(cfg.Workloads, traffic.Etcd)}
 	if failpoint.NeedsDisks(cfg.Faults) {
 		pc.DiskSize = failpoint.DiskSize
 		pc.Extra = append(slices.Clone(pc.Extra), "--log-store", "boltdb")
@@ -176,6 +182,9 @@ func Run(cfg Config) (res *Result) {
 	}
 	rec := history.NewRecorder()
 	rec.Eventf("cluster of %d up; seed %d", cfg.Nodes, cfg.Seed)
+	if leftOut != "" {
+		rec.Eventf("%s", leftOut)
+	}
 	if cfg.Secure {
 		what, err := checkSecured(hard, c)
 		if err != nil {
@@ -204,7 +213,7 @@ func Run(cfg Config) (res *Result) {
 		res.Err = err
 		return res
 	}
-	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), TTL: cfg.TTL,
+	env := &failpoint.Env{Cluster: c, Binary: cfg.Binary, Rec: rec, Resource: tr.Resource(), EtcdClient: tr.EtcdChild(), TTL: cfg.TTL,
 		UnsafeClock: cfg.UnsafeClock, Writes: tr.Writes(), ElectionTimeout: electionTimeout(cfg.ServeArgs),
 		HeartbeatTimeout: heartbeatTimeout(cfg.ServeArgs), MaxClockDrift: maxClockDrift(cfg.ServeArgs), Clients: tr.LockAccess(),
 		LeaderLeaseTimeout: leaderLeaseTimeout(cfg.ServeArgs), Workloads: cfg.Workloads}
@@ -340,17 +349,23 @@ func Check(ev Evidence) []validate.Verdict {
 	// reported grants stand in for them. Elections are checked against
 	// their own model, with values.
 	lin := validate.WithChildGrants(ev.Ops, traffic.FencedLock, ev.Grants)
-	elections := map[string]bool{traffic.ElectionName: true}
-	skip := map[string]bool{traffic.ElectionName: true}
+	elections := map[string]bool{traffic.ElectionName: true, traffic.EtcdElectionName: true}
+	skip := map[string]bool{traffic.ElectionName: true, traffic.EtcdElectionName: true}
 	timeout := cmp.Or(ev.LinearizeTimeout, 2*time.Minute)
 	elect := validate.CheckElections(ev.Ops, elections, timeout, ev.Dir)
 	if ev.ran(traffic.Elections) && elect.Checked == 0 && elect.Undecided == "" {
 		elect.Undecided = "the elections workload ran, yet no election operation was recorded"
 	}
+	// Evidence from before the etcd workload names no workloads.
+	if slices.Contains(ev.Workloads, traffic.Etcd) && elect.Undecided == "" {
+		if missing := etcdMissing(ev.Ops); missing != "" {
+			elect.Undecided = "the " + traffic.Etcd + " workload ran, yet " + missing
+		}
+	}
 	// The checkers of locks and elections are not in force in a run of
 	// the namespace workload alone.
 	lockChecker := func(v validate.Verdict) validate.Verdict {
-		if !ev.ranAny(traffic.Locks, traffic.PlainLocks, traffic.Fenced, traffic.Elections, traffic.Expiry) {
+		if !ev.ranAny(traffic.Locks, traffic.PlainLocks, traffic.Fenced, traffic.Elections, traffic.Expiry, traffic.Etcd) {
 			return v.NotInForce("no workload of locks or elections was run")
 		}
 		return v
@@ -368,7 +383,13 @@ func Check(ev Evidence) []validate.Verdict {
 		}
 		return v
 	}
-	out = append(out, lockChecker(validate.CheckTokens(ev.Ops, extra)), lockChecker(validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...)),
+	// Lease timing compares acquires with the beliefs of lockd's client
+	// library; the etcd workload's client records none.
+	leaseTiming := validate.CheckLeaseTiming(ev.Ops, ev.Holds, ev.Grants...)
+	if !ev.ranAny(traffic.Locks, traffic.PlainLocks, traffic.Fenced, traffic.Elections, traffic.Expiry) {
+		leaseTiming = leaseTiming.NotInForce("no workload of lockd's client library ran")
+	}
+	out = append(out, lockChecker(validate.CheckTokens(ev.Ops, extra)), leaseTiming,
 		lockGuarantees(validate.CheckFIFO(ev.Ops)), lockGuarantees(validate.CheckQueue(ev.Ops)), lockGuarantees(validate.CheckLockDelay(ev.Ops)))
 	fv := validate.CheckFencing(ev.Writes, ev.Grants)
 	if !ev.ran(traffic.Fenced) {
@@ -394,6 +415,41 @@ func Check(ev Evidence) []validate.Verdict {
 		out = append(out, CheckAims(ev.Aims))
 	}
 	return out
+}
+
+// etcdMissing says which of the etcd workload's kinds of evidence the
+// history lacks: a grant of its lock and a campaign won, each seen by a
+// read; "" when it has them all.
+func etcdMissing(ops []history.Op) string {
+	var grants, campaigns, lockReads, leaderReads int
+	for _, op := range ops {
+		if op.Status != history.OK {
+			continue
+		}
+		switch {
+		case op.Lock == traffic.EtcdMutexName && op.Kind == history.Acquire:
+			grants++
+		case op.Lock == traffic.EtcdMutexName && op.Kind == history.Read && op.Holder != "":
+			lockReads++
+		case op.Lock == traffic.EtcdElectionName && op.Kind == history.Acquire:
+			campaigns++
+		case op.Lock == traffic.EtcdElectionName && op.Kind == history.Read && op.Holder != "":
+			leaderReads++
+		}
+	}
+	var missing []string
+	for _, m := range []struct {
+		n    int
+		what string
+	}{{grants, "no Mutex grant"}, {lockReads, "no read of the Mutex's holder"}, {campaigns, "no campaign won"}, {leaderReads, "no read of a leader"}} {
+		if m.n == 0 {
+			missing = append(missing, m.what)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "its client recorded " + strings.Join(missing, ", ")
 }
 
 // namespace is the verdicts of the namespace workload's checkers, not in
@@ -463,13 +519,41 @@ func durationFlag(args []string, name string, def time.Duration) time.Duration {
 	return d
 }
 
+// withoutEtcd returns the run's workloads without the etcd workload where
+// it cannot run (lockd serves etcd's API in Raft mode only, and its child
+// speaks neither TLS nor tokens yet), and a note of why it was left out.
+func withoutEtcd(cfg Config) ([]string, string) {
+	if !slices.Contains(cfg.Workloads, traffic.Etcd) {
+		return cfg.Workloads, ""
+	}
+	why := ""
+	switch {
+	case cfg.Election != "" && cfg.Election != "raft":
+		why = "the " + cfg.Election + " mode serves no etcd API"
+	case cfg.Secure:
+		why = "its client speaks neither TLS nor tokens yet"
+	case cfg.EtcdClient == "":
+		why = "no etcd client child was built"
+	default:
+		return cfg.Workloads, ""
+	}
+	return slices.DeleteFunc(slices.Clone(cfg.Workloads), func(w string) bool { return w == traffic.Etcd }),
+		"the " + traffic.Etcd + " workload is left out of this run: " + why
+}
+
 // trafficConfig configures the run's workloads on cluster c; on a secured
 // cluster they speak TLS and make their tokens through the admin token.
 func trafficConfig(cfg Config, c *proccluster.Cluster, rec *history.Recorder) traffic.Config {
 	tc := traffic.Config{Endpoints: c.Endpoints(), NodeIDs: nodeIDs(c), Recorder: rec, Seed: cfg.Seed,
 		TTL: cfg.TTL, MaxClockDrift: maxClockDrift(cfg.ServeArgs), Workloads: cfg.Workloads, NoFencing: cfg.NoFencing, Binary: cfg.Self, Env: cfg.SelfEnv,
 		LogDir: cfg.Dir, Proc: func(i int) int { return c.Nodes[i].PID() },
-		TLS: c.ClientTLS(), CAFile: c.TLSFile(certs.CAFile), CertFile: c.TLSFile(certs.ClientFile), KeyFile: c.TLSFile(certs.ClientKeyFile)}
+		TLS: c.ClientTLS(), CAFile: c.TLSFile(certs.CAFile), CertFile: c.TLSFile(certs.ClientFile), KeyFile: c.TLSFile(certs.ClientKeyFile),
+		EtcdClient: cfg.EtcdClient}
+	for _, n := range c.Nodes {
+		if n.Etcd != "" {
+			tc.EtcdEndpoints = append(tc.EtcdEndpoints, n.Etcd)
+		}
+	}
 	if c.AdminToken() != "" {
 		tc.NewToken = func(ctx context.Context, description string, rules []acl.Rule) (string, error) {
 			tok, err := c.CreateToken(ctx, api.CreateTokenRequest{Description: description, Rules: rules})

@@ -168,3 +168,61 @@ func TestCheck_LeaseProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestCheck_EtcdWorkloadNeedsItsEvidence: a run of the etcd workload is
+// undecided unless its client recorded a Mutex grant, a campaign won, and
+// a read of each holder; lease timing is off when it ran alone.
+func TestCheck_EtcdWorkloadNeedsItsEvidence(t *testing.T) {
+	m, e := traffic.EtcdMutexName, traffic.EtcdElectionName
+	full := []history.Op{
+		{ID: 11, Lock: m, Kind: history.Acquire, Session: "etcd-1", Token: 5, Status: history.OK, Call: 0, Return: 10},
+		{ID: 12, Lock: m, Kind: history.Read, Holder: "etcd-1", Token: 5, Status: history.OK, Call: 11, Return: 12},
+		{ID: 13, Lock: e, Kind: history.Acquire, Session: "etcd-2", Value: "v", Token: 7, Status: history.OK, Call: 20, Return: 30},
+		{ID: 14, Lock: e, Kind: history.Read, Holder: "etcd-2", Token: 7, Value: "v", Status: history.OK, Call: 31, Return: 32},
+	}
+	for drop := -1; drop < len(full); drop++ {
+		ev := evidence(t)
+		ev.Workloads = []string{traffic.Etcd}
+		ev.Ops = nil
+		for i, op := range full {
+			if i != drop {
+				ev.Ops = append(ev.Ops, op)
+			}
+		}
+		r := &Result{Verdicts: Check(ev)}
+		lin, _ := r.Verdict(validate.Linearizability)
+		if undecided := lin.Undecided != ""; undecided != (drop >= 0) {
+			t.Errorf("without op %d: linearizability undecided %q", drop, lin.Undecided)
+		}
+		if lt, _ := r.Verdict(validate.LeaseTiming); lt.Off == "" {
+			t.Errorf("lease timing in force in a run of the etcd workload alone: %v", lt)
+		}
+	}
+}
+
+// TestWithoutEtcd: the etcd workload stays in a Raft run with its child
+// built, and is left out, with the reason, of a classic or secured run or
+// one without the child.
+func TestWithoutEtcd(t *testing.T) {
+	all := []string{traffic.Locks, traffic.Etcd}
+	for _, tt := range []struct {
+		cfg  Config
+		keep bool
+		why  string
+	}{
+		{Config{Workloads: all, EtcdClient: "/bin/etcdclient"}, true, ""},
+		{Config{Workloads: all, EtcdClient: "/bin/etcdclient", Election: "raft"}, true, ""},
+		{Config{Workloads: all, EtcdClient: "/bin/etcdclient", Election: "bully"}, false, "bully mode"},
+		{Config{Workloads: all, EtcdClient: "/bin/etcdclient", Secure: true}, false, "TLS"},
+		{Config{Workloads: all}, false, "no etcd client"},
+		{Config{Workloads: []string{traffic.Locks}}, false, ""},
+	} {
+		got, note := withoutEtcd(tt.cfg)
+		if kept := len(got) == 2; kept != tt.keep || !strings.Contains(note, tt.why) || (tt.why == "") != (note == "") || got[0] != traffic.Locks {
+			t.Errorf("%+v: workloads %v, note %q; want kept %v, a note naming %q", tt.cfg, got, note, tt.keep, tt.why)
+		}
+	}
+	if cfg := (Config{Workloads: all, Election: "ring"}); len(all) != 2 || func() bool { withoutEtcd(cfg); return all[1] != traffic.Etcd }() {
+		t.Error("withoutEtcd changed its caller's list")
+	}
+}

@@ -37,6 +37,10 @@ const (
 	// Namespace is the namespace workload (kv.go): registers, request
 	// numbers, fenced writes, ephemeral keys and watches.
 	Namespace = "kv"
+	// Etcd is the etcd-client workload (etcd.go): etcd's client and its
+	// Mutex and Election recipes against the nodes' etcd ports, in a
+	// child process. Raft mode only.
+	Etcd = "etcd"
 	// PlainLocks is Locks without the workers of shared locks, queues,
 	// lock-delays and request numbers: only try-locks, checks, releases
 	// and reads, all of which the gate holds back, so that nothing writes
@@ -46,7 +50,7 @@ const (
 )
 
 // All lists every workload of a campaign.
-var All = []string{Locks, Fenced, Elections, Expiry, Namespace}
+var All = []string{Locks, Fenced, Elections, Expiry, Namespace, Etcd}
 
 // Select parses a comma-separated list of workload names, or "all". A run
 // without a workload would check nothing, so an empty list is an error, as
@@ -106,6 +110,11 @@ type Config struct {
 	// token) on a cluster with ACLs on and returns its secret; the
 	// workloads then speak with tokens of their own (see access.go).
 	NewToken func(ctx context.Context, description string, rules []acl.Rule) (string, error)
+	// EtcdEndpoints are the host:port of every node's etcd port, and
+	// EtcdClient the built etcd client child (BuildEtcdClient), for the
+	// etcd workload.
+	EtcdEndpoints []string
+	EtcdClient    string
 }
 
 // LockNames are the locks the lock workload uses.
@@ -135,6 +144,11 @@ type Traffic struct {
 	// kvToken is the namespace workload's token; kvl what it saw (kv.go).
 	kvToken string
 	kvl     kvLog
+	// etcd is the etcd client child, writing its operations to etcdOut
+	// until etcdDeadline (etcd.go).
+	etcd         *Child
+	etcdOut      string
+	etcdDeadline time.Time
 }
 
 // New returns a Traffic. It does no I/O.
@@ -233,6 +247,11 @@ func (t *Traffic) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if t.has(Etcd) {
+		if err := t.startEtcdClient(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -272,6 +291,7 @@ func (t *Traffic) spawnRand(rng *rand.Rand, stream int, f func(*rand.Rand)) {
 // resource's server.
 func (t *Traffic) Wait() {
 	t.wg.Wait()
+	t.waitEtcdClient()
 	if t.fence != nil {
 		t.fence.Close()
 	}

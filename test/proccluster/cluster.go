@@ -71,6 +71,9 @@ type Config struct {
 	// its own: a tmpfs of that size mounted by New (as root), which
 	// Node.FillDisk fills and Node.FreeDisk frees; Unmount removes them.
 	DiskSize string
+	// Etcd has every node serve etcd's v3 API too (--etcd-listen) on a
+	// port of its own, Node.Etcd. Raft mode only.
+	Etcd bool
 }
 
 // Node is one lockd process. Its methods are safe for concurrent use.
@@ -78,6 +81,8 @@ type Node struct {
 	ID   string
 	HTTP string // base URL, http://127.a.b.x:port (https:// with Config.TLS)
 	Peer string // host:port
+	// Etcd is the host:port of its etcd API (Config.Etcd), else "".
+	Etcd string
 	// IP is the loopback address the node listens on: 127.a.b.2 for n1,
 	// 127.a.b.3 for n2, ... (a.b from the harness's pid), or 127.0.0.1 for
 	// all where the machine has no other loopback address. The harness's
@@ -161,15 +166,18 @@ func New(cfg Config) (*Cluster, error) {
 	c := &Cluster{cfg: cfg}
 	scheme, hc := "http://", defaultHTTPClient
 	var initial, httpList []string
-	peers, https := make([]string, cfg.Nodes), make([]string, cfg.Nodes)
+	peers, https, etcds := make([]string, cfg.Nodes), make([]string, cfg.Nodes), make([]string, cfg.Nodes)
 	ips := make([]string, cfg.Nodes)
 	for i := range peers {
 		ips[i] = nodeIP(i)
-		addrs, err := testnet.Ports(ips[i], 2)
+		addrs, err := testnet.Ports(ips[i], 3)
 		if err != nil {
 			return nil, err
 		}
 		peers[i], https[i] = addrs[0], addrs[1]
+		if cfg.Etcd {
+			etcds[i] = addrs[2]
+		}
 	}
 	if cfg.TLS {
 		var err error
@@ -192,7 +200,7 @@ func New(cfg Config) (*Cluster, error) {
 	for i := range cfg.Nodes {
 		id := fmt.Sprintf("n%d", i+1)
 		h := https[i]
-		n := &Node{ID: id, HTTP: scheme + h, Peer: peers[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
+		n := &Node{ID: id, HTTP: scheme + h, Peer: peers[i], Etcd: etcds[i], IP: ips[i], DataDir: filepath.Join(cfg.Dir, id),
 			LogPath: filepath.Join(cfg.Dir, id+".log"), LeaseLogPath: filepath.Join(cfg.Dir, id+".lease"), hc: hc, token: c.adminToken}
 		n.args = []string{"serve", "--id", id, "--http", h, "--peer", peers[i], "--data", n.DataDir,
 			"--initial-cluster", strings.Join(initial, ",")}
@@ -222,6 +230,9 @@ func New(cfg Config) (*Cluster, error) {
 		}
 		if cfg.UnsafeDebug != "" {
 			n.args = append(n.args, "--unsafe-debug", cfg.UnsafeDebug)
+		}
+		if cfg.Etcd {
+			n.args = append(n.args, "--etcd-listen", etcds[i])
 		}
 		n.args = append(n.args, cfg.Extra...)
 		c.Nodes = append(c.Nodes, n)
