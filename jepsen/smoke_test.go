@@ -29,57 +29,41 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-var (
-	buildOnce sync.Once
-	lockdBin  string
-	buildErr  error
-)
+// built builds a binary once per test binary, into a directory of its
+// own.
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-// mustBuild builds lockd once per test binary.
-func mustBuild(t *testing.T) string {
+func (b *built) must(t *testing.T, build func(dir string) (string, error)) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "lockd-jepsen-test-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		lockdBin, buildErr = proccluster.Build(dir)
+		b.path, b.err = build(dir)
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return lockdBin
+	return b.path
 }
+
+// lockdBin is lockd built with the unsafe switches, and etcdClient the
+// etcd workload's child.
+var lockdBin, etcdClient built
+
+// mustBuild builds lockd once per test binary.
+func mustBuild(t *testing.T) string { return lockdBin.must(t, proccluster.Build) }
 
 // mustRun runs one harness run of every workload and logs its report.
 func mustRun(t *testing.T, seed uint64, d time.Duration, faults, unsafeDebug string, noFencing bool, serveArgs ...string) *runner.Result {
 	t.Helper()
 	return mustRunWorkloads(t, traffic.All, seed, d, faults, unsafeDebug, noFencing, false, serveArgs...)
-}
-
-var (
-	etcdOnce sync.Once
-	etcdBin  string
-	etcdErr  error
-)
-
-// mustBuildEtcdClient builds the etcd workload's child once per test
-// binary.
-func mustBuildEtcdClient(t *testing.T) string {
-	t.Helper()
-	etcdOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "lockd-jepsen-etcd-")
-		if err != nil {
-			etcdErr = err
-			return
-		}
-		etcdBin, etcdErr = traffic.BuildEtcdClient(dir)
-	})
-	if etcdErr != nil {
-		t.Fatal(etcdErr)
-	}
-	return etcdBin
 }
 
 // mustRunWorkloads is mustRun with a choice of workloads, and of the clock
@@ -106,7 +90,7 @@ func mustRunConfig(t *testing.T, cfg runner.Config) *runner.Result {
 	}
 	cfg.Binary, cfg.Self, cfg.Dir = mustBuild(t), self, keptDir(t)
 	if slices.Contains(cfg.Workloads, traffic.Etcd) && (cfg.Election == "" || cfg.Election == "raft") && !cfg.Secure {
-		cfg.EtcdClient = mustBuildEtcdClient(t)
+		cfg.EtcdClient = etcdClient.must(t, traffic.BuildEtcdClient)
 	}
 	cfg.QuietMin, cfg.QuietMax = 500*time.Millisecond, 2*time.Second
 	r := runner.Run(cfg)

@@ -144,11 +144,11 @@ func run() int {
 	for i := range 3 {
 		start(i, func(w *worker) { w.mutexLoop(ctx) })
 	}
-	start(3, func(w *worker) { w.mutexReader(ctx) })
+	start(3, func(w *worker) { w.reader(ctx, cfg.mutex, false) })
 	for i := range 2 {
 		start(4+i, func(w *worker) { w.campaignLoop(ctx) })
 	}
-	start(6, func(w *worker) { w.leaderReader(ctx) })
+	start(6, func(w *worker) { w.reader(ctx, cfg.election, true) })
 	wg.Wait()
 	if err := rec.err(); err != nil {
 		fmt.Fprintln(os.Stderr, "etcdclient: writing the history:", err)
@@ -418,17 +418,22 @@ func (w *worker) mutexLoop(ctx context.Context) {
 	}
 }
 
-// mutexReader reads who holds the workload's lock: the key under its
-// prefix created first.
-func (w *worker) mutexReader(ctx context.Context) {
+// reader reads, linearizably, the holder of name (the workload's lock or
+// election): the key under its prefix created first, its lease's session,
+// its create revision as the token and, for the election, its value.
+func (w *worker) reader(ctx context.Context, name string, withValue bool) {
 	for ctx.Err() == nil {
-		op := history.Op{Client: w.id, Lock: w.cfg.mutex, Kind: history.Read, Call: w.rec.now()}
+		op := history.Op{Client: w.id, Lock: name, Kind: history.Read, Call: w.rec.now()}
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
-		g, err := w.cli.Get(rctx, w.cfg.mutex+"/", clientv3.WithFirstCreate()...)
+		g, err := w.cli.Get(rctx, name+"/", clientv3.WithFirstCreate()...)
 		cancel()
 		if err == nil {
 			if len(g.Kvs) > 0 {
-				op.Holder, op.Token = sessionName(g.Kvs[0].Lease), uint64(g.Kvs[0].CreateRevision) //nolint:gosec // G115: a revision
+				kv := g.Kvs[0]
+				op.Holder, op.Token = sessionName(kv.Lease), uint64(kv.CreateRevision) //nolint:gosec // G115: a revision
+				if withValue {
+					op.Value = string(kv.Value)
+				}
 			}
 			w.rec.complete(op, history.OK, nil)
 		}
@@ -496,23 +501,5 @@ func (w *worker) campaignLoop(ctx context.Context) {
 			w.endLease(errors.New("after a proclaim or resign that failed"))
 		}
 		w.pause(ctx, 100*time.Millisecond)
-	}
-}
-
-// leaderReader reads the election's leader and value.
-func (w *worker) leaderReader(ctx context.Context) {
-	for ctx.Err() == nil {
-		op := history.Op{Client: w.id, Lock: w.cfg.election, Kind: history.Read, Call: w.rec.now()}
-		rctx, cancel := context.WithTimeout(ctx, callTimeout)
-		g, err := w.cli.Get(rctx, w.cfg.election+"/", clientv3.WithFirstCreate()...)
-		cancel()
-		if err == nil {
-			if len(g.Kvs) > 0 {
-				kv := g.Kvs[0]
-				op.Holder, op.Token, op.Value = sessionName(kv.Lease), uint64(kv.CreateRevision), string(kv.Value) //nolint:gosec // G115: a revision
-			}
-			w.rec.complete(op, history.OK, nil)
-		}
-		w.pause(ctx, 50*time.Millisecond)
 	}
 }
