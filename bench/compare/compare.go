@@ -6,6 +6,11 @@
 // lockd/ZooKeeper ratios, the targets lockd is held to, JSON, and a
 // Markdown block for BENCHMARKS.md.
 //
+// The etcd-API rows (bench etcd-api, etcdapi.go) compare lockd's nodes
+// serving etcd's v3 API (the system lockd-etcd) with etcd, both through
+// the same clientv3 code, in a table of their own with lockd-etcd/etcd
+// ratios (apireport.go).
+//
 // It is a module of its own, so that lockd's module never depends on
 // etcd's or ZooKeeper's clients. `make bench-compare` (scripts/
 // bench-compare.sh) starts each cluster only while it is measured.
@@ -32,8 +37,9 @@ const (
 // Systems are the systems compared, lockd first.
 var Systems = []string{Lockd, Etcd, ZooKeeper}
 
-// Benches are the benches a system can run, in order.
-var Benches = []string{"locks", "handoff", "keepalive", "kv"}
+// Benches are the benches a system can run, in order. etcd-api runs
+// against etcd and lockd-etcd only.
+var Benches = []string{"locks", "handoff", "keepalive", "kv", EtcdAPIBench}
 
 // DefaultBenches are the benches run unless Options.Benches names
 // others: the kv rows only when asked (as `lockd-bench serving` leaves
@@ -71,6 +77,19 @@ type Options struct {
 	// TTL; for kv also Fanout, HotKeys, ValueSize) and Progress; its
 	// Endpoints and System are set by Run.
 	Load load.Config
+	// API holds the etcd-API rows' own settings (the others are Load's:
+	// Duration, Callers, TTL, Fanout, ValueSize); zero: DefaultAPIOptions.
+	API *APIOptions
+}
+
+// defaultBenches are the benches run when Options.Benches is nil:
+// DefaultBenches, or for lockd-etcd the etcd-API rows, the only ones it
+// runs.
+func defaultBenches(system string) []string {
+	if system == LockdEtcd {
+		return []string{EtcdAPIBench}
+	}
+	return DefaultBenches
 }
 
 // Result is one system's rows, written as JSON by `lockd-compare run`
@@ -96,6 +115,8 @@ type Result struct {
 	// Error is the error that stopped the run, if one did; the rows
 	// before it are kept.
 	Error string `json:"error,omitempty"`
+	// API holds the etcd-API rows' settings, if they ran.
+	API *APIOptions `json:"etcd_api,omitempty"`
 }
 
 // system is a load.System that Run opens and closes, and that may have
@@ -115,12 +136,17 @@ func open(name string, endpoints []string) (system, error) {
 	switch name {
 	case Lockd:
 		return nil, nil
-	case Etcd:
-		return newEtcd(endpoints)
+	case Etcd, LockdEtcd:
+		e, err := newEtcd(endpoints)
+		if err != nil {
+			return nil, err
+		}
+		e.name = name
+		return e, nil
 	case ZooKeeper:
 		return newZooKeeper(endpoints)
 	}
-	return nil, fmt.Errorf("unknown system %q (want %s, %s or %s)", name, Lockd, Etcd, ZooKeeper)
+	return nil, fmt.Errorf("unknown system %q (want %s, %s, %s or %s)", name, Lockd, Etcd, ZooKeeper, LockdEtcd)
 }
 
 // Run measures opts.System. The result holds the rows measured before
@@ -139,11 +165,20 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	benches := opts.Benches
 	if benches == nil {
-		benches = DefaultBenches
+		benches = defaultBenches(opts.System)
 	}
 	for _, b := range benches {
 		if !slices.Contains(Benches, b) {
 			return fail(fmt.Errorf("unknown bench %q (want some of %s)", b, strings.Join(Benches, ", ")))
+		}
+	}
+	apiOpts := DefaultAPIOptions()
+	if opts.API != nil {
+		apiOpts = *opts.API
+	}
+	if slices.Contains(benches, EtcdAPIBench) {
+		if err := apiOpts.Validate(); err != nil {
+			return fail(err)
 		}
 	}
 	sys, err := open(opts.System, opts.Endpoints)
@@ -178,16 +213,30 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if !slices.Contains(benches, bench) {
 			continue
 		}
+		why := ""
 		if sys != nil {
-			if why := sys.NotApplicable(bench); why != "" {
-				if res.NotApplicable == nil {
-					res.NotApplicable = map[string]string{}
-				}
-				res.NotApplicable[bench] = why
-				continue
-			}
+			why = sys.NotApplicable(bench)
+		} else if bench == EtcdAPIBench {
+			why = notEtcdAPI
 		}
-		rows, err := runs[bench](ctx, cfg)
+		if why != "" {
+			if res.NotApplicable == nil {
+				res.NotApplicable = map[string]string{}
+			}
+			res.NotApplicable[bench] = why
+			continue
+		}
+		var rows []load.Row
+		var err error
+		if bench == EtcdAPIBench {
+			res.API = &apiOpts
+			if p := apiOpts.Profiler; p != nil && p.Progress == nil {
+				p.Progress = cfg.Progress
+			}
+			rows, err = runAPI(ctx, sys.(*etcd), cfg, apiOpts)
+		} else {
+			rows, err = runs[bench](ctx, cfg)
+		}
 		res.Rows = append(res.Rows, rows...)
 		if err != nil {
 			return fail(fmt.Errorf("%s: %w", bench, err))
@@ -207,7 +256,7 @@ func leaderOf(ctx context.Context, system string, endpoints []string) (int, erro
 		switch system {
 		case Lockd:
 			leads, err = lockdLeads(ctx, ep)
-		case Etcd:
+		case Etcd, LockdEtcd:
 			leads, err = etcdLeads(ctx, ep)
 		case ZooKeeper:
 			leads, err = zookeeperLeads(ctx, ep)

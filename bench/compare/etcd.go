@@ -24,6 +24,7 @@ import (
 // etcd user's session does). A keepalive is one KeepAliveOnce; the
 // keepalive rows' sessions never take a lock, so nothing else renews them.
 type etcd struct {
+	name      string // Etcd, or LockdEtcd: lockd's nodes serving etcd's API
 	endpoints []string
 	clients   []*clientv3.Client
 	watches   etcdWatches // the kv-watch rows' open watches (etcd_kv.go)
@@ -107,7 +108,18 @@ func cmp(first, err error) error {
 	return err
 }
 
-func (e *etcd) NotApplicable(string) string { return "" }
+// notEtcdAPI is why a system other than etcd and lockd-etcd has no
+// etcd-API rows.
+const notEtcdAPI = "the etcd-API rows measure etcd's v3 API: etcd and lockd-etcd only"
+
+// NotApplicable: lockd-etcd runs only the etcd-API rows (lockd's own
+// rows are the lockd system's, over its HTTP API).
+func (e *etcd) NotApplicable(bench string) string {
+	if e.name == LockdEtcd && bench != EtcdAPIBench {
+		return "lockd-etcd runs only the etcd-API rows; lockd's other rows are the lockd system's, over its HTTP API"
+	}
+	return ""
+}
 
 type etcdSession struct {
 	client  *clientv3.Client

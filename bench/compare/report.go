@@ -31,6 +31,9 @@ type Report struct {
 	// to (see CommitLatencyHow), if it was measured.
 	CommitLatencyMs *float64 `json:"commit_latency_ms,omitempty"`
 	Targets         []Target `json:"targets"`
+	// EtcdAPI compares lockd-etcd with etcd on the etcd-API rows, if any
+	// ran; they are in no Line.
+	EtcdAPI *APIReport `json:"etcd_api,omitempty"`
 }
 
 // BetterHow says how the report picks the better peer of a line.
@@ -153,6 +156,9 @@ func NewReport(results []Result) Report {
 	for _, r := range rep.Results {
 		rows[r.System] = map[rowKey]load.Row{}
 		for _, row := range r.Rows {
+			if isAPIBench(row.Bench) {
+				continue // the etcd-API report's
+			}
 			k := rowKey{row.Bench, row.N}
 			if !slices.Contains(keys, k) {
 				keys = append(keys, k)
@@ -187,7 +193,14 @@ func NewReport(results []Result) Report {
 	}
 	rep.failoverLines()
 	rep.targets(rows)
+	rep.EtcdAPI = newAPIReport(results)
 	return rep
+}
+
+// hasMain says whether the report has anything beside the etcd-API
+// rows: a row of lockd's, etcd's or ZooKeeper's, or failover trials.
+func (rep Report) hasMain() bool {
+	return len(rep.Lines) > 0 || rep.hasFailover() || rep.EtcdAPI == nil
 }
 
 // setRatios sets lockd's value over each peer's that has one, and over
@@ -613,8 +626,18 @@ func (rep Report) table() [][]string {
 	return out
 }
 
-// Print writes the table, the notes and the targets as plain text.
+// Print writes the table, the notes and the targets as plain text, and
+// then the etcd-API rows' (without the other rows' if only they ran).
 func (rep Report) Print(w io.Writer) {
+	if rep.hasMain() {
+		rep.printMain(w)
+	}
+	if rep.EtcdAPI != nil {
+		rep.EtcdAPI.Print(w)
+	}
+}
+
+func (rep Report) printMain(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, cells := range rep.table() {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
@@ -661,7 +684,7 @@ func (rep Report) notes() []string {
 			}
 		}
 		for _, row := range r.Rows {
-			if row.FirstError != "" {
+			if row.FirstError != "" && !isAPIBench(row.Bench) {
 				notes = append(notes, fmt.Sprintf("%s, %s %d: %d errors, the first: %s", Title(s), row.Bench, row.N, row.Errors, row.FirstError))
 			}
 		}
@@ -683,8 +706,22 @@ func (rep Report) notes() []string {
 	return notes
 }
 
-// Markdown writes the report as a block for BENCHMARKS.md.
+// Markdown writes the report as a block for BENCHMARKS.md, and the
+// etcd-API rows' as a block of their own (without the other rows' if only
+// they ran).
 func (rep Report) Markdown(w io.Writer) {
+	if rep.hasMain() {
+		rep.markdownMain(w)
+	}
+	if rep.EtcdAPI != nil {
+		if rep.hasMain() {
+			fmt.Fprintln(w)
+		}
+		rep.EtcdAPI.Markdown(w, rep)
+	}
+}
+
+func (rep Report) markdownMain(w io.Writer) {
 	commit := ""
 	if rep.Commit != "" {
 		commit = ", commit " + rep.Commit

@@ -122,10 +122,14 @@ func zookeeperMode(ctx context.Context, server string) (string, error) {
 	return "", fmt.Errorf("zookeeper %s: no mode in its srvr answer %.100q", server, b)
 }
 
-// NotApplicable: ZooKeeper has no counterpart of the keepalive rows.
+// NotApplicable: ZooKeeper has no counterpart of the keepalive rows,
+// nor of the etcd-API rows.
 func (z *zookeeper) NotApplicable(bench string) string {
-	if bench == "keepalive" {
+	switch bench {
+	case "keepalive":
 		return ZooKeeperKeepalive
+	case EtcdAPIBench:
+		return notEtcdAPI
 	}
 	return ""
 }

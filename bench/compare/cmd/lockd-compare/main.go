@@ -1,7 +1,8 @@
 // Command lockd-compare measures lockd, etcd or ZooKeeper with the rows of
-// `lockd-bench` and compares the results:
+// `lockd-bench`, and etcd and lockd's nodes serving etcd's v3 API
+// (lockd-etcd) with the etcd-API rows, and compares the results:
 //
-//	lockd-compare run --system lockd|etcd|zookeeper --endpoints A,B,C --out FILE [row flags]
+//	lockd-compare run --system lockd|etcd|zookeeper|lockd-etcd --endpoints A,B,C --out FILE [row flags]
 //	lockd-compare failover --system etcd|zookeeper --endpoints A,B,C --pid-files P1,P2,P3 --restart CMD --out FILE [flags]
 //	lockd-compare failover --system lockd --lockd-bin PATH --dir DIR --out FILE [flags]
 //	lockd-compare report [--json FILE] [--markdown FILE] [--commit C] [--command S] RESULT.json...
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +29,12 @@ import (
 )
 
 const usage = `usage:
-  lockd-compare run --system lockd|etcd|zookeeper --endpoints A,B,C --out FILE
+  lockd-compare run --system lockd|etcd|zookeeper|lockd-etcd --endpoints A,B,C --out FILE
         [--duration 10s] [--warmup 15s] [--workers 1,16,64] [--waiters 2,16,64]
         [--sessions 1000] [--callers 64] [--ttl 30s] [--version TEXT] [--quiet]
-        [--benches locks,handoff,keepalive[,kv]] [--fanout 1000] [--hot-keys 4] [--value-size 1024]
+        [--benches locks,handoff,keepalive[,kv][,etcd-api]] [--fanout 1000] [--hot-keys 4] [--value-size 1024]
+        [--mutex-workers 1,16,64,256] [--kv-workers 16,64] [--leases 1000,100000]
+        [--grant-rate 2000] [--grant-limit 4m] [--profile-dir DIR --profile-endpoints URL,URL,URL]
   lockd-compare failover --system etcd|zookeeper --endpoints A,B,C --pid-files P1,P2,P3
         --restart "CMD ARGS... {i}" --out FILE [--trials 5] [--workers 8] [--settle 2s]
         [--ttl 30s] [--version TEXT] [--quiet]
@@ -91,11 +95,22 @@ func run(args []string) error {
 	kvFlags := load.KVFlags(fs, def)
 	benches := fs.String("benches", strings.Join(compare.DefaultBenches, ","),
 		"comma-separated benches to run, of "+strings.Join(compare.Benches, ", ")+
-			" (kv: the kv-put, kv-get, kv-cas and kv-txn rows at each --workers count, kv-watch at each --fanout count)")
+			" (kv: the kv-put, kv-get, kv-cas and kv-txn rows at each --workers count, kv-watch at each --fanout count;"+
+			" etcd-api, against etcd and lockd-etcd only: the mutex, put, range, watch and lease-keepalive rows; lockd-etcd's default)")
+	apiDef := compare.DefaultAPIOptions()
+	mutexWorkers := fs.String("mutex-workers", joinInts(apiDef.MutexWorkers), "etcd-api: comma-separated worker counts of the mutex rows (none: no such rows)")
+	kvWorkers := fs.String("kv-workers", joinInts(apiDef.KVWorkers), "etcd-api: comma-separated worker counts of the put and range rows (none: no such rows)")
+	leases := fs.String("leases", joinInts(apiDef.Leases), "etcd-api: comma-separated lease counts of the lease-keepalive rows (none: no such rows)")
+	grantRate := fs.Float64("grant-rate", apiDef.GrantRate, "etcd-api: at most this many lease grants a second in a lease-keepalive row")
+	grantLimit := fs.Duration("grant-limit", apiDef.GrantLimit, "etcd-api: a lease-keepalive row fails if granting its leases takes longer")
+	profileDir := fs.String("profile-dir", "", "etcd-api: write a CPU profile of each node during each row to this directory (needs --profile-endpoints)")
+	profileEndpoints := fs.String("profile-endpoints", "", "etcd-api: comma-separated HTTP URLs of the lockd nodes to profile (lockd serve --pprof)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	benchesSet := false
+	fs.Visit(func(f *flag.Flag) { benchesSet = benchesSet || f.Name == "benches" })
 	if fs.NArg() > 0 {
 		return usageError(fmt.Sprintf("unexpected arguments %q", fs.Args()))
 	}
@@ -117,6 +132,31 @@ func run(args []string) error {
 		}
 		which = append(which, b)
 	}
+	if !benchesSet && *system == compare.LockdEtcd {
+		which = nil // its default: the etcd-API rows
+	}
+	api := apiDef
+	api.GrantRate, api.GrantLimit = *grantRate, *grantLimit
+	for _, l := range []struct {
+		flag string
+		in   string
+		out  *[]int
+	}{{"mutex-workers", *mutexWorkers, &api.MutexWorkers}, {"kv-workers", *kvWorkers, &api.KVWorkers}, {"leases", *leases, &api.Leases}} {
+		ns, err := parseInts(l.in)
+		if err != nil {
+			return usageError(fmt.Sprintf("--%s: %v", l.flag, err))
+		}
+		*l.out = ns
+	}
+	if err := api.Validate(); err != nil {
+		return usageError(err.Error())
+	}
+	switch {
+	case (*profileDir == "") != (*profileEndpoints == ""):
+		return usageError("--profile-dir and --profile-endpoints go together")
+	case *profileDir != "":
+		api.Profiler = &compare.Profiler{Dir: *profileDir, Endpoints: strings.Split(*profileEndpoints, ",")}
+	}
 	if *warmup < 0 || *warmup > 10*time.Minute {
 		return usageError(fmt.Sprintf("--warmup %v out of range 0..10m", *warmup))
 	}
@@ -126,14 +166,44 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := compare.Run(ctx, compare.Options{System: *system, Endpoints: strings.Split(*endpoints, ","),
-		Version: *version, Warmup: *warmup, Benches: which, Load: cfg})
+		Version: *version, Warmup: *warmup, Benches: which, Load: cfg, API: &api})
 	if werr := compare.WriteJSON(*out, res); werr != nil && err == nil {
 		err = werr
 	}
 	if len(res.Rows) > 0 {
 		load.Print(os.Stderr, res.Rows)
 	}
+	if p := api.Profiler; p != nil {
+		for _, f := range p.Files() {
+			fmt.Fprintf(os.Stderr, "profile: %s\n", f)
+		}
+	}
 	return err
+}
+
+// joinInts and parseInts are bench/load's comma-separated lists of
+// counts ("none": the empty list).
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	if strings.TrimSpace(s) == "none" {
+		return out, nil
+	}
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func failover(args []string) error {
