@@ -103,8 +103,10 @@ bench:
 bench-serving: build
 	scripts/bench-serving.sh
 
-# lockd, etcd 3.4 and ZooKeeper 3.8 side by side (BENCHMARKS.md, "Comparing with
-# etcd and ZooKeeper"): installs etcd-server and zookeeperd with apt-get
+# lockd, etcd and ZooKeeper 3.8 side by side (BENCHMARKS.md, "Comparing with
+# etcd and ZooKeeper"): builds etcd 3.7.3 into bin/etcd from bench/etcdserver
+# (a module of its own that pins it; ETCD_BIN=etcd uses Debian's etcd-server
+# 3.4 instead), installs zookeeperd (and etcd-server if used) with apt-get
 # when absent, then for each system in turn starts a 3-member cluster on
 # 127.0.0.1 (etcd 7511-7523, ZooKeeper 7531-7553, lockd 7610-7631; data in
 # .compare/), runs the same rows against it, times 5 failovers (kill -9
@@ -116,10 +118,17 @@ bench-serving: build
 # ARGS="--benches kv --workers 1,16,64 --fanout 1000" runs the kv rows of
 # the namespace (put, get, cas, txn, watch fan-out) instead;
 # COMPARE_FAILOVER_TRIALS=0 skips the failover trials.
+# COMPARE_SYSTEMS="etcd lockd-etcd" COMPARE_FAILOVER_TRIALS=0
+# ARGS="--benches etcd-api" runs the etcd-API rows (concurrency.Mutex,
+# Put, Range, watch fan-out, lease KeepAliveOnce) through the same clientv3
+# code against etcd and against lockd's nodes serving etcd's API (about 12
+# minutes).
 bench-compare: build
+	cd bench/etcdserver && CGO_ENABLED=0 $(GO) build -o ../../bin/etcd . || \
+	  { echo "could not build etcd from bench/etcdserver; ETCD_BIN=etcd uses Debian's etcd-server" >&2; exit 1; }
 	cd bench/compare && $(GO) build -o ../../bin/lockd-compare ./cmd/lockd-compare || \
 	  { echo "if go.sum is out of step with lockd's go.mod: cd bench/compare && go mod tidy" >&2; exit 1; }
-	COMPARE_COMMAND="$(if $(COMPARE_FAILOVER_TRIALS),COMPARE_FAILOVER_TRIALS=$(COMPARE_FAILOVER_TRIALS) )make bench-compare$(if $(ARGS), ARGS=\"$(ARGS)\")" \
+	COMPARE_COMMAND="$(if $(COMPARE_SYSTEMS),COMPARE_SYSTEMS=\"$(COMPARE_SYSTEMS)\" )$(if $(COMPARE_FAILOVER_TRIALS),COMPARE_FAILOVER_TRIALS=$(COMPARE_FAILOVER_TRIALS) )make bench-compare$(if $(ARGS), ARGS=\"$(ARGS)\")" \
 	  scripts/bench-compare.sh $(ARGS)
 
 # The fault-injection campaign (about two hours): first the self-test on

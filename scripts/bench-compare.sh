@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # bench-compare.sh [lockd-compare run flags...] — lockd, etcd and ZooKeeper
-# side by side (BENCHMARKS.md, "Comparing with etcd and ZooKeeper").
+# side by side (BENCHMARKS.md, "Comparing with etcd and ZooKeeper"), and
+# etcd's v3 API as lockd's nodes serve it (the system lockd-etcd) beside
+# etcd, through the same clientv3 code (`--benches etcd-api`).
 #
-# Installs etcd (Debian etcd-server, 3.4) and ZooKeeper (Debian zookeeperd,
-# 3.8) with apt-get when they are absent, then, one system at a time,
+# etcd is bin/etcd when it exists (`make bench-compare` builds it from
+# bench/etcdserver: etcd 3.7.3, pinned there), else Debian's etcd-server
+# (3.4; ETCD_BIN=etcd picks it even when bin/etcd exists). Installs what
+# is missing of Debian's etcd-server (only when bin/etcd is not used) and
+# ZooKeeper (Debian zookeeperd, 3.8) with apt-get, then, one system at a time,
 # starts a 3-member cluster on 127.0.0.1 with its data under .compare/,
 # runs the same rows against it (bin/lockd-compare run), times failover
 # on it (bin/lockd-compare failover: the leader killed with SIGKILL and
@@ -18,17 +23,31 @@
 # bench-out/compare.{json,md}. Every process it starts is stopped when it
 # exits, whatever happens.
 #
+# lockd-etcd (COMPARE_SYSTEMS="etcd lockd-etcd", `--benches etcd-api`, its
+# default) is a 3-node lockd cluster started with --etcd-listen, measured
+# only through etcd's API on etcd's own client ports (the two never run at
+# once), so that the same endpoints and the same code measure both; it has
+# no failover trials (lockd's are the lockd system's). With
+# COMPARE_PROFILE_DIR=DIR its nodes also serve /debug/pprof (--pprof) and
+# `lockd-compare run` writes a CPU profile of each node during each of its
+# etcd-API rows into DIR: for a run of its own, apart from the run whose
+# numbers are quoted, since profiling costs the nodes some CPU.
+#
 # Ports (all on 127.0.0.1):
 #   etcd       client 7511-7513, peer 7521-7523
 #   ZooKeeper  client 7531-7533, quorum 7541-7543, election 7551-7553
 #   lockd      HTTP 7610, 7620, 7630, peer 7611, 7621, 7631
+#   lockd-etcd etcd's API 7511-7513 (etcd's client ports), HTTP and peer
+#              as lockd's
 #   lockd's failover cluster: ports the harness picks between 10000 and the
 #   ephemeral range, on 127.0.0.1 or other loopback addresses (127.x.y.z)
 #
 # Environment: COMPARE_SYSTEMS (default "etcd zookeeper lockd": which, in
-# that order), COMPARE_FAILOVER_TRIALS (5; 0 skips the failover trials),
-# COMPARE_DIR (.compare), COMPARE_OUT (bench-out), COMPARE_COMMAND (the
-# command recorded in the report), LOCKD_BIN, LOCKD_COMPARE_BIN.
+# that order; lockd-etcd too), COMPARE_FAILOVER_TRIALS (5; 0 skips the
+# failover trials), COMPARE_DIR (.compare), COMPARE_OUT (bench-out),
+# COMPARE_COMMAND (the command recorded in the report), COMPARE_PROFILE_DIR
+# (unset: no profiles), ETCD_BIN (bin/etcd if it exists, else etcd),
+# LOCKD_BIN, LOCKD_COMPARE_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${LOCKD_BIN:-bin/lockd}
@@ -37,6 +56,11 @@ DIR=${COMPARE_DIR:-.compare}
 OUT=${COMPARE_OUT:-bench-out}
 SYSTEMS=${COMPARE_SYSTEMS:-etcd zookeeper lockd}
 COMMAND=${COMPARE_COMMAND:-scripts/bench-compare.sh $*}
+PROFILE_DIR=${COMPARE_PROFILE_DIR:-}
+if [ -n "${ETCD_BIN:-}" ]; then ETCD=$ETCD_BIN
+elif [ -x bin/etcd ]; then ETCD=bin/etcd
+else ETCD=etcd
+fi
 # One system's run may take this long before it is stopped (the defaults
 # take about 2 minutes).
 RUN_LIMIT=${COMPARE_RUN_LIMIT:-900}
@@ -77,7 +101,7 @@ stop_pids() {
 }
 
 stop_all() {
-  stop_pids "$DIR"/etcd/*.pid "$DIR"/zookeeper/*.pid
+  stop_pids "$DIR"/etcd/*.pid "$DIR"/zookeeper/*.pid "$DIR"/lockd-etcd/*.pid
   if [ -d "$DIR/lockd" ]; then
     LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 scripts/cluster.sh down >/dev/null
   fi
@@ -99,7 +123,7 @@ wait_for() {
 
 install_peers() {
   local pkgs=()
-  [[ " $SYSTEMS " == *" etcd "* ]] && ! command -v etcd >/dev/null && pkgs+=(etcd-server)
+  [[ " $SYSTEMS " == *" etcd "* ]] && [ "$ETCD" = etcd ] && ! command -v etcd >/dev/null && pkgs+=(etcd-server)
   [[ " $SYSTEMS " == *" zookeeper "* ]] && [ ! -f /usr/share/java/zookeeper.jar ] && pkgs+=(zookeeperd)
   [ ${#pkgs[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] || { log "${pkgs[*]} missing; run as root so that apt-get can install them"; exit 1; }
@@ -133,7 +157,7 @@ start_etcd_member() {
   mkdir -p "$d"
   for j in 1 2 3; do initial+="${initial:+,}e$j=http://127.0.0.1:752$j"; done
   # etcd fsyncs its WAL on every commit by default.
-  etcd --name "e$i" --data-dir "$d/e$i" \
+  "$ETCD" --name "e$i" --data-dir "$d/e$i" \
     --listen-client-urls "http://127.0.0.1:751$i" --advertise-client-urls "http://127.0.0.1:751$i" \
     --listen-peer-urls "http://127.0.0.1:752$i" --initial-advertise-peer-urls "http://127.0.0.1:752$i" \
     --initial-cluster "$initial" --initial-cluster-token lockd-compare --initial-cluster-state new \
@@ -150,7 +174,16 @@ start_etcd() {
 }
 
 etcd_version() {
-  echo "$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p') (Debian etcd-server $(dpkg-query -W -f='${Version}' etcd-server 2>/dev/null))"
+  local v
+  v=$("$ETCD" --version 2>/dev/null | sed -n 's/^etcd Version: //p')
+  if [ "$ETCD" = bin/etcd ]; then
+    echo "$v ($ETCD: go.etcd.io/etcd/server/v3 $(sed -n 's/^require go.etcd.io\/etcd\/server\/v3 //p' bench/etcdserver/go.mod)" \
+      "built by make bench-compare from bench/etcdserver, $("$ETCD" --version 2>/dev/null | sed -n 's/^Go Version: //p'), CGO_ENABLED=0)"
+  elif [ "$(command -v "$ETCD")" = /usr/bin/etcd ]; then
+    echo "$v (Debian etcd-server $(dpkg-query -W -f='${Version}' etcd-server 2>/dev/null))"
+  else
+    echo "$v ($ETCD)"
+  fi
 }
 
 # ---- ZooKeeper ----
@@ -241,6 +274,42 @@ start_lockd() {
 # (`lockd version` prints three lines: the report wants one.)
 lockd_version() { "$BIN" version | sed 's/^lockd //' | paste -sd ',' - | sed 's/,/, /g'; }
 
+# ---- lockd-etcd: lockd's nodes measured through etcd's API ----
+
+# lockd_etcd_ready: every node's HTTP port answers /readyz (it can serve a
+# default read: a leader holds its master lease) and its etcd port accepts.
+lockd_etcd_ready() {
+  local i
+  for i in 1 2 3; do
+    curl -sf -m 1 "http://127.0.0.1:76${i}0/readyz" >/dev/null || return 1
+    timeout 1 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "751$i" 2>/dev/null || return 1
+  done
+}
+
+# start_lockd_etcd: three nodes, as start_lockd's (bin/lockd, fsync on
+# every append, no fault injection, no connection limits) plus
+# --etcd-listen on etcd's client ports; --pprof with COMPARE_PROFILE_DIR.
+# (scripts/cluster.sh gives every node the same flags, and each needs a
+# port of its own, so this starts them itself.)
+start_lockd_etcd() {
+  local d=$DIR/lockd-etcd i initial= pprof=()
+  mkdir -p "$d"
+  [ -n "$PROFILE_DIR" ] && pprof=(--pprof)
+  for i in 1 2 3; do initial+="${initial:+,}n$i=127.0.0.1:76${i}1"; done
+  for i in 1 2 3; do
+    "$BIN" serve --id "n$i" --http "127.0.0.1:76${i}0" --peer "127.0.0.1:76${i}1" --data "$d/n$i" \
+      --initial-cluster "$initial" --etcd-listen "127.0.0.1:751$i" \
+      --http-max-conns-per-client 0 --http-max-conns 0 "${pprof[@]}" </dev/null >>"$d/n$i.log" 2>&1 &
+    echo $! >"$d/n$i.pid"
+    disown $!
+  done
+  wait_for 30 "lockd-etcd" lockd_etcd_ready
+}
+
+stop_lockd_etcd() { stop_pids "$DIR"/lockd-etcd/*.pid; }
+
+lockd_etcd_version() { echo "lockd $(lockd_version), its etcd v3 API (--etcd-listen)"; }
+
 stop_etcd() { stop_pids "$DIR"/etcd/*.pid; }
 stop_zookeeper() { stop_pids "$DIR"/zookeeper/*.pid; }
 stop_lockd() { LOCKD_CLUSTER_DIR=$DIR/lockd LOCKD_PORT_PREFIX=76 scripts/cluster.sh down >/dev/null; }
@@ -250,12 +319,13 @@ endpoints() {
     etcd) echo 127.0.0.1:7511,127.0.0.1:7512,127.0.0.1:7513 ;;
     zookeeper) echo 127.0.0.1:7531,127.0.0.1:7532,127.0.0.1:7533 ;;
     lockd) echo http://127.0.0.1:7610,http://127.0.0.1:7620,http://127.0.0.1:7630 ;;
+    lockd-etcd) echo 127.0.0.1:7511,127.0.0.1:7512,127.0.0.1:7513 ;;
   esac
 }
 
 client_version() {
   case $1 in
-    etcd) echo "client go.etcd.io/etcd/client/v3 $(sed -n 's/^\tgo.etcd.io\/etcd\/client\/v3 //p' bench/compare/go.mod)" ;;
+    etcd | lockd-etcd) echo "client go.etcd.io/etcd/client/v3 $(sed -n 's/^\tgo.etcd.io\/etcd\/client\/v3 //p' bench/compare/go.mod)" ;;
     zookeeper) echo "client github.com/go-zookeeper/zk $(sed -n 's/^\tgithub.com\/go-zookeeper\/zk //p' bench/compare/go.mod)" ;;
     lockd) echo "its HTTP API, no client library" ;;
   esac
@@ -325,8 +395,12 @@ failover() {
 }
 
 for s in $SYSTEMS; do
-  case $s in etcd | zookeeper | lockd) ;; *) log "unknown system $s in COMPARE_SYSTEMS"; exit 2 ;; esac
+  case $s in etcd | zookeeper | lockd | lockd-etcd) ;; *) log "unknown system $s in COMPARE_SYSTEMS"; exit 2 ;; esac
 done
+if [[ " $SYSTEMS " == *" etcd "* ]] && [ "$ETCD" != etcd ] && [ ! -x "$ETCD" ]; then
+  log "$ETCD not found; run 'make bench-compare' (or ETCD_BIN=etcd for Debian's etcd-server)"
+  exit 1
+fi
 case $FAILOVER_TRIALS in
   '' | *[!0-9]* | ???*) log "COMPARE_FAILOVER_TRIALS must be a number, 0 (no failover trials) to 99"; exit 2 ;;
 esac
@@ -334,35 +408,43 @@ FAILOVER_TRIALS=$((10#$FAILOVER_TRIALS))
 stop_all
 rm -rf "$DIR"
 mkdir -p "$DIR" "$OUT"
+[ -n "$PROFILE_DIR" ] && mkdir -p "$PROFILE_DIR"
 install_peers
 
 start=$(date +%s)
 results=()
 failed=
 for s in $SYSTEMS; do
+  fn=${s//-/_}
   log "$s: starting a 3-member cluster"
-  if ! "start_$s"; then
+  if ! "start_$fn"; then
     log "$s: did not start; its logs are in $DIR/$s"
     failed+=" $s"
-    "stop_$s"
+    "stop_$fn"
     continue
   fi
-  version="$("${s}_version"); $(client_version "$s"); 3 members, fsync on every commit"
+  version="$("${fn}_version"); $(client_version "$s"); 3 members, fsync on every commit"
   log "$s: running the rows"
+  profile=()
+  if [ "$s" = lockd-etcd ] && [ -n "$PROFILE_DIR" ]; then
+    profile=(--profile-dir "$PROFILE_DIR" --profile-endpoints http://127.0.0.1:7610,http://127.0.0.1:7620,http://127.0.0.1:7630)
+  fi
   if ! measure "$RUN_LIMIT" "$CMP" run --system "$s" --endpoints "$(endpoints "$s")" \
-    --version "$version" --out "$DIR/$s.json" "$@"; then
+    --version "$version" --out "$DIR/$s.json" "${profile[@]}" "$@"; then
     log "$s: the run failed"
     failed+=" $s"
   fi
   [ -f "$DIR/$s.json" ] && results+=("$DIR/$s.json")
   # lockd's failover trials run on a cluster of their own, after this one
   # has stopped.
-  if [ "$FAILOVER_TRIALS" -gt 0 ] && [ "$s" != lockd ] && ! failover "$s" "$version"; then
+  if [ "$FAILOVER_TRIALS" -gt 0 ] && [ "$s" = lockd-etcd ]; then
+    log "$s: no failover trials of its own (lockd's are the lockd system's)"
+  elif [ "$FAILOVER_TRIALS" -gt 0 ] && [ "$s" != lockd ] && ! failover "$s" "$version"; then
     log "$s: the failover trials failed"
     failed+=" $s-failover"
   fi
   log "$s: stopping"
-  "stop_$s"
+  "stop_$fn"
   if [ "$FAILOVER_TRIALS" -gt 0 ] && [ "$s" = lockd ] && ! failover "$s" "$version"; then
     log "$s: the failover trials failed"
     failed+=" $s-failover"
