@@ -175,6 +175,9 @@ type Member struct {
 	ID   string `json:"id"`
 	Peer string `json:"peer"`
 	HTTP string `json:"http"`
+	// Etcd is the URL of the member's etcd API (lockd serve
+	// --etcd-listen), absent when it serves none.
+	Etcd string `json:"etcd,omitempty"`
 	// Voter and Leader are filled in by GET /v1/cluster: a member that
 	// is not a voter is a non-voter.
 	Voter  bool `json:"voter,omitempty"`

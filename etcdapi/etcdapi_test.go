@@ -1,6 +1,7 @@
 package etcdapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -136,6 +137,41 @@ func TestGRPCErr(t *testing.T) {
 	for _, c := range cases {
 		if got := grpcErr(c.err); !errors.Is(rpctypes.Error(got), rpctypes.Error(c.want)) {
 			t.Errorf("%v: %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// clusterBackend is a Backend that knows only its cluster's description.
+type clusterBackend struct {
+	Backend
+	c api.Cluster
+	f *fsm.FSM
+}
+
+func (b clusterBackend) ID() string                                   { return "n1" }
+func (b clusterBackend) FSM() *fsm.FSM                                { return b.f }
+func (b clusterBackend) Cluster(context.Context) (api.Cluster, error) { return b.c, nil }
+
+// TestAlarm_NoSpaceWhileTheDiskIsFull: the alarm list has the node's
+// NOSPACE while its storage problem is a full disk, and nothing for any
+// other storage error or none.
+func TestAlarm_NoSpaceWhileTheDiskIsFull(t *testing.T) {
+	for _, tt := range []struct {
+		problem *api.StorageProblem
+		want    int
+	}{
+		{nil, 0},
+		{&api.StorageProblem{Reason: api.CodeStorageError, Error: "input/output error"}, 0},
+		{&api.StorageProblem{Reason: api.CodeStorageFull, Error: "no space left on device"}, 1},
+	} {
+		s := New(Config{Backend: clusterBackend{c: api.Cluster{StorageProblem: tt.problem}, f: fsm.New()}})
+		m := &maintenanceServer{s: s}
+		r, err := m.Alarm(context.Background(), &pb.AlarmRequest{Action: pb.AlarmRequest_GET})
+		if err != nil || len(r.Alarms) != tt.want {
+			t.Fatalf("problem %+v: %v %v, want %d alarms", tt.problem, r, err, tt.want)
+		}
+		if tt.want == 1 && (r.Alarms[0].Alarm != pb.AlarmType_NOSPACE || r.Alarms[0].MemberID != hash64("n1")) {
+			t.Fatalf("alarm %+v", r.Alarms[0])
 		}
 	}
 }

@@ -3,6 +3,7 @@ package etcdapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lockd/lockd/internal/ctxsleep"
 )
 
 // Forwarding. A call only the leader may answer (writes, linearizable
@@ -66,26 +69,45 @@ func methodOf[Req any, PReq interface {
 // invoke serves a call: here when leader is false (a serializable read)
 // or this node leads, else by forwarding it to the leader. The answer's
 // error is a gRPC status.
+//
+// Through an election it waits, as etcd holds a request rather than fail
+// it (etcd's clients retry no write that fails for want of a leader): a
+// call that finds no leader, or is answered "no leader" (nothing reached
+// the leader, or the leader refused it before writing anything), is
+// tried again once a leader is known, for up to leaderWait.
 func invoke[PReq message, Resp any, PResp interface {
 	*Resp
 	message
 }](ctx context.Context, s *Server, name string, req PReq, leader bool, local func(context.Context, *call, PReq) (PResp, error)) (PResp, error) {
 	c := callOf(ctx)
-	if leader {
-		if isLeader, to := s.b.Leader(); !isLeader {
-			out := PResp(new(Resp))
-			if err := s.forward(ctx, to.Peer, name, c, req, out); err != nil {
-				return nil, err
-			}
+	give := time.Now().Add(leaderWait)
+	for {
+		var out PResp
+		var err error
+		if isLeader, to := s.b.Leader(); !leader || isLeader {
+			out, err = local(ctx, c, req)
+			err = grpcErr(err)
+		} else {
+			out = PResp(new(Resp))
+			err = s.forward(ctx, to.Peer, name, c, req, out)
+		}
+		if err == nil {
 			return out, nil
 		}
+		if !leader || !errors.Is(err, rpctypes.ErrGRPCNoLeader) || !time.Now().Add(leaderPoll).Before(give) ||
+			ctxsleep.Sleep(ctx, leaderPoll) != nil {
+			return nil, err
+		}
 	}
-	out, err := local(ctx, c, req)
-	if err != nil {
-		return nil, grpcErr(err)
-	}
-	return out, nil
 }
+
+// leaderWait bounds how long a call that needs the leader waits for one
+// through an election before it is answered "no leader"; leaderPoll is
+// how often it tries again meanwhile.
+const (
+	leaderWait = 5 * time.Second
+	leaderPoll = 20 * time.Millisecond
+)
 
 // forward sends a call to the leader at peer and decodes its answer into out.
 func (s *Server) forward(ctx context.Context, peer, name string, c *call, req, out message) error {

@@ -5,10 +5,14 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/version"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lockd/lockd/api"
 )
 
-// maintenanceServer serves Status only, from the node's own state, as
-// etcd does (enough for etcdctl endpoint status and health checks).
+// maintenanceServer serves Status and Alarm's list, from the node's own
+// state, as etcd does (enough for etcdctl endpoint status and health).
 type maintenanceServer struct {
 	pb.UnimplementedMaintenanceServer
 	s *Server
@@ -35,6 +39,31 @@ func (m *maintenanceServer) Status(ctx context.Context, _ *pb.StatusRequest) (*p
 		out.Leader = hash64(to.ID)
 	default:
 		out.Errors = []string{"no leader is known to this node"}
+	}
+	return out, nil
+}
+
+// Alarm answers GET with the alarms of the cluster's members as this node
+// knows them: its own NOSPACE while writes to its data dir fail for want
+// of space (lockd refuses writes then, as etcd does under that alarm);
+// lockd does not learn the other members' disks. Raising or clearing an
+// alarm is lockd's own business (the disk's state decides it), so
+// ACTIVATE and DEACTIVATE are refused. etcdctl's endpoint health asks
+// for the list.
+func (m *maintenanceServer) Alarm(ctx context.Context, r *pb.AlarmRequest) (*pb.AlarmResponse, error) {
+	if _, _, err := m.s.authorize(callOf(ctx)); err != nil {
+		return nil, err
+	}
+	if r.Action != pb.AlarmRequest_GET {
+		return nil, status.Errorf(codes.Unimplemented, "lockd raises and clears its alarms itself (%v refused): a node's NOSPACE ends when writes to its data dir succeed again", r.Action)
+	}
+	c, err := m.s.b.Cluster(ctx)
+	if err != nil {
+		return nil, grpcErr(err)
+	}
+	out := &pb.AlarmResponse{Header: m.s.header(m.s.b.FSM().AppliedIndex())}
+	if c.StorageProblem != nil && c.StorageProblem.Reason == api.CodeStorageFull {
+		out.Alarms = append(out.Alarms, &pb.AlarmMember{MemberID: m.s.member, Alarm: pb.AlarmType_NOSPACE})
 	}
 	return out, nil
 }

@@ -48,6 +48,10 @@ type Backend interface {
 	DestroySession(ctx context.Context, id string) error
 	Session(ctx context.Context, id string, opt api.ReadOptions) (api.Session, error)
 
+	// Cluster describes the cluster as this node knows it: its members
+	// (with their etcd URLs) and its own storage problem.
+	Cluster(ctx context.Context) (api.Cluster, error)
+
 	// ResolveToken and SessionOwner, for ACLs.
 	ResolveToken(secret string) (acl.Token, bool)
 	SessionOwner(id string) (owner string, exists bool)
@@ -62,6 +66,9 @@ type Config struct {
 	// (internal/peerhttp). Without it a follower answers what only the
 	// leader may answer with etcd's "no leader".
 	PeerTransport http.RoundTripper
+	// PeerTLS says the peer port speaks TLS (MemberList's peer URLs are
+	// https://).
+	PeerTLS bool
 	// ForwardMargin bounds a forwarded call on top of the caller's own
 	// deadline (and is the whole bound without one); 0 means 10 s.
 	ForwardMargin time.Duration
@@ -77,6 +84,8 @@ type Server struct {
 	log     *slog.Logger
 	member  uint64
 	methods map[string]method
+	// peerScheme starts the members' peer URLs.
+	peerScheme string
 }
 
 // clusterID is the cluster_id of every header: lockd names no cluster by
@@ -94,6 +103,10 @@ func New(cfg Config) *Server {
 	}
 	s.log = s.log.With("component", "etcdapi")
 	s.member = hash64(cfg.Backend.ID())
+	s.peerScheme = "http://"
+	if cfg.PeerTLS {
+		s.peerScheme = "https://"
+	}
 	s.methods = s.methodTable()
 	return s
 }
@@ -106,9 +119,9 @@ func hash64(s string) uint64 {
 
 // GRPCServer returns a gRPC server with the etcd services registered; the
 // caller adds its options (TLS credentials) and serves it. Every call
-// lockd does not serve (Cluster, Maintenance but Status, and the Auth
-// calls but Authenticate) is answered Unimplemented with a message that
-// names it.
+// lockd does not serve (Cluster but MemberList, Maintenance but Status
+// and Alarm's list, and the Auth calls but Authenticate) is answered
+// Unimplemented with a message that names it.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{
 		grpc.UnknownServiceHandler(unimplemented),
@@ -121,6 +134,7 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	pb.RegisterWatchServer(g, watchServer{s})
 	pb.RegisterMaintenanceServer(g, &maintenanceServer{s: s})
 	pb.RegisterAuthServer(g, &authServer{s: s})
+	pb.RegisterClusterServer(g, &clusterServer{s: s})
 	v3lockpb.RegisterLockServer(g, lockServer{s: s})
 	v3electionpb.RegisterElectionServer(g, electionServer{s: s})
 	return g

@@ -96,6 +96,9 @@ type Member struct {
 	ID   string `json:"id"`
 	Peer string `json:"peer"`
 	HTTP string `json:"http"`
+	// Etcd is the URL of its etcd API, "" for none. (Builds before it
+	// ignore it: it decides nothing.)
+	Etcd string `json:"etcd,omitempty"`
 }
 
 // Result is what Apply returns for one command.

@@ -45,6 +45,10 @@ type Config struct {
 	// HTTPAddr is the URL other nodes forward API requests to
 	// ("http://127.0.0.1:7400"). It is written to the member table.
 	HTTPAddr string
+	// EtcdAddr is the URL of this node's etcd API (http:// or https://),
+	// "" when it serves none: recorded in the member table for etcd's
+	// MemberList.
+	EtcdAddr string
 	// Stream carries Raft's connections (internal/mux's Raft layer).
 	Stream raft.StreamLayer
 	// LeaseLayer carries the lease exchange (internal/mux's lease layer):

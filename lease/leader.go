@@ -123,7 +123,7 @@ func (t *leaderTerm) establish() {
 // followers know where to forward requests.
 func (t *leaderTerm) registerSelf() {
 	n := t.n
-	want := fsm.Member{ID: n.cfg.ID, Peer: n.cfg.PeerAddr, HTTP: n.cfg.HTTPAddr}
+	want := fsm.Member{ID: n.cfg.ID, Peer: n.cfg.PeerAddr, HTTP: n.cfg.HTTPAddr, Etcd: n.cfg.EtcdAddr}
 	for _, m := range n.fsm.Members() {
 		if m == want {
 			return

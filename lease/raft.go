@@ -282,13 +282,16 @@ func (e *raftEngine) close() error {
 	return err
 }
 
-func (e *raftEngine) memberHTTP(id string) string {
+func (e *raftEngine) memberHTTP(id string) string { return e.member(id).HTTP }
+
+// member is id's entry in the member table, zero if it has none.
+func (e *raftEngine) member(id string) fsm.Member {
 	for _, m := range e.n.fsm.Members() {
 		if m.ID == id {
-			return m.HTTP
+			return m
 		}
 	}
-	return ""
+	return fsm.Member{}
 }
 
 func (e *raftEngine) describe(c *api.Cluster) error {
@@ -305,8 +308,9 @@ func (e *raftEngine) describe(c *api.Cluster) error {
 	leader := e.leaderID()
 	leads := e.raft.State() == raft.Leader
 	for _, s := range f.Configuration().Servers {
+		entry := e.member(string(s.ID))
 		m := api.Member{ID: string(s.ID), Peer: string(s.Address),
-			HTTP: e.memberHTTP(string(s.ID)), Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader}
+			HTTP: entry.HTTP, Etcd: entry.Etcd, Voter: s.Suffrage == raft.Voter, Leader: string(s.ID) == leader}
 		switch applied, at := e.x.peerApplied(m.Peer); {
 		case !leads:
 		case m.ID == e.n.cfg.ID:
@@ -349,7 +353,7 @@ func (e *raftEngine) addMember(ctx context.Context, m api.Member) error {
 		}
 		e.n.log.Info("added "+role, "id", m.ID, "peer", m.Peer)
 	}
-	res, err := e.n.propose(ctx, fsm.Command{Op: fsm.OpSetMember, Member: &fsm.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP}})
+	res, err := e.n.propose(ctx, fsm.Command{Op: fsm.OpSetMember, Member: &fsm.Member{ID: m.ID, Peer: m.Peer, HTTP: m.HTTP, Etcd: m.Etcd}})
 	if err != nil {
 		return err
 	}

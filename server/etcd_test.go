@@ -112,8 +112,36 @@ func TestEtcd_OffByDefaultAndServedWhereAsked(t *testing.T) {
 	wantCode(t, "defragment", err, codes.Unimplemented, "Defragment")
 	_, err = pb.NewAuthClient(etcdConn(t, c.EtcdAddrs()[0])).UserAdd(ctx, &pb.AuthUserAddRequest{Name: "x"})
 	wantCode(t, "user add", err, codes.Unimplemented, "UserAdd")
-	_, err = pb.NewClusterClient(etcdConn(t, c.EtcdAddrs()[0])).MemberList(ctx, &pb.MemberListRequest{})
-	wantCode(t, "member list", err, codes.Unimplemented, "etcdserverpb.Cluster/MemberList")
+	_, err = pb.NewClusterClient(etcdConn(t, c.EtcdAddrs()[0])).MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{"http://127.0.0.1:1"}})
+	wantCode(t, "member add", err, codes.Unimplemented, "MemberAdd")
+	// MemberList: every member, the etcd URL of each that serves it (each
+	// registers its own), the IDs of the headers.
+	want := map[string]string{"n1": "http://" + c.EtcdAddrs()[0], "n2": "http://" + c.EtcdAddrs()[1], "n3": ""}
+	var got map[string]string
+	servertest.WaitFor(t, 10*time.Second, "every member's etcd URL in MemberList", func() bool {
+		ml, err := pb.NewClusterClient(etcdConn(t, c.EtcdAddrs()[1])).MemberList(ctx, &pb.MemberListRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = map[string]string{}
+		for _, m := range ml.Members {
+			got[m.Name] = strings.Join(m.ClientURLs, ",")
+			if m.IsLearner || len(m.PeerURLs) != 1 || !strings.HasPrefix(m.PeerURLs[0], "http://") {
+				t.Fatalf("member %+v", m)
+			}
+			if m.Name == "n1" && m.ID != st.Header.MemberId {
+				t.Fatalf("n1's ID %x in MemberList, %x in its headers", m.ID, st.Header.MemberId)
+			}
+		}
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
+	// Alarms: none to list; raising one is lockd's own business.
+	mc := pb.NewMaintenanceClient(etcdConn(t, c.EtcdAddrs()[0]))
+	if al, err := mc.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_GET}); err != nil || len(al.Alarms) != 0 {
+		t.Fatalf("alarm list: %v %v", al, err)
+	}
+	_, err = mc.Alarm(ctx, &pb.AlarmRequest{Action: pb.AlarmRequest_ACTIVATE, Alarm: pb.AlarmType_NOSPACE})
+	wantCode(t, "alarm activate", err, codes.Unimplemented, "ACTIVATE")
 }
 
 // recvWatch receives the next answer of a watch stream.
@@ -726,5 +754,46 @@ func TestEtcd_TLSAndClientCertificates(t *testing.T) {
 	}
 	if err := put(credentials.NewTLS(withCert)); err != nil {
 		t.Fatalf("a client with the cluster's client certificate: %v", err)
+	}
+}
+
+// TestEtcd_WritesWaitThroughAnElection: a write sent through a follower
+// while it knows no leader (the leader died, the election is under way)
+// is held until a new leader is known and then applied, as etcd holds it,
+// rather than answered "no leader" (which etcd's clients do not retry for
+// writes).
+func TestEtcd_WritesWaitThroughAnElection(t *testing.T) {
+	c := servertest.NewWith(t, 3, servertest.ServeEtcd(t))
+	leader := c.WaitLeader()
+	old := fmt.Sprintf("n%d", leader+1)
+	survivor := (leader + 1) % 3
+	node := c.Nodes[survivor].Node()
+	kv := pb.NewKVClient(etcdConn(t, c.Nodes[survivor].EtcdAddr()))
+	ctx := etcdCtx(t)
+	if _, err := kv.Put(ctx, &pb.PutRequest{Key: []byte("before"), Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	c.Crash(leader)
+	during := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		isLeader, to := node.Leader()
+		if isLeader || (to.ID != "" && to.ID != old) {
+			break // a new leader is known
+		}
+		if to.Peer != "" {
+			time.Sleep(time.Millisecond) // it still follows the dead leader
+			continue
+		}
+		during++
+		if _, err := kv.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "during-%d", during), Value: []byte("v")}); err != nil {
+			t.Fatalf("put sent while no leader was known: %v", err)
+		}
+	}
+	if during == 0 {
+		t.Fatal("the follower never was without a leader: the test saw no election")
+	}
+	r, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("during-"), RangeEnd: []byte("during."), CountOnly: true})
+	if err != nil || r.Count != int64(during) {
+		t.Fatalf("after the election: %v %v, want %d keys", r, err, during)
 	}
 }

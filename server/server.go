@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -204,6 +205,9 @@ func Start(cfg Config) (*Server, error) {
 	if nc.HTTPAddr == "" {
 		nc.HTTPAddr = s.scheme() + httpLn.Addr().String()
 	}
+	if s.etcdLn != nil && nc.EtcdAddr == "" {
+		nc.EtcdAddr = s.scheme() + advertised(s.etcdLn.Addr(), nc.HTTPAddr)
+	}
 	if cfg.PeerTLS != nil && nc.CheckMember == nil {
 		nc.CheckMember = s.checkMember
 	}
@@ -273,7 +277,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	var peerHandler http.Handler = handler
 	if s.el == nil {
-		ec := etcdapi.Config{Backend: node, ACL: cfg.ACL, PeerTransport: s.toPeer, Logger: cfg.Logger}
+		ec := etcdapi.Config{Backend: node, ACL: cfg.ACL, PeerTransport: s.toPeer, PeerTLS: cfg.PeerTLS != nil, Logger: cfg.Logger}
 		ea := etcdapi.New(ec)
 		peerHandler = withEtcdForwards(handler, ea.ForwardHandler())
 		if s.etcdLn != nil {
@@ -455,6 +459,23 @@ func listenEtcd(cfg Config) (net.Listener, error) {
 	return ln, nil
 }
 
+// advertised is the host:port clients reach a listener bound to addr at:
+// addr itself, or, bound to every address (0.0.0.0, ::), the host of the
+// advertised HTTP URL with addr's port.
+func advertised(addr net.Addr, httpURL string) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+		return addr.String()
+	}
+	if u, err := url.Parse(httpURL); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // EtcdAddr returns the address etcd's API listens on, "" if it does not.
 func (s *Server) EtcdAddr() string {
 	if s.etcdLn == nil {
@@ -492,7 +513,7 @@ func withEtcdForwards(lockd, etcd http.Handler) http.Handler {
 func (s *Server) register() {
 	defer s.wg.Done()
 	nc := s.cfg.Node
-	m := api.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr, Voter: !nc.NonVoter}
+	m := api.Member{ID: nc.ID, Peer: nc.PeerAddr, HTTP: nc.HTTPAddr, Etcd: nc.EtcdAddr, Voter: !nc.NonVoter}
 	target := strings.TrimRight(nc.Join, "/")
 	if target != "" && !strings.Contains(target, "://") {
 		target = s.scheme() + target
@@ -548,7 +569,18 @@ func (s *Server) addSelf(m api.Member) error {
 }
 
 func (s *Server) registered(m api.Member) bool {
-	return s.Registered(m.ID, m.Peer, m.HTTP) && s.inConfiguration()
+	return s.Registered(m.ID, m.Peer, m.HTTP) && s.etcdRegistered(m) && s.inConfiguration()
+}
+
+// etcdRegistered reports whether this node's member table has m's etcd
+// URL for it.
+func (s *Server) etcdRegistered(m api.Member) bool {
+	for _, x := range s.node.FSM().Members() {
+		if x.ID == m.ID {
+			return x.Etcd == m.Etcd
+		}
+	}
+	return false
 }
 
 // Registered reports whether this node's member table has id with these

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -470,7 +471,9 @@ del ctlt/a
 }
 
 // testCtlEndpoint: endpoint status of every member names one leader among
-// them; endpoint health.
+// them; endpoint health (which reads, then lists the alarms) is healthy;
+// member list names every member with its client URL, and endpoint
+// status --cluster finds every member's endpoint through it.
 func testCtlEndpoint(t *testing.T, c *etcdctl, tg target) {
 	type status struct {
 		Endpoint string
@@ -510,20 +513,6 @@ func testCtlEndpoint(t *testing.T, c *etcdctl, tg target) {
 	}
 	out, errOut, err := c.run(t, "", "endpoint", "health", "-w", "json")
 	hs := decode[[]health](t, out)
-	if _, isLockd := tg.(*lockdTarget); isLockd {
-		// docs/etcd.md, "Maintenance: Alarm, ..." (not yet): etcdctl asks
-		// each endpoint for its alarms after a read, and counts one that
-		// cannot answer as unhealthy.
-		if err == nil || len(hs) != len(c.endpoints) {
-			t.Fatalf("endpoint health against lockd: %v %+v, stderr %q", err, hs, errOut)
-		}
-		for _, h := range hs {
-			if h.Health || h.Error != "Unable to fetch the alarm list" {
-				t.Fatalf("endpoint health against lockd: %+v", hs)
-			}
-		}
-		return
-	}
 	if err != nil || len(hs) != len(c.endpoints) {
 		t.Fatalf("endpoint health: %v %+v, stderr %q", err, hs, errOut)
 	}
@@ -531,5 +520,30 @@ func testCtlEndpoint(t *testing.T, c *etcdctl, tg target) {
 		if !h.Health || h.Error != "" {
 			t.Fatalf("endpoint health: %+v", hs)
 		}
+	}
+
+	type memberList struct {
+		Members []struct {
+			ID         uint64
+			Name       string
+			ClientURLs []string
+		}
+	}
+	ml := decode[memberList](t, c.ok(t, "member", "list", "-w", "json"))
+	var urls []string
+	for _, m := range ml.Members {
+		if m.ID == 0 || m.Name == "" || len(m.ClientURLs) != 1 || !members[m.ID] {
+			t.Fatalf("member list: %+v (the members of endpoint status: %v)", ml, members)
+		}
+		urls = append(urls, strings.TrimPrefix(m.ClientURLs[0], "http://"))
+	}
+	slices.Sort(urls)
+	if want := slices.Sorted(slices.Values(c.endpoints)); !slices.Equal(urls, want) {
+		t.Fatalf("member list's client URLs %v, want the endpoints %v", urls, want)
+	}
+	// --cluster: the endpoints come from the member list.
+	all := decode[[]status](t, c.ok(t, "endpoint", "status", "--cluster", "-w", "json"))
+	if len(all) != len(c.endpoints) {
+		t.Fatalf("endpoint status --cluster: %+v", all)
 	}
 }
