@@ -122,6 +122,9 @@ func (s *Server) rangeLocal(ctx context.Context, c *call, r *pb.RangeRequest) (*
 	if r.Serializable && r.Revision > 0 {
 		s.waitApplied(ctx, uint64(r.Revision))
 	}
+	if firstInKeyOrder(r) {
+		return s.rangeFirst(ctx, r)
+	}
 	var kvs []fsm.KV
 	var applied uint64
 	var rerr error
@@ -136,6 +139,37 @@ func (s *Server) rangeLocal(ctx context.Context, c *call, r *pb.RangeRequest) (*
 	}
 	out := shapeRange(kvs, r)
 	out.Header = s.header(applied)
+	return out, nil
+}
+
+// firstInKeyOrder reports whether r asks for the first keys of its range
+// as they are now, in key order, with no revision filter: the common read
+// (a key, a prefix, a page of one), which rangeFirst answers copying only
+// the records it returns.
+func firstInKeyOrder(r *pb.RangeRequest) bool {
+	return r.Revision == 0 && r.MinModRevision == 0 && r.MaxModRevision == 0 && r.MinCreateRevision == 0 && r.MaxCreateRevision == 0 &&
+		r.SortTarget == pb.RangeRequest_KEY && (r.SortOrder == pb.RangeRequest_NONE || r.SortOrder == pb.RangeRequest_ASCEND)
+}
+
+// rangeFirst answers a firstInKeyOrder read: count is the whole range's,
+// the records the first limit.
+func (s *Server) rangeFirst(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+	var kvs []fsm.KV
+	var count int
+	var applied uint64
+	err := s.b.ReadNamespace(ctx, r.Serializable, func() {
+		kvs, count, applied = s.b.FSM().RangeFirst(r.Key, r.RangeEnd, int(min(r.Limit, math.MaxInt32)), r.KeysOnly, r.CountOnly)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.RangeResponse{Header: s.header(applied), Count: int64(count), More: !r.CountOnly && count > len(kvs)}
+	if !r.CountOnly {
+		out.Kvs = make([]*mvccpb.KeyValue, 0, len(kvs))
+		for _, kv := range kvs {
+			out.Kvs = append(out.Kvs, keyValue(kv))
+		}
+	}
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -115,4 +116,74 @@ func TestReadTxn_ComparesChooseTheBranchAndReadsMayBePast(t *testing.T) {
 	if h.f.AppliedIndex() != 2 {
 		t.Fatal("a read changed the state")
 	}
+}
+
+// TestRangeFirst_IsThePrefixOfTheRange: RangeFirst's records are the
+// first limit of the range as RangeAt reads it now, its count the
+// range's size, for single keys, ranges, every key, empty and reversed
+// ranges, with and without values.
+func TestRangeFirst_IsThePrefixOfTheRange(t *testing.T) {
+	h := newHarness(t)
+	for i := range 30 {
+		h.mustApply(puts(fmt.Sprintf("r/%02d", i), fmt.Sprintf("v%d", i)))
+	}
+	h.mustApply(puts("s", "x"))
+	all := []byte{0}
+	for _, rg := range [][2][]byte{
+		{[]byte("r/"), []byte("r0")}, {[]byte("r/05"), nil}, {[]byte("r/05x"), nil}, {[]byte("r/10"), []byte("r/20")},
+		{[]byte("a"), all}, {[]byte("r/20"), []byte("r/10")}, {[]byte("t"), all},
+	} {
+		whole, applied, err := h.f.RangeAt(rg[0], rg[1], 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{0, 1, 7, 100} {
+			for _, keysOnly := range []bool{false, true} {
+				kvs, count, at := h.f.RangeFirst(rg[0], rg[1], limit, keysOnly, false)
+				want := whole
+				if limit > 0 && len(want) > limit {
+					want = want[:limit]
+				}
+				if count != len(whole) || at != applied || len(kvs) != len(want) {
+					t.Fatalf("%q..%q limit %d: %d records, count %d at %d; want %d, %d at %d", rg[0], rg[1], limit, len(kvs), count, at, len(want), len(whole), applied)
+				}
+				for i := range kvs {
+					w := want[i]
+					if keysOnly {
+						w.Value = nil
+					}
+					if !reflect.DeepEqual(kvs[i], w) {
+						t.Fatalf("%q..%q limit %d: record %d is %+v, want %+v", rg[0], rg[1], limit, i, kvs[i], w)
+					}
+				}
+			}
+		}
+		if kvs, count, _ := h.f.RangeFirst(rg[0], rg[1], 3, false, true); kvs != nil || count != len(whole) {
+			t.Fatalf("%q..%q count only: %v, %d", rg[0], rg[1], kvs, count)
+		}
+	}
+}
+
+// BenchmarkRangePage reads the first 10 of 20,000 keys of 1 KiB under
+// one prefix: "first" as etcd's Range with a limit is now answered
+// (RangeFirst), "whole" as it was before (RangeAt copies the range, the
+// answer keeps 10).
+func BenchmarkRangePage(b *testing.B) {
+	f := bigState(b, 20000)
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if kvs, n, _ := f.RangeFirst([]byte("big/"), []byte("big0"), 10, false, false); len(kvs) != 10 || n != 20000 {
+				b.Fatal(len(kvs), n)
+			}
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if kvs, _, err := f.RangeAt([]byte("big/"), []byte("big0"), 0, false); err != nil || len(kvs) != 20000 {
+				b.Fatal(len(kvs), err)
+			}
+		}
+	})
 }

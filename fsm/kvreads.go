@@ -97,3 +97,26 @@ func (f *FSM) KVCounts() KVCounts {
 	k := f.st.kv
 	return KVCounts{Keys: k.tree.Len(), Bytes: k.bytes, Events: k.hist.events.Len(), Compacted: k.hist.compacted}
 }
+
+// RangeFirst returns, from one state, the first limit records of the
+// range [start, end) (a range as TxnOp names one) in key order (every one
+// with limit 0, none with countOnly; without values if keysOnly), the
+// number of keys in the whole range, and the applied index. It copies
+// only the records it returns: a small page of a large range costs one
+// pass over the range's keys to count them, not a copy of them all.
+func (f *FSM) RangeFirst(start, end []byte, limit int, keysOnly, countOnly bool) (kvs []KV, count int, applied uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	f.st.kv.span(start, end, 0, func(kv *KV) {
+		count++
+		if countOnly || (limit > 0 && len(kvs) >= limit) {
+			return
+		}
+		c := kv.clone()
+		if keysOnly {
+			c.Value = nil
+		}
+		kvs = append(kvs, c)
+	})
+	return kvs, count, f.st.applied
+}

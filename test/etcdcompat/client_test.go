@@ -89,6 +89,16 @@ func testClientV3(t *testing.T, tg target) {
 		if keys(page.Kvs) != "kv/d,kv/c" || !page.More {
 			t.Fatalf("sorted page: %v", page)
 		}
+		// A first page in key order (lockd copies only the page) counts
+		// the whole range, as every other read.
+		first, _ := cli.Get(ctx, "kv/", clientv3.WithPrefix(), clientv3.WithLimit(2))
+		if keys(first.Kvs) != "kv/a,kv/b" || !first.More || first.Count != 4 {
+			t.Fatalf("first page: %v", first)
+		}
+		one, _ := cli.Get(ctx, "kv/", clientv3.WithPrefix(), clientv3.WithLimit(4), clientv3.WithKeysOnly())
+		if keys(one.Kvs) != "kv/a,kv/b,kv/c,kv/d" || one.More || one.Count != 4 || one.Kvs[0].Value != nil {
+			t.Fatalf("a page of the whole range: %v", one)
+		}
 		from, _ := cli.Get(ctx, "kv/c", clientv3.WithFromKey(), clientv3.WithKeysOnly())
 		if keys(from.Kvs) != "kv/c,kv/d" || from.Kvs[0].Value != nil {
 			t.Fatalf("from a key: %v", from)
