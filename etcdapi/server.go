@@ -24,6 +24,7 @@ import (
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/fsm"
+	"github.com/lockd/lockd/internal/clientrate"
 )
 
 // Backend is what the etcd layer needs from a node; lease.Node implements
@@ -66,6 +67,9 @@ type Config struct {
 	// (internal/peerhttp). Without it a follower answers what only the
 	// leader may answer with etcd's "no leader".
 	PeerTransport http.RoundTripper
+	// RateLimit bounds the calls per second of each client address
+	// (ratelimit.go); zero: none.
+	RateLimit clientrate.Config
 	// PeerTLS says the peer port speaks TLS (MemberList's peer URLs are
 	// https://).
 	PeerTLS bool
@@ -86,6 +90,7 @@ type Server struct {
 	methods map[string]method
 	// peerScheme starts the members' peer URLs.
 	peerScheme string
+	rate       *clientrate.Limiter // nil: no limit
 }
 
 // clusterID is the cluster_id of every header: lockd names no cluster by
@@ -103,6 +108,7 @@ func New(cfg Config) *Server {
 	}
 	s.log = s.log.With("component", "etcdapi")
 	s.member = hash64(cfg.Backend.ID())
+	s.rate = clientrate.New(cfg.RateLimit)
 	s.peerScheme = "http://"
 	if cfg.PeerTLS {
 		s.peerScheme = "https://"
@@ -128,6 +134,9 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 		// As etcd: clients may ping every 5 s, with or without a stream.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	}, opts...)
+	if s.rate != nil {
+		opts = append(opts, grpc.ChainUnaryInterceptor(s.limitUnary), grpc.ChainStreamInterceptor(s.limitStream))
+	}
 	g := grpc.NewServer(opts...)
 	pb.RegisterKVServer(g, kvServer{s})
 	pb.RegisterLeaseServer(g, leaseServer{s})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
+	"github.com/lockd/lockd/internal/clientrate"
 )
 
 // HeaderForwarded marks a request that a follower proxied to the leader. Its
@@ -134,7 +135,7 @@ type Server struct {
 	httpAddr      string
 	limits        forwardLimits
 	acl           ACLService
-	rate          *clientLimiter
+	rate          *clientrate.Limiter
 	metrics       *httpMetrics        // nil until RegisterMetrics
 	gatherer      prometheus.Gatherer // what GET /metrics serves
 	router        *mux.Router
@@ -167,7 +168,7 @@ func New(cfg Config) *Server {
 		nodeID:        cfg.NodeID,
 		httpAddr:      cfg.HTTPAddr,
 		acl:           cfg.ACL,
-		rate:          newClientLimiter(cfg.RateLimit),
+		rate:          clientrate.New(cfg.RateLimit),
 		version:       cfg.Version,
 	}
 	switch {

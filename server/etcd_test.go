@@ -22,6 +22,7 @@ import (
 
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
+	"github.com/lockd/lockd/httpapi"
 	"github.com/lockd/lockd/internal/certs"
 	"github.com/lockd/lockd/lease"
 	"github.com/lockd/lockd/server"
@@ -795,5 +796,61 @@ func TestEtcd_WritesWaitThroughAnElection(t *testing.T) {
 	r, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("during-"), RangeEnd: []byte("during."), CountOnly: true})
 	if err != nil || r.Count != int64(during) {
 		t.Fatalf("after the election: %v %v, want %d keys", r, err, during)
+	}
+}
+
+// TestEtcd_RateLimitPerClient: with a rate limit, a client's unary calls
+// past its burst are refused with etcd's "too many requests" and nothing
+// is written; its keep-alive stream is slowed to the rate, never broken.
+func TestEtcd_RateLimitPerClient(t *testing.T) {
+	etcd := servertest.ServeEtcd(t)
+	c := servertest.NewWith(t, 1, func(i int, cfg *server.Config) {
+		cfg.RateLimit = httpapi.RateLimit{Rate: 20, Burst: 5}
+		etcd(i, cfg)
+	})
+	c.WaitLeader()
+	conn := etcdConn(t, c.EtcdAddrs()[0])
+	kv, lease := pb.NewKVClient(conn), pb.NewLeaseClient(conn)
+	ctx := etcdCtx(t)
+	refused, ok := 0, 0
+	for i := range 40 {
+		_, err := kv.Put(ctx, &pb.PutRequest{Key: fmt.Appendf(nil, "rate-%d", i), Value: []byte("v")})
+		switch {
+		case err == nil:
+			ok++
+		case status.Convert(err).Message() == "etcdserver: too many requests" && status.Code(err) == codes.ResourceExhausted:
+			refused++
+		default:
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	if refused == 0 || ok < 5 {
+		t.Fatalf("40 puts at once: %d ok, %d refused; want the burst of 5 ok and some refused", ok, refused)
+	}
+	time.Sleep(time.Second) // the bucket refills
+	r, err := kv.Range(ctx, &pb.RangeRequest{Key: []byte("rate-"), RangeEnd: []byte("rate."), CountOnly: true})
+	if err != nil || r.Count != int64(ok) {
+		t.Fatalf("%d puts answered ok, %v keys (%v)", ok, r, err)
+	}
+	g, err := lease.LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka, err := lease.LeaseKeepAlive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := range 30 {
+		if err := ka.Send(&pb.LeaseKeepAliveRequest{ID: g.ID}); err != nil {
+			t.Fatalf("keep-alive %d: %v", i, err)
+		}
+		if r, err := ka.Recv(); err != nil || r.TTL <= 0 {
+			t.Fatalf("keep-alive %d: %v %v", i, r, err)
+		}
+	}
+	// 30 messages at 20/s after a burst of 5 take at least about 1.2 s.
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("30 keep-alives in %v: not slowed to the rate", d)
 	}
 }

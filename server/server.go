@@ -277,7 +277,8 @@ func Start(cfg Config) (*Server, error) {
 	}
 	var peerHandler http.Handler = handler
 	if s.el == nil {
-		ec := etcdapi.Config{Backend: node, ACL: cfg.ACL, PeerTransport: s.toPeer, PeerTLS: cfg.PeerTLS != nil, Logger: cfg.Logger}
+		ec := etcdapi.Config{Backend: node, ACL: cfg.ACL, PeerTransport: s.toPeer, PeerTLS: cfg.PeerTLS != nil, Logger: cfg.Logger,
+			RateLimit: cfg.RateLimit}
 		ea := etcdapi.New(ec)
 		peerHandler = withEtcdForwards(handler, ea.ForwardHandler())
 		if s.etcdLn != nil {

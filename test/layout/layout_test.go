@@ -104,7 +104,7 @@ func room(r string) string {
 // command and the scripts.
 var floors = [][]string{
 	{"acl"},
-	{"api", "internal/backup", "internal/certs", "internal/connlimit", "internal/ctxsleep", "internal/logthrottle", "internal/mux", "internal/peerhttp", "internal/cli"},
+	{"api", "internal/backup", "internal/certs", "internal/clientrate", "internal/connlimit", "internal/ctxsleep", "internal/logthrottle", "internal/mux", "internal/peerhttp", "internal/cli"},
 	{"fsm", "classic"},
 	{"lease", "httpapi", "etcdapi", "client"},
 	{"server"},
