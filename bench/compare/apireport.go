@@ -270,16 +270,20 @@ const APIRatioHow = "lockd-etcd/etcd is lockd-etcd's value over etcd's: above 1 
 func (rep *APIReport) notes() []string {
 	var notes []string
 	for _, s := range rep.Systems {
-		if len(s.Endpoints) > 0 {
+		order := s.Endpoints
+		if s.API != nil && len(s.API.Order) > 0 {
+			order = s.API.Order
+		}
+		if len(order) > 0 {
 			where := "a follower"
 			switch s.Leader {
 			case "":
 				where = "a member not known to lead or follow"
-			case s.Endpoints[0]:
+			case order[0]:
 				where = "the leader"
 			}
-			notes = append(notes, fmt.Sprintf("%s: the 1-worker rows talk to %s (%s); the leader at the start was %s",
-				s.System, where, s.Endpoints[0], orDash(s.Leader)))
+			notes = append(notes, fmt.Sprintf("%s: endpoints in the order %s: the 1-worker row and the watch rows' writer talk to %s; the leader at the start was %s",
+				s.System, strings.Join(order, ", "), where, orDash(s.Leader)))
 		}
 	}
 	for _, l := range rep.Lines {

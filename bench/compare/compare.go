@@ -202,8 +202,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			return fail(fmt.Errorf("warm-up: %w", err))
 		}
 	}
+	leader := -1
 	if i, err := leaderOf(ctx, opts.System, opts.Endpoints); err == nil {
-		res.Leader = opts.Endpoints[i]
+		res.Leader, leader = opts.Endpoints[i], i
 	} else if cfg.Progress != nil {
 		cfg.Progress(fmt.Sprintf("which endpoint leads is unknown: %v", err))
 	}
@@ -233,7 +234,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			if p := apiOpts.Profiler; p != nil && p.Progress == nil {
 				p.Progress = cfg.Progress
 			}
-			rows, err = runAPI(ctx, sys.(*etcd), cfg, apiOpts)
+			e := sys.(*etcd)
+			if leader > 0 { // the leader first, on every system alike
+				e = e.from(leader)
+				defer e.watches.closeAll()
+			}
+			apiOpts.Order = e.endpoints
+			rows, err = runAPI(ctx, e, cfg, apiOpts)
 		} else {
 			rows, err = runs[bench](ctx, cfg)
 		}

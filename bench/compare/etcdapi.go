@@ -77,6 +77,11 @@ type APIOptions struct {
 	// Profiler, if set, fetches CPU profiles of lockd's nodes during each
 	// row (lockd-etcd only).
 	Profiler *Profiler `json:"-"`
+	// Order is the order of the endpoints the rows used, set by Run:
+	// the leader's first when it was known, so that the 1-worker rows
+	// and the watch rows' writer talk to the leader on every system
+	// (worker, watcher or lease i talks to endpoint i mod their count).
+	Order []string `json:"endpoint_order,omitempty"`
 }
 
 // DefaultAPIOptions are the rows the issue of record asks for.
@@ -178,6 +183,13 @@ func runAPI(ctx context.Context, e *etcd, cfg load.Config, o APIOptions) ([]load
 		}
 	}
 	return rows, nil
+}
+
+// from returns e with its endpoints (and their clients) rotated to start
+// with endpoint i, and watches of its own.
+func (e *etcd) from(i int) *etcd {
+	return &etcd{name: e.name, endpoints: slices.Concat(e.endpoints[i:], e.endpoints[:i]),
+		clients: slices.Concat(e.clients[i:], e.clients[:i])}
 }
 
 // readyAfter calls ready once n calls of done have been made.

@@ -97,7 +97,10 @@ func TestRun_LockdEtcdAPI(t *testing.T) {
 		t.Errorf("rows %q, want %q", got, want)
 	}
 	if res.API == nil || len(res.NotApplicable) != 0 || !slices.Contains(c.EtcdAddrs(), res.Leader) {
-		t.Errorf("settings %+v, not applicable %v, leader %q", res.API, res.NotApplicable, res.Leader)
+		t.Fatalf("settings %+v, not applicable %v, leader %q", res.API, res.NotApplicable, res.Leader)
+	}
+	if o := res.API.Order; len(o) != 3 || o[0] != res.Leader {
+		t.Errorf("endpoints in the order %v, want the leader %s first", o, res.Leader)
 	}
 	rep := NewReport([]Result{res})
 	if rep.EtcdAPI == nil || len(rep.EtcdAPI.Lines) != len(res.Rows) || len(rep.Lines) != 0 {

@@ -170,8 +170,17 @@ func run(args []string) error {
 	if werr := compare.WriteJSON(*out, res); werr != nil && err == nil {
 		err = werr
 	}
-	if len(res.Rows) > 0 {
-		load.Print(os.Stderr, res.Rows)
+	var rows []load.Row // the etcd-API rows are printed by their own report
+	for _, r := range res.Rows {
+		if !slices.Contains(compare.APIRowBenches, r.Bench) {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) > 0 {
+		load.Print(os.Stderr, rows)
+	}
+	if rep := compare.NewReport([]compare.Result{res}).EtcdAPI; rep != nil && len(rep.Lines) > 0 {
+		rep.Print(os.Stderr)
 	}
 	if p := api.Profiler; p != nil {
 		for _, f := range p.Files() {
