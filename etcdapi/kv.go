@@ -31,6 +31,7 @@ const (
 	mKeepAlive = "/etcdserverpb.Lease/LeaseKeepAlive"
 	mTTL       = "/etcdserverpb.Lease/LeaseTimeToLive"
 	mLeases    = "/etcdserverpb.Lease/LeaseLeases"
+	mMove      = "/etcdserverpb.Maintenance/MoveLeader"
 )
 
 func (s *Server) methodTable() map[string]method {
@@ -45,6 +46,7 @@ func (s *Server) methodTable() map[string]method {
 		mKeepAlive: methodOf(s.keepAliveLocal),
 		mTTL:       methodOf(s.timeToLiveLocal),
 		mLeases:    methodOf(s.leasesLocal),
+		mMove:      methodOf(s.moveLeaderLocal),
 	}
 }
 

@@ -50,8 +50,10 @@ type Backend interface {
 	Session(ctx context.Context, id string, opt api.ReadOptions) (api.Session, error)
 
 	// Cluster describes the cluster as this node knows it: its members
-	// (with their etcd URLs) and its own storage problem.
+	// (with their etcd URLs), the Raft term and its own storage problem.
 	Cluster(ctx context.Context) (api.Cluster, error)
+	// TransferLeadership hands the leader's leadership to member to.
+	TransferLeadership(ctx context.Context, to string) (api.TransferResponse, error)
 
 	// ResolveToken and SessionOwner, for ACLs.
 	ResolveToken(secret string) (acl.Token, bool)

@@ -854,3 +854,39 @@ func TestEtcd_RateLimitPerClient(t *testing.T) {
 		t.Fatalf("30 keep-alives in %v: not slowed to the rate", d)
 	}
 }
+
+// TestEtcd_MoveLeader: MoveLeader through a follower hands leadership to
+// the member of that ID (MemberList's); an ID of no member is etcd's "bad
+// leader transferee"; Status gives the Raft term.
+func TestEtcd_MoveLeader(t *testing.T) {
+	c := servertest.NewWith(t, 3, servertest.ServeEtcd(t))
+	leader := c.WaitLeader()
+	follower := (leader + 1) % 3
+	target := (leader + 2) % 3
+	ctx := etcdCtx(t)
+	conn := etcdConn(t, c.Nodes[follower].EtcdAddr())
+	mt := pb.NewMaintenanceClient(conn)
+	st, err := mt.Status(ctx, &pb.StatusRequest{})
+	if err != nil || st.RaftTerm == 0 {
+		t.Fatalf("status: %v %v", st, err)
+	}
+	ml, err := pb.NewClusterClient(conn).MemberList(ctx, &pb.MemberListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id uint64
+	for _, m := range ml.Members {
+		if m.Name == fmt.Sprintf("n%d", target+1) {
+			id = m.ID
+		}
+	}
+	_, err = mt.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: id + 1})
+	wantCode(t, "move to no member", err, codes.FailedPrecondition, "bad leader transferee")
+	if _, err := mt.MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: id}); err != nil {
+		t.Fatalf("move leader through a follower: %v", err)
+	}
+	servertest.WaitFor(t, 10*time.Second, "the target leading", func() bool { return c.WaitLeader() == target })
+	if st2, err := mt.Status(ctx, &pb.StatusRequest{}); err != nil || st2.RaftTerm <= st.RaftTerm || st2.Leader != id {
+		t.Fatalf("status after the move: %v %v (term before %d, target %x)", st2, err, st.RaftTerm, id)
+	}
+}
