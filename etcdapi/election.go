@@ -28,7 +28,7 @@ func (e electionServer) Campaign(ctx context.Context, r *v3electionpb.CampaignRe
 		return nil, err
 	}
 	key := contenderKey(r.Name, lease)
-	kv, hdr, _, err := e.s.enqueue(ctx, key, r.Value, lease)
+	kv, hdr, err := e.s.enqueue(ctx, key, r.Value, lease)
 	if err != nil {
 		return nil, err
 	}

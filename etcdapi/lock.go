@@ -23,7 +23,7 @@ func (l lockServer) Lock(ctx context.Context, r *v3lockpb.LockRequest) (*v3lockp
 		return nil, err
 	}
 	key := contenderKey(r.Name, lease)
-	kv, _, _, err := l.s.enqueue(ctx, key, nil, lease)
+	kv, _, err := l.s.enqueue(ctx, key, nil, lease)
 	if err != nil {
 		return nil, err
 	}

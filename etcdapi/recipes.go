@@ -74,24 +74,24 @@ func (s *Server) leaseOrGrant(ctx context.Context, lease int64) (int64, error) {
 // enqueue puts key with value under lease unless it exists, and returns
 // its record (the new one, or the one that was there) and the header of
 // the transaction.
-func (s *Server) enqueue(ctx context.Context, key, value []byte, lease int64) (*mvccpb.KeyValue, *pb.ResponseHeader, bool, error) {
+func (s *Server) enqueue(ctx context.Context, key, value []byte, lease int64) (*mvccpb.KeyValue, *pb.ResponseHeader, error) {
 	resp, err := kvServer{s}.Txn(ctx, &pb.TxnRequest{
 		Compare: []*pb.Compare{createRevisionIs(key, 0)},
 		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: key, Value: value, Lease: lease}}}},
 		Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: key}}}},
 	})
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, err
 	}
 	if resp.Succeeded {
 		rev := resp.Header.Revision
-		return &mvccpb.KeyValue{Key: key, Value: value, CreateRevision: rev, ModRevision: rev, Version: 1, Lease: lease}, resp.Header, true, nil
+		return &mvccpb.KeyValue{Key: key, Value: value, CreateRevision: rev, ModRevision: rev, Version: 1, Lease: lease}, resp.Header, nil
 	}
 	kvs := resp.Responses[0].GetResponseRange().GetKvs()
 	if len(kvs) == 0 { // deleted between the compare and the read: cannot be, they are one entry
-		return nil, nil, false, fmt.Errorf("etcdapi: key %q neither absent nor present", key)
+		return nil, nil, fmt.Errorf("etcdapi: key %q neither absent nor present", key)
 	}
-	return kvs[0], resp.Header, false, nil
+	return kvs[0], resp.Header, nil
 }
 
 // createRevisionIs compares key's create revision with rev.
