@@ -299,7 +299,7 @@ start_lockd_etcd() {
   for i in 1 2 3; do
     "$BIN" serve --id "n$i" --http "127.0.0.1:76${i}0" --peer "127.0.0.1:76${i}1" --data "$d/n$i" \
       --initial-cluster "$initial" --etcd-listen "127.0.0.1:751$i" \
-      --http-max-conns-per-client 0 --http-max-conns 0 "${pprof[@]}" </dev/null >>"$d/n$i.log" 2>&1 &
+      --http-max-conns-per-client 0 --http-max-conns 0 --rate-limit 0 "${pprof[@]}" </dev/null >>"$d/n$i.log" 2>&1 &
     echo $! >"$d/n$i.pid"
     disown $!
   done
