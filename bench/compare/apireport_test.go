@@ -81,8 +81,25 @@ func TestAPIReport_RatiosAndTargets(t *testing.T) {
 		t.Errorf("no-row-worse detail %q", tg.Detail)
 	}
 
-	// A lapsed lease fails the keepalive target whatever the rate.
+	// A row in which etcd completed nothing: lockd-etcd's rate is above
+	// any multiple of it, and the row is not worse.
 	res := apiResults()
+	res[1].Rows[5] = load.Row{Bench: APILease, N: 100000, Seconds: 10, Errors: 128}
+	zrep := NewReport(res).EtcdAPI
+	if tg := apiTarget(t, zrep, "KeepAliveOnce renewals/s over 100000 leases"); tg.Status != Met || !strings.Contains(tg.Detail, "etcd completed none") {
+		t.Errorf("etcd at 0/s: %s (%s)", tg.Status, tg.Detail)
+	}
+	if tg := apiTarget(t, zrep, "no row worse"); strings.Contains(tg.Detail, "100000") {
+		t.Errorf("etcd at 0/s counts as worse: %s", tg.Detail)
+	}
+	var md bytes.Buffer
+	NewReport(res).Markdown(&md)
+	if want := "| KeepAliveOnce, 100000 leases (renewals/s) | 0 | 9000 | etcd completed none | - | 1.00 |"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	}
+
+	// A lapsed lease fails the keepalive target whatever the rate.
+	res = apiResults()
 	res[0].Rows[3].Lapsed = 1
 	if tg := apiTarget(t, NewReport(res).EtcdAPI, "KeepAliveOnce renewals/s over 1000 leases"); tg.Status != NotMet {
 		t.Errorf("with a lapse: %s", tg.Status)
