@@ -28,10 +28,11 @@
 # only through etcd's API on etcd's own client ports (the two never run at
 # once), so that the same endpoints and the same code measure both; it has
 # no failover trials (lockd's are the lockd system's). With
-# COMPARE_PROFILE_DIR=DIR its nodes also serve /debug/pprof (--pprof) and
-# `lockd-compare run` writes a CPU profile of each node during each of its
-# etcd-API rows into DIR: for a run of its own, apart from the run whose
-# numbers are quoted, since profiling costs the nodes some CPU.
+# COMPARE_PROFILE_DIR=DIR the nodes of etcd and lockd-etcd also serve
+# /debug/pprof (etcd --enable-pprof, lockd --pprof) and `lockd-compare run`
+# writes a CPU profile of each node during each of their etcd-API rows into
+# DIR/etcd and DIR/lockd-etcd: for a run of its own, apart from the run
+# whose numbers are quoted, since profiling costs the nodes some CPU.
 #
 # Ports (all on 127.0.0.1):
 #   etcd       client 7511-7513, peer 7521-7523
@@ -153,15 +154,16 @@ etcd_health() {
 # it has some (a restart after a kill), at etcd's default timing
 # (heartbeat 100 ms, election 1000 ms).
 start_etcd_member() {
-  local d=$DIR/etcd i=$1 j initial=
+  local d=$DIR/etcd i=$1 j initial= pprof=()
   mkdir -p "$d"
+  [ -n "$PROFILE_DIR" ] && pprof=(--enable-pprof)
   for j in 1 2 3; do initial+="${initial:+,}e$j=http://127.0.0.1:752$j"; done
   # etcd fsyncs its WAL on every commit by default.
   "$ETCD" --name "e$i" --data-dir "$d/e$i" \
     --listen-client-urls "http://127.0.0.1:751$i" --advertise-client-urls "http://127.0.0.1:751$i" \
     --listen-peer-urls "http://127.0.0.1:752$i" --initial-advertise-peer-urls "http://127.0.0.1:752$i" \
     --initial-cluster "$initial" --initial-cluster-token lockd-compare --initial-cluster-state new \
-    --logger zap --log-outputs stderr </dev/null >>"$d/e$i.log" 2>&1 &
+    --logger zap --log-outputs stderr "${pprof[@]}" </dev/null >>"$d/e$i.log" 2>&1 &
   echo $! >"$d/e$i.pid"
   # (The failover trials kill members: no job report from this shell.)
   disown $!
@@ -426,8 +428,11 @@ for s in $SYSTEMS; do
   version="$("${fn}_version"); $(client_version "$s"); 3 members, fsync on every commit"
   log "$s: running the rows"
   profile=()
-  if [ "$s" = lockd-etcd ] && [ -n "$PROFILE_DIR" ]; then
-    profile=(--profile-dir "$PROFILE_DIR" --profile-endpoints http://127.0.0.1:7610,http://127.0.0.1:7620,http://127.0.0.1:7630)
+  if [ -n "$PROFILE_DIR" ]; then
+    case $s in
+      etcd) profile=(--profile-dir "$PROFILE_DIR/etcd" --profile-endpoints http://127.0.0.1:7511,http://127.0.0.1:7512,http://127.0.0.1:7513) ;;
+      lockd-etcd) profile=(--profile-dir "$PROFILE_DIR/lockd-etcd" --profile-endpoints http://127.0.0.1:7610,http://127.0.0.1:7620,http://127.0.0.1:7630) ;;
+    esac
   fi
   if ! measure "$RUN_LIMIT" "$CMP" run --system "$s" --endpoints "$(endpoints "$s")" \
     --version "$version" --out "$DIR/$s.json" "${profile[@]}" "$@"; then

@@ -74,8 +74,8 @@ type APIOptions struct {
 	// row's leases (the row fails past it).
 	GrantRate  float64       `json:"grant_rate"`
 	GrantLimit time.Duration `json:"grant_limit_ns"`
-	// Profiler, if set, fetches CPU profiles of lockd's nodes during each
-	// row (lockd-etcd only).
+	// Profiler, if set, fetches CPU profiles of the system's nodes during
+	// each row.
 	Profiler *Profiler `json:"-"`
 	// Order is the order of the endpoints the rows used, set by Run:
 	// the leader's first when it was known, so that the 1-worker rows

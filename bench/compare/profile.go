@@ -13,15 +13,17 @@ import (
 	"time"
 )
 
-// Profiler fetches a CPU profile of each lockd node (`lockd serve
-// --pprof`: /debug/pprof/profile on its HTTP port) while an etcd-API row
-// runs, for as long as the row's measured time, into Dir as
-// ROW-N-nI.pb.gz (node I from 1, in the order of Endpoints), for `go
-// tool pprof`. A profile that cannot be fetched is reported through
-// Progress and does not stop the row.
+// Profiler fetches a CPU profile of each node (/debug/pprof/profile:
+// `lockd serve --pprof` serves it on the HTTP port, `etcd
+// --enable-pprof` on the client port) while an etcd-API row runs, for as
+// long as the row's measured time, into Dir as ROW-N-nI.pb.gz (node I
+// from 1, in the order of Endpoints), for `go tool pprof`. A profile that
+// cannot be fetched is reported through Progress and does not stop the
+// row.
 type Profiler struct {
 	Dir string
-	// Endpoints are the nodes' HTTP URLs (or host:port).
+	// Endpoints are the nodes' URLs that serve /debug/pprof (or
+	// host:port).
 	Endpoints []string
 	Progress  func(line string)
 
@@ -92,7 +94,7 @@ func fetchProfile(endpoint string, secs int, path string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %d (is the node started with --pprof?)", url, resp.StatusCode)
+		return fmt.Errorf("%s: HTTP %d (does the node serve /debug/pprof?)", url, resp.StatusCode)
 	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -104,7 +104,7 @@ func run(args []string) error {
 	grantRate := fs.Float64("grant-rate", apiDef.GrantRate, "etcd-api: at most this many lease grants a second in a lease-keepalive row")
 	grantLimit := fs.Duration("grant-limit", apiDef.GrantLimit, "etcd-api: a lease-keepalive row fails if granting its leases takes longer")
 	profileDir := fs.String("profile-dir", "", "etcd-api: write a CPU profile of each node during each row to this directory (needs --profile-endpoints)")
-	profileEndpoints := fs.String("profile-endpoints", "", "etcd-api: comma-separated HTTP URLs of the lockd nodes to profile (lockd serve --pprof)")
+	profileEndpoints := fs.String("profile-endpoints", "", "etcd-api: comma-separated URLs of the nodes to profile, which serve /debug/pprof (lockd serve --pprof, etcd --enable-pprof)")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
