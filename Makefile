@@ -121,7 +121,7 @@ bench-serving: build
 # COMPARE_SYSTEMS="etcd lockd-etcd" COMPARE_FAILOVER_TRIALS=0
 # ARGS="--benches etcd-api" runs the etcd-API rows (concurrency.Mutex,
 # Put, Range, watch fan-out, lease KeepAliveOnce) through the same clientv3
-# code against etcd and against lockd's nodes serving etcd's API (about 12
+# code against etcd and against lockd's nodes serving etcd's API (about 11
 # minutes).
 bench-compare: build
 	cd bench/etcdserver && CGO_ENABLED=0 $(GO) build -o ../../bin/etcd . || \
