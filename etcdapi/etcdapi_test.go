@@ -10,6 +10,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/lockd/lockd/acl"
 	"github.com/lockd/lockd/api"
@@ -172,6 +174,29 @@ func TestAlarm_NoSpaceWhileTheDiskIsFull(t *testing.T) {
 		}
 		if tt.want == 1 && (r.Alarms[0].Alarm != pb.AlarmType_NOSPACE || r.Alarms[0].MemberID != hash64("n1")) {
 			t.Fatalf("alarm %+v", r.Alarms[0])
+		}
+	}
+}
+
+// TestNoLeader: the answers that say nothing was done for want of a
+// leader are tried again; a timeout (outcome unknown) and other errors
+// are not.
+func TestNoLeader(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{rpctypes.ErrGRPCNoLeader, true},
+		{status.Error(codes.Unavailable, "etcdserver: no leader (the node a call was forwarded to does not lead either)"), true},
+		{grpcErr(api.Errorf(api.CodeNoLeader, "the master lease ran out")), true},
+		{rpctypes.ErrGRPCTimeout, false},
+		{status.Error(codes.Unavailable, "etcdserver: request timed out, possibly due to previous leader failure"), false},
+		{status.Error(codes.Internal, "etcdserver: no leader"), false},
+		{errors.New("etcdserver: no leader"), false},
+		{nil, false},
+	} {
+		if got := noLeader(tt.err); got != tt.want {
+			t.Errorf("noLeader(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package etcdapi
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -94,11 +93,21 @@ func invoke[PReq message, Resp any, PResp interface {
 		if err == nil {
 			return out, nil
 		}
-		if !leader || !errors.Is(err, rpctypes.ErrGRPCNoLeader) || !time.Now().Add(leaderPoll).Before(give) ||
+		if !leader || !noLeader(err) || !time.Now().Add(leaderPoll).Before(give) ||
 			ctxsleep.Sleep(ctx, leaderPoll) != nil {
 			return nil, err
 		}
 	}
+}
+
+// noLeader reports whether err says no node did anything with the call
+// for want of a leader: etcd's "no leader", answered by this node, or by
+// the node it was forwarded to (with a note of its own), never a call
+// whose outcome is unknown ("request timed out").
+func noLeader(err error) bool {
+	s, ok := status.FromError(err)
+	want := status.Convert(rpctypes.ErrGRPCNoLeader)
+	return ok && s.Code() == want.Code() && strings.HasPrefix(s.Message(), want.Message())
 }
 
 // leaderWait bounds how long a call that needs the leader waits for one
