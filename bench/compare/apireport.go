@@ -383,19 +383,7 @@ func (rep *APIReport) Print(w io.Writer) {
 
 // Markdown writes the comparison as a block for BENCHMARKS.md.
 func (rep *APIReport) Markdown(w io.Writer, parent Report) {
-	commit := ""
-	if parent.Commit != "" {
-		commit = ", commit " + parent.Commit
-	}
-	fmt.Fprintf(w, "## %s%s: etcd's v3 API, lockd and etcd through the same clientv3 code\n\n", parent.Date.Format("2006-01-02"), commit)
-	fmt.Fprintf(w, "- **Date:** %s\n", parent.Date.Format(time.RFC3339))
-	fmt.Fprintf(w, "- **Machine:** %s; %d CPUs (nproc)\n", parent.Machine, parent.Cores)
-	if parent.Commit != "" {
-		fmt.Fprintf(w, "- **Commit:** `%s`\n", parent.Commit)
-	}
-	if parent.Command != "" {
-		fmt.Fprintf(w, "- **Command:** `%s`\n", parent.Command)
-	}
+	parent.markdownHead(w, "etcd's v3 API, lockd and etcd through the same clientv3 code")
 	for _, r := range rep.Systems {
 		fmt.Fprintf(w, "- **%s:** %s; endpoints %s; warm-up %.0f s\n", r.System, orDash(r.Version), strings.Join(r.Endpoints, ", "), r.Warmup)
 	}

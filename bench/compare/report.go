@@ -721,12 +721,14 @@ func (rep Report) Markdown(w io.Writer) {
 	}
 }
 
-func (rep Report) markdownMain(w io.Writer) {
+// markdownHead writes a section's heading, titled title, and the run's
+// date, machine, commit and command.
+func (rep Report) markdownHead(w io.Writer, title string) {
 	commit := ""
 	if rep.Commit != "" {
 		commit = ", commit " + rep.Commit
 	}
-	fmt.Fprintf(w, "## %s%s: lockd, etcd and ZooKeeper side by side\n\n", rep.Date.Format("2006-01-02"), commit)
+	fmt.Fprintf(w, "## %s%s: %s\n\n", rep.Date.Format("2006-01-02"), commit, title)
 	fmt.Fprintf(w, "- **Date:** %s\n", rep.Date.Format(time.RFC3339))
 	fmt.Fprintf(w, "- **Machine:** %s; %d CPUs (nproc)\n", rep.Machine, rep.Cores)
 	if rep.Commit != "" {
@@ -735,6 +737,10 @@ func (rep Report) markdownMain(w io.Writer) {
 	if rep.Command != "" {
 		fmt.Fprintf(w, "- **Command:** `%s`\n", rep.Command)
 	}
+}
+
+func (rep Report) markdownMain(w io.Writer) {
+	rep.markdownHead(w, "lockd, etcd and ZooKeeper side by side")
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "- **%s:** %s; endpoints %s; warm-up %.0f s\n", Title(r.System), orDash(r.Version), strings.Join(r.Endpoints, ", "), r.Warmup)
 	}
