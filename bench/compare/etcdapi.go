@@ -382,7 +382,7 @@ func kvRow(ctx context.Context, kv load.KV, cfg load.Config, bench string, worke
 	}
 	start := time.Now()
 	end := start.Add(cfg.Duration)
-	stop := ticker(cfg.Progress, func() string {
+	stop := load.Ticker(cfg.Progress, func() string {
 		return fmt.Sprintf("%s: %.0fs of %v, %d ops", label, time.Since(start).Seconds(), cfg.Duration, done.Load())
 	})
 	rctx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
@@ -439,29 +439,4 @@ func summarise(all [][]time.Duration) (load.Latency, int) {
 	slices.Sort(merged)
 	at := func(q float64) time.Duration { return merged[int(q*float64(len(merged)-1))] }
 	return load.Latency{P50: at(0.50), P99: at(0.99), Max: merged[len(merged)-1]}, len(merged)
-}
-
-// ticker calls progress with line() about every two seconds until stop
-// is called (nothing if progress is nil).
-func ticker(progress func(string), line func() string) (stop func()) {
-	if progress == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(2 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				progress(line())
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
 }

@@ -281,8 +281,12 @@ func (b *bench) progress(format string, args ...any) {
 }
 
 // ticker calls line about every two seconds until stop is called.
-func (b *bench) ticker(line func() string) (stop func()) {
-	if b.cfg.Progress == nil {
+func (b *bench) ticker(line func() string) (stop func()) { return Ticker(b.cfg.Progress, line) }
+
+// Ticker calls progress with line() about every two seconds until stop is
+// called (nothing if progress is nil): the progress lines of a row.
+func Ticker(progress func(string), line func() string) (stop func()) {
+	if progress == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -297,7 +301,7 @@ func (b *bench) ticker(line func() string) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				b.cfg.Progress(line())
+				progress(line())
 			}
 		}
 	}()
