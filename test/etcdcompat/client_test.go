@@ -40,6 +40,18 @@ func newClient(t *testing.T, endpoints []string) *clientv3.Client {
 	return cli
 }
 
+// newSession returns a concurrency.Session of ttl seconds, closed when
+// the test ends.
+func newSession(t *testing.T, cli *clientv3.Client, ttl int) *concurrency.Session {
+	t.Helper()
+	s, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func keys(kvs []*mvccpb.KeyValue) string {
 	out := ""
 	for i, kv := range kvs {
@@ -226,16 +238,7 @@ func testClientV3(t *testing.T, tg target) {
 	})
 
 	t.Run("Mutex", func(t *testing.T) {
-		s1, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = s1.Close() }()
-		s2, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = s2.Close() }()
+		s1, s2 := newSession(t, cli, 5), newSession(t, cli, 5)
 		m1, m2 := concurrency.NewMutex(s1, "mutex/a"), concurrency.NewMutex(s2, "mutex/a")
 		if err := m1.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -315,16 +318,7 @@ func testClientV3(t *testing.T, tg target) {
 	})
 
 	t.Run("Election", func(t *testing.T) {
-		s1, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = s1.Close() }()
-		s2, err := concurrency.NewSession(cli, concurrency.WithTTL(5))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = s2.Close() }()
+		s1, s2 := newSession(t, cli, 5), newSession(t, cli, 5)
 		e1, e2 := concurrency.NewElection(s1, "elect/a"), concurrency.NewElection(s2, "elect/a")
 		if err := e1.Campaign(ctx, "one"); err != nil {
 			t.Fatal(err)

@@ -70,11 +70,7 @@ func testLockService(t *testing.T, cli *clientv3.Client) {
 	fence := got.Kvs[0].CreateRevision
 
 	// The client's Mutex on the same name is held off by the service's lock.
-	s, err := concurrency.NewSession(cli, concurrency.WithTTL(30))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Close() }()
+	s := newSession(t, cli, 30)
 	m := concurrency.NewMutex(s, "svc/lock")
 	if err := m.TryLock(ctx); !errors.Is(err, concurrency.ErrLocked) {
 		t.Fatalf("Mutex.TryLock beside the Lock service's holder: %v, want ErrLocked", err)
@@ -297,11 +293,7 @@ func testElectionService(t *testing.T, cli *clientv3.Client) {
 		t.Fatalf("Leader: %v %v", lr, err)
 	}
 	// The client's recipe reads the same election.
-	s, err := concurrency.NewSession(cli, concurrency.WithTTL(30))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = s.Close() }()
+	s := newSession(t, cli, 30)
 	if l, err := concurrency.NewElection(s, string(name)).Leader(ctx); err != nil || string(l.Kvs[0].Value) != "one" {
 		t.Fatalf("concurrency.Election.Leader: %v %v", l, err)
 	}
