@@ -214,6 +214,17 @@ type worker struct {
 	unknown []history.Op
 }
 
+// acquireFailed records a Lock or Campaign (op) that failed as of
+// unknown outcome, with the recipe's clean-up (a delete of the
+// contender's key, which may land at any time from the call on) as a
+// release of unknown outcome, and ends the lease.
+func (w *worker) acquireFailed(op history.Op, err error) {
+	w.maybe(op, err)
+	w.maybe(history.Op{Client: w.id, Lock: op.Lock, Kind: history.Release, Session: op.Session, Call: op.Call},
+		errors.New("the recipe's clean-up"))
+	w.endLease(fmt.Errorf("after an acquire or campaign of unknown outcome: %w", err))
+}
+
 // maybe records op as of unknown outcome, its return bounded by the end
 // of the lease (endLease).
 func (w *worker) maybe(op history.Op, err error) {
@@ -394,12 +405,7 @@ func (w *worker) mutexLoop(ctx context.Context) {
 		}
 		cancel()
 		if err != nil {
-			w.maybe(op, err)
-			// The recipe deletes its key on a failed Lock, which may land
-			// at any time from the call on.
-			w.maybe(history.Op{Client: w.id, Lock: w.cfg.mutex, Kind: history.Release, Session: session, Call: op.Call},
-				errors.New("the recipe's clean-up"))
-			w.endLease(fmt.Errorf("after an acquire of unknown outcome: %w", err))
+			w.acquireFailed(op, err)
 			continue
 		}
 		w.rec.complete(op, history.OK, nil)
@@ -459,10 +465,7 @@ func (w *worker) campaignLoop(ctx context.Context) {
 		err := e.Campaign(cctx, value)
 		cancel()
 		if err != nil {
-			w.maybe(op, err)
-			w.maybe(history.Op{Client: w.id, Lock: w.cfg.election, Kind: history.Release, Session: session, Call: op.Call},
-				errors.New("the recipe's clean-up"))
-			w.endLease(fmt.Errorf("after a campaign of unknown outcome: %w", err))
+			w.acquireFailed(op, err)
 			continue
 		}
 		op.Token = uint64(e.Rev()) //nolint:gosec // G115: a revision
