@@ -6,6 +6,10 @@ go 1.26.8
 // that raft-boltdb/v2 v2.3.1 imports; v0.6.1 has it and satisfies raft.
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
 
+// hashicorp/raft v1.8.0 with lockd's patch (parallel leader append, off by
+// default); third_party/raft/README.lockd.md says what changed and why.
+replace github.com/hashicorp/raft => ./third_party/raft
+
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327

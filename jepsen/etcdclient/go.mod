@@ -6,6 +6,10 @@ go 1.26.8
 // v0.7.0, which removed the compat package raft-boltdb/v2 v2.3.1 imports.
 replace github.com/hashicorp/go-metrics => github.com/hashicorp/go-metrics v0.6.1
 
+// hashicorp/raft v1.8.0 with lockd's patch (parallel leader append, off by
+// default); third_party/raft/README.lockd.md says what changed and why.
+replace github.com/hashicorp/raft => ../../third_party/raft
+
 replace github.com/lockd/lockd => ../..
 
 require (
