@@ -44,7 +44,8 @@ UNSAFE_PKGS := ./fsm ./lease ./server ./cmd/lockd
 # under the race detector, then the tests of the separate modules
 # bench/compare and test/etcdcompat (etcd's client against lockd's etcd
 # API), which go test ./... leaves out (a nested module is not part of
-# ./...).
+# ./...), and lockd's patch to hashicorp/raft (third_party/raft, its
+# parallel leader append tests under the race detector).
 test:
 	$(GO) vet ./...
 	$(GO) vet -tags $(UNSAFE_TAG) ./...
@@ -54,6 +55,7 @@ test:
 	cd bench/compare && $(GO) vet ./... && $(GO) test ./...
 	cd test/etcdcompat && $(GO) vet ./... && $(GO) test ./...
 	cd jepsen/etcdclient && $(GO) vet ./... && $(GO) test ./...
+	cd third_party/raft && $(GO) vet . && $(GO) test -race -run ParallelAppend .
 
 # What the optional parts of make test use (Chromium, for the status
 # page's browser test), installed with apt-get as root, saying so first.

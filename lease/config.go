@@ -114,6 +114,15 @@ type Config struct {
 	// ApplyTimeout bounds how long a write waits for its commit before it
 	// is answered with a timeout (outcome unknown). Default 10s.
 	ApplyTimeout time.Duration
+	// ParallelAppend makes the Raft leader send new entries to its
+	// followers while it writes them to its own log, instead of after
+	// (hashicorp/raft's Config.ParallelLeaderAppend, lockd's patch in
+	// third_party/raft): one request waits for the slower of the leader's
+	// fsync and a follower's round trip with its fsync, not their sum. The
+	// leader counts itself toward a commit, and applies an entry, only once
+	// its own write returned (docs/design.md, "Parallel leader append").
+	// Every node of a cluster may choose alone. Default off.
+	ParallelAppend bool
 	// SnapshotThreshold is how many log entries trigger a snapshot. Default 8192.
 	SnapshotThreshold uint64
 	// SnapshotInterval is how often Raft checks whether to snapshot. Default 30s.

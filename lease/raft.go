@@ -155,6 +155,7 @@ func (e *raftEngine) raftConfig(hl hclog.Logger) *raft.Config {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.BatchApplyCh = true
+	rc.ParallelLeaderAppend = cfg.ParallelAppend
 	rc.Logger = hl
 	return rc
 }

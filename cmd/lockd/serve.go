@@ -53,6 +53,7 @@ type serveFlags struct {
 	kvHistoryEvents, kvHistoryMax   int
 	kvHistoryAge                    time.Duration
 	snapshotThreshold               uint64
+	parallelAppend                  bool
 	snapshotInterval                time.Duration
 	bodyTimeout                     time.Duration
 	httpConnsPerClient, httpConns   int
@@ -82,6 +83,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaderTO, "leader-lease-timeout", d.LeaderLeaseTimeout, "Raft leader steps down after this long without a quorum")
 	fs.Float64Var(&f.drift, "max-clock-drift", d.MaxClockDrift, "largest relative clock-rate difference the master lease tolerates")
 	fs.DurationVar(&f.margin, "lease-margin", d.LeaseMargin, "safety margin subtracted from the master lease")
+	fs.BoolVar(&f.parallelAppend, "raft-parallel-append", d.ParallelAppend, "the Raft leader sends new entries to its followers while it writes its own log (counting itself only once written), instead of after: one fsync less on each write's path (docs/design.md)")
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", d.SnapshotThreshold, "log entries since the last snapshot after which Raft snapshots the state (and compacts the log)")
 	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", d.SnapshotInterval, "how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
 	fs.IntVar(&f.maxBlocking, "max-blocking-queries", d.MaxBlockingQueries,
@@ -270,6 +272,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, fmt.Errorf("--snapshot-threshold %d must be at least 1 and --snapshot-interval %v at least 5ms", f.snapshotThreshold, f.snapshotInterval)
 	}
 	nc.SnapshotThreshold, nc.SnapshotInterval = f.snapshotThreshold, f.snapshotInterval
+	nc.ParallelAppend = f.parallelAppend
 	nc.MaxSessionsPerToken, nc.MaxObjectsPerSession, nc.MaxWaitersPerObject = f.maxSessionsPerToken, f.maxLocksPerSession, f.maxWaitersPerLock
 	if f.kvHistoryEvents < 0 || f.kvHistoryAge < 0 || f.kvHistoryMax < 1 || f.kvHistoryEvents > f.kvHistoryMax {
 		return server.Config{}, fmt.Errorf("--kv-history-events %d and --kv-history-age %v must not be negative, and --kv-history-max-events %d must be at least 1 and at least --kv-history-events",

@@ -105,6 +105,16 @@ func TestServeFlags_Snapshots(t *testing.T) {
 	}
 }
 
+// --raft-parallel-append reaches the node's configuration, off by default.
+func TestServeFlags_ParallelAppend(t *testing.T) {
+	if cfg := mustServeConfig(t, nil, nil); cfg.Node.ParallelAppend {
+		t.Fatal("parallel append on without the flag")
+	}
+	if cfg := mustServeConfig(t, []string{"--raft-parallel-append"}, nil); !cfg.Node.ParallelAppend {
+		t.Fatal("--raft-parallel-append did not reach the node's configuration")
+	}
+}
+
 func TestRun_ExitCodes(t *testing.T) {
 	if got := run([]string{"frobnicate"}); got != cli.ExitUsage {
 		t.Errorf("unknown command exit = %d, want %d", got, cli.ExitUsage)

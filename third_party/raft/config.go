@@ -253,6 +253,13 @@ type Config struct {
 	// interface. Otherwise, Raft will fail to start and return ErrIncompatibleLogStore.
 	RestoreCommittedLogs bool
 
+	// ParallelLeaderAppend lets the leader send new entries to followers
+	// while it writes them to its own log, instead of after (Raft thesis
+	// 10.2.1). The leader counts toward commitment, and applies an entry to
+	// its FSM, only once its own write of the entry has returned; if the
+	// write fails it steps down. Followers are unchanged.
+	ParallelLeaderAppend bool
+
 	// skipStartup allows NewRaft() to bypass all background work goroutines
 	skipStartup bool
 }

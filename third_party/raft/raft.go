@@ -95,6 +95,7 @@ type leaderState struct {
 	replState                    map[ServerID]*followerReplication
 	notify                       map[*verifyFuture]struct{}
 	stepDown                     chan struct{}
+	appender                     *leaderAppender // nil unless ParallelLeaderAppend
 }
 
 // setLeader is used to modify the current leader Address and ID of the cluster
@@ -494,6 +495,9 @@ func (r *Raft) runLeader() {
 	// setup leader state. This is only supposed to be accessed within the
 	// leaderloop.
 	r.setupLeaderState()
+	if r.config().ParallelLeaderAppend {
+		r.leaderState.appender = r.startLeaderAppender()
+	}
 
 	// Run a background go-routine to emit metrics on log age
 	stopCh := make(chan struct{})
@@ -514,6 +518,9 @@ func (r *Raft) runLeader() {
 		for _, p := range r.leaderState.replState {
 			close(p.stopCh)
 		}
+
+		// Finish or drop the leader's own write before acting as a follower
+		r.stopLeaderAppender()
 
 		// Respond to all inflight operations
 		for e := r.leaderState.inflight.Front(); e != nil; e = e.Next() {
@@ -607,6 +614,9 @@ func (r *Raft) startStopReplication() {
 				notify:              make(map[*verifyFuture]struct{}),
 				notifyCh:            make(chan struct{}, 1),
 				stepDown:            r.leaderState.stepDown,
+			}
+			if a := r.leaderState.appender; a != nil {
+				s.pending = a.pending
 			}
 
 			r.leaderState.replState[server.ID] = s
@@ -805,11 +815,18 @@ func (r *Raft) leaderLoop() {
 			groupFutures := make(map[uint64]*logFuture)
 			var lastIdxInGroup uint64
 
+			// Apply only what is committed and, with ParallelLeaderAppend,
+			// also in this leader's own log store.
+			applyIndex := commitIndex
+			if a := r.leaderState.appender; a != nil {
+				applyIndex = min(applyIndex, a.durable.Load())
+			}
+
 			// Pull all inflight logs that are committed off the queue.
 			for e := r.leaderState.inflight.Front(); e != nil; e = e.Next() {
 				commitLog := e.Value.(*logFuture)
 				idx := commitLog.log.Index
-				if idx > commitIndex {
+				if idx > applyIndex {
 					// Don't go past the committed index
 					break
 				}
@@ -836,7 +853,9 @@ func (r *Raft) leaderLoop() {
 			// Count the number of logs enqueued
 			metrics.SetGauge([]string{"raft", "commitNumLogs"}, float32(len(groupReady)))
 
-			if stepDown {
+			// With ParallelLeaderAppend, wait until the removal is applied
+			// here too, so that its future is answered.
+			if stepDown && (r.leaderState.appender == nil || r.getLastApplied() >= r.configurations.committedIndex) {
 				if r.config().ShutdownOnRemove {
 					r.logger.Info("removed ourself, shutting down")
 					r.Shutdown()
@@ -1121,6 +1140,13 @@ func (r *Raft) restoreUserSnapshot(meta *SnapshotMeta, reader io.Reader) error {
 			latestIndex, committedIndex)
 	}
 
+	// Let the leader's own writes finish before the log is replaced.
+	if a := r.leaderState.appender; a != nil {
+		if err := a.flush(); err != nil {
+			return err
+		}
+	}
+
 	// Cancel any inflight requests.
 	for {
 		e := r.leaderState.inflight.Front()
@@ -1261,6 +1287,26 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		applyLog.log.AppendedAt = now
 		logs[idx] = &applyLog.log
 		r.leaderState.inflight.PushBack(applyLog)
+	}
+
+	if a := r.leaderState.appender; a != nil {
+		if a.failed.Load() {
+			for _, applyLog := range applyLogs {
+				applyLog.respond(ErrNotLeader)
+			}
+			r.setState(Follower)
+			return
+		}
+		// Replicate at once and write the log in parallel: replication reads
+		// the entries from a.pending, and the leader counts toward commitment
+		// once its write returns (leader_append.go).
+		a.pending.add(logs)
+		r.setLastLog(lastIndex, term)
+		a.append(logs)
+		for _, f := range r.leaderState.replState {
+			asyncNotifyCh(f.triggerCh)
+		}
+		return
 	}
 
 	commitIndex := r.getCommitIndex()
@@ -1479,6 +1525,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 	// if we ever get an appendEntries call
 	if a.Term > r.getCurrentTerm() || (r.getState() != Follower && !r.candidateFromLeadershipTransfer.Load()) {
 		// Ensure transition to follower
+		r.stopLeaderAppender()
 		r.setState(Follower)
 		r.setCurrentTerm(a.Term)
 		resp.Term = a.Term
@@ -1865,6 +1912,7 @@ func (r *Raft) installSnapshot(rpc RPC, req *InstallSnapshotRequest) {
 	// Increase the term if we see a newer one
 	if req.Term > r.getCurrentTerm() {
 		// Ensure transition to follower
+		r.stopLeaderAppender()
 		r.setState(Follower)
 		r.setCurrentTerm(req.Term)
 		resp.Term = req.Term

@@ -28,6 +28,7 @@ func inmemConfig(t testing.TB) *Config {
 	conf.LeaderLeaseTimeout = 50 * time.Millisecond
 	conf.CommitTimeout = 5 * time.Millisecond
 	conf.Logger = newTestLogger(t)
+	conf.ParallelLeaderAppend = os.Getenv("RAFT_PARALLEL_APPEND") == "1"
 	return conf
 }
 
@@ -726,6 +727,8 @@ type MakeClusterOpts struct {
 	MonotonicLogs      bool
 	CommitTrackingLogs bool
 	PropagateError     bool // If true, return errors instead of calling t.Fatal
+	// WrapLogStore, if set, wraps node i's log store (a test hook).
+	WrapLogStore func(i int, s LogStore) LogStore
 }
 
 // makeCluster will return a cluster with the given config and number of peers.
@@ -814,6 +817,9 @@ func makeCluster(t *testing.T, opts *MakeClusterOpts) (*cluster, error) {
 			logs = &MockMonotonicLogStore{s: logs}
 		} else if opts.CommitTrackingLogs {
 			logs = NewInmemCommitTrackingStore()
+		}
+		if opts.WrapLogStore != nil {
+			logs = opts.WrapLogStore(i, logs)
 		}
 
 		peerConf := opts.Conf
