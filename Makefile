@@ -147,11 +147,12 @@ jepsen: jepsen-selftest
 # that breaks the guarantee it guards, and that the controls are clean (the
 # harness builds lockd with UNSAFE_TAG itself, as make jepsen does);
 # prints the table of which checker caught which switch (about 45 minutes)
-# and keeps it in jepsen-out/selftest.txt.
+# and keeps it in jepsen-out/selftest.txt. SELFTEST_SERVE_ARGS adds flags to
+# every Raft case's nodes (make jepsen-selftest SELFTEST_SERVE_ARGS=--raft-parallel-append).
 jepsen-selftest:
 	scripts/jepsen-deps.sh
 	mkdir -p jepsen-out
-	LOCKD_JEPSEN_SELFTEST=1 bash -o pipefail -c '$(GO) test -count=1 -run TestSelfTest -timeout 90m -v ./jepsen 2>&1 | tee jepsen-out/selftest.txt'
+	LOCKD_JEPSEN_SELFTEST=1 LOCKD_JEPSEN_SELFTEST_SERVE_ARGS="$(SELFTEST_SERVE_ARGS)" bash -o pipefail -c '$(GO) test -count=1 -run TestSelfTest -timeout 90m -v ./jepsen 2>&1 | tee jepsen-out/selftest.txt'
 
 # A local 3-node cluster in the background (scripts/cluster.sh), from
 # bin/lockd-unsafe: its nodes run with --unsafe-fault-injection for the

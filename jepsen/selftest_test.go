@@ -96,7 +96,10 @@ var selfTests = []selfTestCase{
 // checker caught which switch: a harness that cannot catch a known bug
 // proves nothing by passing. The cases take one to five minutes each, so
 // they run only when LOCKD_JEPSEN_SELFTEST=1; LOCKD_JEPSEN_SELFTEST_RUN
-// (a comma-separated list of case names) runs only those.
+// (a comma-separated list of case names) runs only those, and
+// LOCKD_JEPSEN_SELFTEST_SERVE_ARGS adds flags to every lockd serve of the
+// Raft cases (to show the checkers catch on the configuration a campaign
+// ran, e.g. "--raft-parallel-append").
 func TestSelfTest(t *testing.T) {
 	if os.Getenv("LOCKD_JEPSEN_SELFTEST") != "1" {
 		t.Skip("set LOCKD_JEPSEN_SELFTEST=1 to run the self-test (several minutes)")
@@ -173,8 +176,12 @@ func TestSelfTest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			serveArgs := tt.serveArgs
+			if tt.election == "" || tt.election == "raft" {
+				serveArgs = append(slices.Clone(serveArgs), strings.Fields(os.Getenv("LOCKD_JEPSEN_SELFTEST_SERVE_ARGS"))...)
+			}
 			r := mustRunConfig(t, runner.Config{Nodes: 3, Seed: uint64(7000 + i), Duration: d, Faults: fps, Workloads: workloads,
-				UnsafeDebug: tt.debug, NoFencing: tt.noFencing, UnsafeClock: tt.unsafeClock, Election: tt.election, ServeArgs: tt.serveArgs})
+				UnsafeDebug: tt.debug, NoFencing: tt.noFencing, UnsafeClock: tt.unsafeClock, Election: tt.election, ServeArgs: serveArgs})
 			for _, v := range r.Verdicts {
 				if v.Violations > 0 && slices.Contains(tt.catch, v.Checker) {
 					mu.Lock()

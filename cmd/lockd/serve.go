@@ -230,6 +230,9 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if f.election != "raft" && (f.nonVoter || f.voters != 0) {
 		return server.Config{}, fmt.Errorf("--non-voter and --voters are for --election raft: the classic modes have a fixed membership")
 	}
+	if f.election != "raft" && f.parallelAppend {
+		return server.Config{}, fmt.Errorf("--raft-parallel-append needs --election raft: the classic modes keep no Raft log")
+	}
 	if f.election != "raft" && f.etcdAddr != "" {
 		return server.Config{}, fmt.Errorf("--etcd-listen needs --election raft: etcd's API is served over the replicated state only")
 	}

@@ -75,6 +75,7 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 		{[]string{"--voters", "4"}, "must be 0 (off) or odd"},
 		{[]string{"--voters", "3", "--dead-voter-after", "100ms"}, "DeadVoterAfter"},
 		{[]string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1", "--voters", "3"}, "--voters are for --election raft"},
+		{[]string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1", "--raft-parallel-append"}, "--raft-parallel-append needs --election raft"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--snapshot-threshold", "0"}, "--snapshot-threshold"},
