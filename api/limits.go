@@ -43,6 +43,10 @@ const (
 	// go on the node that answers, so it is bounded to keep that short.
 	MaxListLimit = 10000
 
+	// MaxKeepAliveIDs bounds the sessions one POST /v1/sessions/keepalive
+	// renews: their ids fit MaxBody with room to spare.
+	MaxKeepAliveIDs = 1000
+
 	// MaxKVValueLen is the longest value of a key of the namespace, in
 	// bytes (fsm.MaxValueLen).
 	MaxKVValueLen = 256 << 10

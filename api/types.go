@@ -52,6 +52,21 @@ type KeepAliveResponse struct {
 	TTL Duration `json:"ttl"`
 }
 
+// KeepAliveManyRequest is the body of POST /v1/sessions/keepalive: the
+// sessions to renew in one request, 1 to MaxKeepAliveIDs of them.
+type KeepAliveManyRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// KeepAliveManyResponse answers POST /v1/sessions/keepalive: the sessions
+// renewed, in the order asked, and the ids of those that were not because
+// they expired, were destroyed or never existed (each of which a single
+// keepalive would have answered 410 session_expired).
+type KeepAliveManyResponse struct {
+	Renewed []KeepAliveResponse `json:"renewed"`
+	Expired []string            `json:"expired"`
+}
+
 // AcquireRequest is the body of POST /v1/locks/{name}/acquire. Wait is how
 // long to block in the waiter queue; 0 means try once.
 //

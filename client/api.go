@@ -151,6 +151,19 @@ func (c *Client) keepAlive(ctx context.Context, id string) error {
 	return c.call(ctx, "POST", "/v1/sessions/"+id+"/keepalive", nil, nil, idempotent, 0)
 }
 
+// KeepAliveSessions renews sessions by id in one request, as one keepalive
+// each would (POST /v1/sessions/keepalive): for a process that keeps many
+// sessions alive, such as a proxy for many clients, one request a round
+// instead of one per session. The answer lists the sessions renewed and the
+// ids the leader reports expired (gone for good: create new ones); an error
+// means none can be counted as renewed. A Session of this package keeps
+// itself alive and needs no call.
+func (c *Client) KeepAliveSessions(ctx context.Context, ids ...string) (api.KeepAliveManyResponse, error) {
+	var out api.KeepAliveManyResponse
+	err := c.call(ctx, "POST", "/v1/sessions/keepalive", api.KeepAliveManyRequest{IDs: ids}, &out, idempotent, 0)
+	return out, err
+}
+
 func (c *Client) destroySession(ctx context.Context, id string) error {
 	return c.call(ctx, "DELETE", "/v1/sessions/"+id, nil, nil, idempotent, 0)
 }

@@ -335,3 +335,24 @@ func TestClient_QuotaExceededIsNotRetried(t *testing.T) {
 		t.Fatalf("Put answered quota_exceeded = %v after %d calls; want ErrQuotaExceeded after 1", err, calls.Load())
 	}
 }
+
+// KeepAliveSessions renews several sessions in one request, reports the
+// ones that are gone, and refuses a request without ids.
+func TestClient_KeepAliveSessions(t *testing.T) {
+	c := servertest.New(t, 3)
+	cl := mustClient(t, c.URLs()...)
+	a, b := mustSession(t, cl), mustSession(t, cl)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.KeepAliveSessions(ctxT(t, 10*time.Second), a.ID(), b.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Renewed) != 1 || res.Renewed[0].ID != a.ID() || len(res.Expired) != 1 || res.Expired[0] != b.ID() {
+		t.Fatalf("KeepAliveSessions = %+v, want %s renewed and %s expired", res, a.ID(), b.ID())
+	}
+	if _, err := cl.KeepAliveSessions(ctxT(t, 10*time.Second)); !errors.Is(err, client.ErrBadRequest) {
+		t.Fatalf("KeepAliveSessions of no ids = %v, want ErrBadRequest", err)
+	}
+}

@@ -92,6 +92,14 @@ func (f *fakeService) KeepAlive(ctx context.Context, id string) (api.KeepAliveRe
 	return api.KeepAliveResponse{ID: id, TTL: api.Duration(15 * time.Second)}, f.record(ctx, "KeepAlive", id)
 }
 
+func (f *fakeService) KeepAliveMany(ctx context.Context, ids []string) (api.KeepAliveManyResponse, error) {
+	out := api.KeepAliveManyResponse{Expired: []string{}}
+	for _, id := range ids {
+		out.Renewed = append(out.Renewed, api.KeepAliveResponse{ID: id, TTL: api.Duration(15 * time.Second)})
+	}
+	return out, f.record(ctx, "KeepAliveMany", ids)
+}
+
 func (f *fakeService) DestroySession(ctx context.Context, id string) error {
 	return f.record(ctx, "DestroySession", id)
 }

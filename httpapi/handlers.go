@@ -49,6 +49,31 @@ func (s *Server) keepAlive(r *http.Request) (any, error) {
 	return s.svc.KeepAlive(r.Context(), id)
 }
 
+// keepAliveMany serves POST /v1/sessions/keepalive: one request renews
+// several sessions (a client with many sessions renews them together).
+// Every id must be one the token may renew, or nothing is renewed.
+func (s *Server) keepAliveMany(r *http.Request) (any, error) {
+	var req api.KeepAliveManyRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	if len(req.IDs) == 0 || len(req.IDs) > api.MaxKeepAliveIDs {
+		return nil, api.Errorf(api.CodeBadRequest, "ids has %d sessions: give 1 to %d", len(req.IDs), api.MaxKeepAliveIDs)
+	}
+	for i, id := range req.IDs {
+		if id == "" || len(id) > maxSessionIDLen {
+			return nil, api.Errorf(api.CodeBadRequest, "ids[%d] is %d bytes long: a session id is 1 to %d", i, len(id), maxSessionIDLen)
+		}
+		if err := s.ownSession(r, id); err != nil {
+			return nil, err
+		}
+	}
+	return s.svc.KeepAliveMany(r.Context(), req.IDs)
+}
+
+// maxSessionIDLen bounds an id in a body: lockd's are 32 hex digits.
+const maxSessionIDLen = 128
+
 // destroySession serves DELETE /v1/sessions/{id}.
 func (s *Server) destroySession(r *http.Request) (any, error) {
 	id := mux.Vars(r)["id"]

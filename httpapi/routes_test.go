@@ -39,6 +39,8 @@ func TestRoutes_Success(t *testing.T) {
 			call{"CreateSession", []any{api.CreateSessionRequest{TTL: dur(30 * time.Second), LockDelay: durPtr(0), Name: "worker"}}}},
 		{"keepalive", "POST", "/v1/sessions/s1/keepalive", "", 200,
 			`{"id":"s1","ttl":"15s"}`, call{"KeepAlive", []any{"s1"}}},
+		{"keepalive of several sessions", "POST", "/v1/sessions/keepalive", `{"ids":["s1","s2"]}`, 200,
+			`{"renewed":[{"id":"s1","ttl":"15s"},{"id":"s2","ttl":"15s"}],"expired":[]}`, call{"KeepAliveMany", []any{[]string{"s1", "s2"}}}},
 		{"destroy session", "DELETE", "/v1/sessions/s1", "", 200, `{}`, call{"DestroySession", []any{"s1"}}},
 		{"get session", "GET", "/v1/sessions/s1", "", 200, sessionJSON, call{"Session", []any{"s1", ReadOptions{}}}},
 		{"list sessions", "GET", "/v1/sessions?consistent", "", 200,

@@ -299,6 +299,7 @@ func (s *Server) routes() []route {
 		{get, "/v1/sessions/{id}", leaderUnlessStale, anyToken, ok, s.getSession, readQuery, queryWait},
 		{del, "/v1/sessions/{id}", leaderOnly, anyToken, ok, s.destroySession, nil, noWait},
 		{post, "/v1/sessions/{id}/keepalive", leaderOnly, anyToken, ok, s.keepAlive, nil, noWait},
+		{post, "/v1/sessions/keepalive", leaderOnly, anyToken, ok, s.keepAliveMany, nil, noWait},
 
 		{get, "/v1/locks", leaderUnlessStale, anyToken, ok, s.listLocks, listQuery, queryWait},
 		{get, "/v1/locks/{name:.*}", leaderUnlessStale, lockR, ok, s.getLock, readQuery, queryWait},

@@ -39,6 +39,9 @@ type Service interface {
 
 	CreateSession(ctx context.Context, req api.CreateSessionRequest) (api.Session, error)
 	KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse, error)
+	// KeepAliveMany renews sessions ids (1 to api.MaxKeepAliveIDs of
+	// them, none empty) as KeepAlive renews one.
+	KeepAliveMany(ctx context.Context, ids []string) (api.KeepAliveManyResponse, error)
 	DestroySession(ctx context.Context, id string) error
 	Session(ctx context.Context, id string, opt ReadOptions) (api.Session, error)
 	// Sessions, Locks and Elections read one page of a list; opt.Limit is

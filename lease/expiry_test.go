@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -402,4 +403,62 @@ func handed(term *leaderTerm) []string {
 	term.mu.Lock()
 	defer term.mu.Unlock()
 	return term.deadlines.handedIDs(nil)
+}
+
+// One request renews several sessions as one keepalive each would: the
+// live ones live a full TTL from the renewal, and the ids of sessions that
+// do not exist, or whose expiry is on its way, come back as expired
+// without failing the others.
+func TestKeepAliveMany_RenewsEachAsAKeepAliveWould(t *testing.T) {
+	en := newExpiringNode(t, true)
+	a := en.mustSession(t, 5*time.Second)
+	b := en.mustSession(t, 5*time.Second)
+	gone := en.mustSession(t, 5*time.Second)
+	ctx := context.Background()
+	en.clock.advance(4 * time.Second)
+	res, err := en.n.KeepAliveMany(ctx, []string{a, "no-such-session", b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.KeepAliveManyResponse{
+		Renewed: []api.KeepAliveResponse{{ID: a, TTL: api.Duration(5 * time.Second)}, {ID: b, TTL: api.Duration(5 * time.Second)}},
+		Expired: []string{"no-such-session"},
+	}
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("KeepAliveMany = %+v, want %+v", res, want)
+	}
+	// At 5 s gone falls due (its expiry is held on its way); a and b,
+	// renewed at 4 s, live until 9 s.
+	en.clock.advance(time.Second)
+	waitFor(t, 10*time.Second, "gone's expiry on its way", func() bool { return slices.Equal(handed(en.term), []string{gone}) })
+	res, err = en.n.KeepAliveMany(ctx, []string{gone, a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Renewed) != 1 || res.Renewed[0].ID != a || !slices.Equal(res.Expired, []string{gone}) {
+		t.Fatalf("KeepAliveMany while gone's expiry commits = %+v, want a renewed and gone expired", res)
+	}
+	close(en.eng.gate)
+	waitFor(t, 10*time.Second, "gone's expiry committed", func() bool { _, ok := en.n.fsm.Session(gone); return !ok })
+	// At 9.5 s b (renewed at 4 s) is due and a (renewed at 5 s) is not.
+	en.clock.advance(4500 * time.Millisecond)
+	waitFor(t, 10*time.Second, "b's expiry", func() bool { _, ok := en.n.fsm.Session(b); return !ok })
+	if _, ok := en.n.fsm.Session(a); !ok {
+		t.Fatal("a expired, though renewed at 5 s with a TTL of 5 s")
+	}
+	if got := en.n.count.keepalives.Load(); got != 3 {
+		t.Fatalf("keepalives counted: %d, want 3 (a twice, b once)", got)
+	}
+}
+
+// A node that does not lead, or whose master lease ran out, renews none.
+func TestKeepAliveMany_OnlyUnderTheLease(t *testing.T) {
+	en := newExpiringNode(t, false)
+	a := en.mustSession(t, 5*time.Second)
+	en.term.mu.Lock()
+	en.term.leaseUntil = en.clock.Now()
+	en.term.mu.Unlock()
+	if _, err := en.n.KeepAliveMany(context.Background(), []string{a}); api.CodeOf(err) != api.CodeNoLeader {
+		t.Fatalf("KeepAliveMany without a lease = %v, want no_leader", err)
+	}
 }

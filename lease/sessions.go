@@ -93,6 +93,36 @@ func (n *Node) KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse,
 	return api.KeepAliveResponse{ID: id, TTL: api.Duration(s.TTL)}, nil
 }
 
+// KeepAliveMany renews several sessions in one call, as KeepAlive renews
+// one: under one check of the master lease, made after every extension.
+// The ids of sessions that no longer exist (or whose deadline has passed)
+// are in Expired; the others are renewed. An error (no lease, not the
+// leader) renews none that the caller can count on.
+func (n *Node) KeepAliveMany(ctx context.Context, ids []string) (api.KeepAliveManyResponse, error) {
+	t, err := n.leading()
+	if err != nil {
+		return api.KeepAliveManyResponse{}, err
+	}
+	out := api.KeepAliveManyResponse{Renewed: make([]api.KeepAliveResponse, 0, len(ids)), Expired: []string{}}
+	for _, id := range ids {
+		s, ok := n.fsm.Session(id)
+		if !ok || !t.extend(id, s.TTL) {
+			out.Expired = append(out.Expired, id)
+			continue
+		}
+		out.Renewed = append(out.Renewed, api.KeepAliveResponse{ID: id, TTL: api.Duration(s.TTL)})
+	}
+	if err := n.unsafeKeepaliveWrite(ctx); err != nil {
+		return api.KeepAliveManyResponse{}, err
+	}
+	// Checked after the extensions, as in KeepAlive.
+	if !t.leaseValid() {
+		return api.KeepAliveManyResponse{}, errNoLeader("the leader's master lease has run out")
+	}
+	n.count.keepalives.Add(uint64(len(out.Renewed)))
+	return out, nil
+}
+
 // DestroySession commits the end of a session; its locks are released at
 // once, with no lock-delay.
 func (n *Node) DestroySession(ctx context.Context, id string) error {

@@ -172,6 +172,7 @@ func TestACL_EveryEndpoint(t *testing.T) {
 		{"GET", "/v1/sessions", nil, 200, anyValid, false},
 		{"GET", "/v1/sessions/{s}", nil, 200, owners, false},
 		{"POST", "/v1/sessions/{s}/keepalive", nil, 200, owners, false},
+		{"POST", "/v1/sessions/keepalive", func(p principal) any { return api.KeepAliveManyRequest{IDs: []string{p.session}} }, 200, owners, false},
 		{"POST", "/v1/locks/{l}/acquire", sess, 200, writers, false},
 		{"GET", "/v1/locks/{l}", nil, 200, readers, false},
 		{"GET", "/v1/locks", nil, 200, anyValid, false},

@@ -195,7 +195,9 @@ func checkFile(root, path string) ([]problem, error) {
 }
 
 // markdownFiles lists the Markdown files under root, skipping hidden
-// directories, test data and benchmark output.
+// directories, test data, benchmark output and the documents of vendored
+// libraries (third_party/*, whose own links are theirs), but not lockd's
+// note on each of them (README.lockd.md).
 func markdownFiles(root string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -204,6 +206,9 @@ func markdownFiles(root string) ([]string, error) {
 		}
 		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata" || d.Name() == "bench-out") {
 			return filepath.SkipDir
+		}
+		if rel, _ := filepath.Rel(root, path); strings.HasPrefix(rel, "third_party"+string(filepath.Separator)) && d.Name() != "README.lockd.md" {
+			return nil
 		}
 		if !d.IsDir() && strings.HasSuffix(path, ".md") {
 			out = append(out, path)
