@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lockd/lockd/api"
 )
 
 // RowFlags registers the rows' flags on fs (--duration, --workers,
@@ -18,9 +20,13 @@ func RowFlags(fs *flag.FlagSet, def Config) func() (Config, error) {
 	sessions := fs.String("sessions", joinInts(def.Sessions), "keepalive: comma-separated session counts (none: no keepalive rows)")
 	callers := fs.Int("callers", def.Callers, "keepalive: callers that create and renew the sessions")
 	ttl := fs.Duration("ttl", def.TTL, "keepalive: the sessions' TTL")
+	batch := fs.Int("keepalive-batch", max(def.KeepaliveBatch, 1), "keepalive: sessions a caller renews in one request (above 1: lockd's POST /v1/sessions/keepalive, rows named keepalive-batch)")
 	return func() (Config, error) {
 		cfg := def
-		cfg.Duration, cfg.Callers, cfg.TTL = *duration, *callers, *ttl
+		cfg.Duration, cfg.Callers, cfg.TTL, cfg.KeepaliveBatch = *duration, *callers, *ttl, *batch
+		if *batch < 1 || *batch > api.MaxKeepAliveIDs {
+			return cfg, fmt.Errorf("--keepalive-batch %d: give 1 to %d", *batch, api.MaxKeepAliveIDs)
+		}
 		return cfg, parseLists(intList{"workers", *workers, &cfg.Workers}, intList{"waiters", *waiters, &cfg.Waiters},
 			intList{"sessions", *sessions, &cfg.Sessions})
 	}

@@ -181,6 +181,30 @@ func (s *lockdSession) KeepAlive(ctx context.Context) error {
 	return s.api.do(ctx, s.base, http.MethodPost, "/v1/sessions/"+s.id+"/keepalive", nil, nil)
 }
 
+// KeepAliveMany renews ss in one POST /v1/sessions/keepalive through
+// endpoint i.
+func (a *lockd) KeepAliveMany(ctx context.Context, i int, ss []Session) ([]error, error) {
+	req := api.KeepAliveManyRequest{IDs: make([]string, len(ss))}
+	for k, s := range ss {
+		req.IDs[k] = s.ID()
+	}
+	var out api.KeepAliveManyResponse
+	if err := a.do(ctx, a.endpoint(i), http.MethodPost, "/v1/sessions/keepalive", req, &out); err != nil {
+		return nil, err
+	}
+	gone := make(map[string]bool, len(out.Expired))
+	for _, id := range out.Expired {
+		gone[id] = true
+	}
+	errs := make([]error, len(ss))
+	for k, id := range req.IDs {
+		if gone[id] {
+			errs[k] = ErrSessionExpired
+		}
+	}
+	return errs, nil
+}
+
 func (s *lockdSession) TryAcquire(ctx context.Context, name string) error {
 	return s.Acquire(ctx, name, 0)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,11 @@ type Config struct {
 	Callers int
 	// TTL of the keepalive rows' sessions.
 	TTL time.Duration
+	// KeepaliveBatch is how many of its sessions a keepalive caller
+	// renews in one request: 1 (or 0) one each, as the rows always did;
+	// above 1 the System must be a BatchRenewer, and the rows are named
+	// keepalive-batch.
+	KeepaliveBatch int
 	// Queue are the waiters rows' queue depths.
 	Queue []int
 	// Watchers are the watchers rows' counts of blocking queries; a run
@@ -624,6 +630,14 @@ func Keepalive(ctx context.Context, cfg Config) ([]Row, error) {
 
 func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 	row := Row{Bench: "keepalive", N: n}
+	step := max(b.cfg.KeepaliveBatch, 1)
+	batcher, _ := b.sys.(BatchRenewer)
+	if step > 1 {
+		if batcher == nil {
+			return row, fmt.Errorf("keepalive: this system cannot renew several sessions in one request: %w", errors.ErrUnsupported)
+		}
+		row.Bench, row.Batch = "keepalive-batch", step
+	}
 	lc, countsLease := b.sys.(LeaseCounter)
 	var leaseBefore uint64
 	if countsLease {
@@ -662,7 +676,12 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 			last := make([]time.Duration, len(mine)) // a successful renewal's send, after t0
 			gone := make([]bool, len(mine))
 			renewed := false // in this round over mine
-			for k := 0; len(mine) > 0 && rctx.Err() == nil; k = (k + 1) % len(mine) {
+			var ks []int     // the positions in mine one request renews
+			var batch []Session
+			for k := 0; len(mine) > 0 && rctx.Err() == nil; k += step {
+				if k >= len(mine) {
+					k = 0
+				}
 				if k == 0 {
 					if !renewed {
 						pause(rctx) // none of ours exists yet, or every one is gone
@@ -673,37 +692,63 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 				if e := end.Load(); e != 0 && int64(s0) >= e {
 					return
 				}
-				i := mine[k]
-				b0 := born[i].Load()
-				if gone[k] || b0 == 0 {
+				ks, batch = ks[:0], batch[:0]
+				for j := k; j < min(k+step, len(mine)); j++ {
+					b0 := born[mine[j]].Load()
+					if gone[j] || b0 == 0 {
+						continue
+					}
+					if last[j] == 0 {
+						last[j] = time.Duration(b0 - 1)
+					}
+					ks, batch = append(ks, j), append(batch, ss[mine[j]])
+				}
+				if len(ks) == 0 {
 					continue
 				}
 				renewed = true
-				if last[k] == 0 {
-					last[k] = time.Duration(b0 - 1)
+				var each []error
+				if step == 1 {
+					each = []error{batch[0].KeepAlive(rctx)}
+				} else if e, err := batcher.KeepAliveMany(rctx, c, batch); err != nil {
+					each = slices.Repeat([]error{err}, len(ks))
+				} else {
+					each = e
 				}
-				err := ss[i].KeepAlive(rctx)
 				s1 := time.Since(t0)
-				switch {
-				case err == nil:
-					last[k] = s0
-					if m := measuring.Load(); m != 0 && int64(s0) >= m && (end.Load() == 0 || int64(s1) < end.Load()) {
-						lat[c] = append(lat[c], s1-s0)
-						done.Add(1)
+				measured := false
+				if m := measuring.Load(); m != 0 && int64(s0) >= m && (end.Load() == 0 || int64(s1) < end.Load()) {
+					measured = true
+				}
+				var failed error // the first failure other than an expiry
+				ok := false      // some session was renewed
+				for x, j := range ks {
+					switch err := each[x]; {
+					case err == nil:
+						last[j], ok = s0, true
+						if measured {
+							done.Add(1)
+						}
+					case errors.Is(err, ErrSessionExpired):
+						// The expiry came before this answer; the cluster
+						// promised none before the last acknowledged
+						// renewal's send + TTL.
+						gone[j] = true
+						if s1-last[j] >= ttl {
+							lapsed.Add(1)
+						} else {
+							wrong.Add(1)
+							errs.add(fmt.Errorf("session %s expired less than %v after its last renewal was sent: %w", batch[x].ID(), s1-last[j], err))
+						}
+					case rctx.Err() == nil:
+						failed = cmpErr(failed, err)
 					}
-				case errors.Is(err, ErrSessionExpired):
-					// The expiry came before this answer; the cluster
-					// promised none before the last acknowledged
-					// renewal's send + TTL.
-					gone[k] = true
-					if s1-last[k] >= ttl {
-						lapsed.Add(1)
-					} else {
-						wrong.Add(1)
-						errs.add(fmt.Errorf("session %s expired less than %v after its last renewal was sent: %w", ss[i].ID(), s1-last[k], err))
-					}
-				case rctx.Err() == nil:
-					errs.add(err)
+				}
+				if measured && ok {
+					lat[c] = append(lat[c], s1-s0) // a request's latency, however many it renewed
+				}
+				if failed != nil {
+					errs.add(failed)
 					pause(rctx)
 				}
 			}

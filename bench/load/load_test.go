@@ -70,6 +70,29 @@ func TestRows_AgainstACluster(t *testing.T) {
 	noSessionsLeft(t, c)
 }
 
+// The keepalive row renewing 16 sessions a request (POST
+// /v1/sessions/keepalive) against a real cluster: every session renewed,
+// none lapsed or expired early, no entry written.
+func TestKeepaliveBatch_AgainstACluster(t *testing.T) {
+	c := servertest.New(t, 3)
+	c.WaitLeader()
+	cfg := small(c.URLs())
+	cfg.KeepaliveBatch = 16
+	rows, err := load.Keepalive(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	printRows(t, rows)
+	r := rows[0]
+	if r.Bench != "keepalive-batch" || r.Batch != 16 || r.Ops == 0 || r.Errors != 0 {
+		t.Fatalf("row %s batch %d: %d renewals, %d errors (%s)", r.Bench, r.Batch, r.Ops, r.Errors, r.FirstError)
+	}
+	if r.RaftEntries == nil || *r.RaftEntries != 0 || r.Lapsed != 0 || r.WrongExpiries != 0 {
+		t.Errorf("keepalive-batch row: entries %v, lapsed %d, wrong %d", r.RaftEntries, r.Lapsed, r.WrongExpiries)
+	}
+	noSessionsLeft(t, c)
+}
+
 // noSessionsLeft checks that the rows destroyed every session they
 // created.
 func noSessionsLeft(t *testing.T, c *servertest.Cluster) {
@@ -101,6 +124,19 @@ func TestKeepalive_CatchesWrongExpiriesAndWrites(t *testing.T) {
 			commit.Add(1)
 			w.WriteHeader(http.StatusCreated)
 			_ = json.NewEncoder(w).Encode(api.Session{ID: fmt.Sprint("s", made.Add(1))})
+		case r.URL.Path == "/v1/sessions/keepalive":
+			commit.Add(1) // a write per request
+			var req api.KeepAliveManyRequest
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			out := api.KeepAliveManyResponse{Expired: []string{}}
+			for _, id := range req.IDs {
+				if renewals.Add(1)%7 == 0 {
+					out.Expired = append(out.Expired, id)
+				} else {
+					out.Renewed = append(out.Renewed, api.KeepAliveResponse{ID: id})
+				}
+			}
+			_ = json.NewEncoder(w).Encode(out)
 		case strings.HasSuffix(r.URL.Path, "/keepalive"):
 			commit.Add(1) // a write per keepalive
 			if renewals.Add(1)%7 == 0 {
@@ -117,14 +153,17 @@ func TestKeepalive_CatchesWrongExpiriesAndWrites(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cfg := small([]string{srv.URL})
-	rows, err := load.Keepalive(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rows[0]
-	if r.WrongExpiries == 0 || r.Lapsed != 0 || r.RaftEntries == nil || *r.RaftEntries == 0 {
-		t.Fatalf("wrong expiries %d, lapsed %d, entries %v: want wrong expiries and entries caught", r.WrongExpiries, r.Lapsed, r.RaftEntries)
+	for _, batch := range []int{1, 8} {
+		cfg := small([]string{srv.URL})
+		cfg.KeepaliveBatch = batch
+		rows, err := load.Keepalive(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rows[0]
+		if r.WrongExpiries == 0 || r.Lapsed != 0 || r.RaftEntries == nil || *r.RaftEntries == 0 {
+			t.Fatalf("batch %d: wrong expiries %d, lapsed %d, entries %v: want wrong expiries and entries caught", batch, r.WrongExpiries, r.Lapsed, r.RaftEntries)
+		}
 	}
 }
 

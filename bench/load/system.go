@@ -83,3 +83,13 @@ var (
 type LeaseCounter interface {
 	LeaseFailures(ctx context.Context) (uint64, error)
 }
+
+// BatchRenewer is a System that renews several of its sessions in one
+// request (lockd's POST /v1/sessions/keepalive), for the keepalive rows
+// with Config.KeepaliveBatch above 1.
+type BatchRenewer interface {
+	// KeepAliveMany renews ss through endpoint i. errs has an entry per
+	// session (ErrSessionExpired for one the cluster reports gone); err
+	// is the whole request's failure.
+	KeepAliveMany(ctx context.Context, i int, ss []Session) (errs []error, err error)
+}

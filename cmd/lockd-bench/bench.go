@@ -17,7 +17,7 @@ import (
 
 const benchUsage = `lockd-bench elections [--n 3,5,7,9,16] [--seeds 10] [--algorithms ring,bully,invitation,raft] [--pool-n 8,..,256] [--pool-sizes 3,5,7] [--out DIR]
   lockd-bench locks|handoff|keepalive|serving [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256]
-              [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--json FILE]
+              [--waiters 2,16,64] [--sessions 1000,10000,100000] [--callers 64] [--ttl 30s] [--keepalive-batch 1] [--json FILE]
   lockd-bench waiters [--addr ADDRS] [--duration 10s] [--queue 10000] [--setup-timeout 2m] [--json FILE]
   lockd-bench watchers [--addr ADDRS] [--duration 10s] [--watchers 10000] [--setup-timeout 2m] [--json FILE]
   lockd-bench kv [--addr ADDRS] [--duration 10s] [--workers 1,16,64,256] [--hot-keys 4] [--value-size 1024]
