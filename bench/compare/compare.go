@@ -49,7 +49,7 @@ var DefaultBenches = []string{"locks", "handoff", "keepalive"}
 // RowBenches are the benches of the rows the benches make, in the
 // order the report shows them: kv makes kv-put, kv-get, kv-cas, kv-txn
 // and kv-watch rows.
-var RowBenches = []string{"locks", "handoff", "keepalive", "kv-put", "kv-get", "kv-cas", "kv-txn", "kv-watch"}
+var RowBenches = []string{"locks", "handoff", "keepalive", "keepalive-batch", "kv-put", "kv-get", "kv-cas", "kv-txn", "kv-watch"}
 
 // benchOf is the bench that makes rows of bench row.
 func benchOf(row string) string {

@@ -27,7 +27,8 @@ type etcd struct {
 	name      string // Etcd, or LockdEtcd: lockd's nodes serving etcd's API
 	endpoints []string
 	clients   []*clientv3.Client
-	watches   etcdWatches // the kv-watch rows' open watches (etcd_kv.go)
+	watches   etcdWatches      // the kv-watch rows' open watches (etcd_kv.go)
+	streams   keepAliveStreams // the keepalive-batch rows' streams (etcd_stream.go)
 }
 
 func newEtcd(endpoints []string) (*etcd, error) {
@@ -52,6 +53,7 @@ func newEtcd(endpoints []string) (*etcd, error) {
 
 func (e *etcd) Close() error {
 	e.watches.closeAll()
+	e.closeStreams()
 	var first error
 	for _, c := range e.clients {
 		if err := c.Close(); err != nil && first == nil {

@@ -113,7 +113,7 @@ func metrics(bench string) []metric {
 		ms = append(ms, metric{name: "cas failed", get: func(r load.Row) (float64, bool) { return float64(r.CASFailed), true }})
 	case "kv-watch":
 		ms = append(ms, metric{name: "setup ms", ms: true, get: func(r load.Row) (float64, bool) { return r.Setup * 1000, true }})
-	case "keepalive":
+	case "keepalive", "keepalive-batch":
 		ms = append(ms,
 			metric{name: "lapsed", get: func(r load.Row) (float64, bool) { return float64(r.Lapsed), true }},
 			metric{name: "wrong expiries", get: func(r load.Row) (float64, bool) { return float64(r.WrongExpiries), true }},
@@ -451,13 +451,28 @@ func (rep *Report) targets(rows map[string]map[rowKey]load.Row) {
 	if len(rep.keys("keepalive")) == 0 {
 		add("keepalive: at least 1.5x etcd's KeepAliveOnce rate at 64 callers", Unmeasured, "no keepalive rows")
 	}
-	for _, k := range rep.keys("keepalive") {
-		name := fmt.Sprintf("keepalive at %d sessions, %d callers: at least 1.5x etcd's KeepAliveOnce rate, with 0 wrong expiries, 0 lapsed, 0 errors, 0 writes", k, callers)
+	for _, kb := range []struct{ bench, how string }{
+		{"keepalive", "one request a renewal; etcd's KeepAliveOnce"},
+		{"keepalive-batch", "lockd's one request for several sessions; etcd's KeepAlive stream"},
+	} {
+		keepaliveTargets(kb.bench, kb.how, callers, rep.keys(kb.bench), get, add, status)
+	}
+
+	rep.failoverTarget()
+}
+
+// keepaliveTargets adds the target of each row of bench (keepalive or
+// keepalive-batch; how says what each system sends): lockd at least 1.5x
+// etcd's rate, and clean.
+func keepaliveTargets(bench, how string, callers int, counts []int, get func(sys, bench string, n int) (load.Row, bool),
+	add func(name, status, detail string), status func(bool) string) {
+	for _, k := range counts {
+		name := fmt.Sprintf("%s at %d sessions, %d callers (%s): at least 1.5x etcd's rate, with 0 wrong expiries, 0 lapsed, 0 errors, 0 writes", bench, k, callers, how)
 		if callers != 64 {
 			name += " (the target is stated at 64 callers)"
 		}
-		l, _ := get(Lockd, "keepalive", k)
-		e, eok := get(Etcd, "keepalive", k)
+		l, _ := get(Lockd, bench, k)
+		e, eok := get(Etcd, bench, k)
 		if !eok || e.Rate == 0 || l.Ops == 0 {
 			add(name, Unmeasured, "no keepalive row at this count for lockd and etcd")
 			continue
@@ -470,8 +485,6 @@ func (rep *Report) targets(rows map[string]map[rowKey]load.Row) {
 		add(name, status(l.Rate >= 1.5*e.Rate && clean), fmt.Sprintf("lockd %.0f/s, etcd %.0f/s: %.2fx; lockd %d wrong expiries, %d lapsed, %d errors, %s writes",
 			l.Rate, e.Rate, l.Rate/e.Rate, l.WrongExpiries, l.Lapsed, l.Errors, writes))
 	}
-
-	rep.failoverTarget()
 }
 
 // FailoverTarget names the failover target.

@@ -20,12 +20,21 @@ func RowFlags(fs *flag.FlagSet, def Config) func() (Config, error) {
 	sessions := fs.String("sessions", joinInts(def.Sessions), "keepalive: comma-separated session counts (none: no keepalive rows)")
 	callers := fs.Int("callers", def.Callers, "keepalive: callers that create and renew the sessions")
 	ttl := fs.Duration("ttl", def.TTL, "keepalive: the sessions' TTL")
-	batch := fs.Int("keepalive-batch", max(def.KeepaliveBatch, 1), "keepalive: sessions a caller renews in one request (above 1: lockd's POST /v1/sessions/keepalive, rows named keepalive-batch)")
+	batchDef := def.KeepaliveBatches
+	if len(batchDef) == 0 {
+		batchDef = []int{1}
+	}
+	batches := fs.String("keepalive-batch", joinInts(batchDef), "keepalive: comma-separated counts of sessions a caller renews in one request, a set of rows each (above 1: lockd's POST /v1/sessions/keepalive, etcd's KeepAlive stream; rows named keepalive-batch)")
 	return func() (Config, error) {
 		cfg := def
-		cfg.Duration, cfg.Callers, cfg.TTL, cfg.KeepaliveBatch = *duration, *callers, *ttl, *batch
-		if *batch < 1 || *batch > api.MaxKeepAliveIDs {
-			return cfg, fmt.Errorf("--keepalive-batch %d: give 1 to %d", *batch, api.MaxKeepAliveIDs)
+		cfg.Duration, cfg.Callers, cfg.TTL = *duration, *callers, *ttl
+		if err := parseLists(intList{"keepalive-batch", *batches, &cfg.KeepaliveBatches}); err != nil {
+			return cfg, err
+		}
+		for _, b := range cfg.KeepaliveBatches {
+			if b < 1 || b > api.MaxKeepAliveIDs {
+				return cfg, fmt.Errorf("--keepalive-batch %d: give 1 to %d", b, api.MaxKeepAliveIDs)
+			}
 		}
 		return cfg, parseLists(intList{"workers", *workers, &cfg.Workers}, intList{"waiters", *waiters, &cfg.Waiters},
 			intList{"sessions", *sessions, &cfg.Sessions})

@@ -33,6 +33,17 @@ func TestRowFlags(t *testing.T) {
 	if _, err := parse("--waiters", "2,x"); err == nil || !strings.HasPrefix(err.Error(), `--waiters: "x" is not a number`) {
 		t.Errorf("bad list: %v", err)
 	}
+	if cfg, err := parse(); err != nil || !slices.Equal(cfg.KeepaliveBatches, []int{1}) {
+		t.Errorf("default keepalive batches %v, %v: want one set of rows, one session a request", cfg.KeepaliveBatches, err)
+	}
+	if cfg, err := parse("--keepalive-batch", "1,64"); err != nil || !slices.Equal(cfg.KeepaliveBatches, []int{1, 64}) {
+		t.Errorf("--keepalive-batch 1,64: %v, %v", cfg.KeepaliveBatches, err)
+	}
+	for _, bad := range []string{"0", "1001"} {
+		if _, err := parse("--keepalive-batch", bad); err == nil || !strings.Contains(err.Error(), "give 1 to 1000") {
+			t.Errorf("--keepalive-batch %s: %v, want it refused", bad, err)
+		}
+	}
 }
 
 func TestKVFlags(t *testing.T) {

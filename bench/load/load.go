@@ -38,11 +38,11 @@ type Config struct {
 	Callers int
 	// TTL of the keepalive rows' sessions.
 	TTL time.Duration
-	// KeepaliveBatch is how many of its sessions a keepalive caller
-	// renews in one request: 1 (or 0) one each, as the rows always did;
-	// above 1 the System must be a BatchRenewer, and the rows are named
-	// keepalive-batch.
-	KeepaliveBatch int
+	// KeepaliveBatches are how many of its sessions a keepalive caller
+	// renews in one request, a set of keepalive rows for each: 1 one
+	// each, as the rows always did (empty: only that); above 1 the System
+	// must be a BatchRenewer, and the rows are named keepalive-batch.
+	KeepaliveBatches []int
 	// Queue are the waiters rows' queue depths.
 	Queue []int
 	// Watchers are the watchers rows' counts of blocking queries; a run
@@ -257,9 +257,10 @@ func (e *errorCount) fill(r *Row) { r.Errors, r.FirstError = e.n.Load(), e.first
 
 // bench is one run of rows against one cluster.
 type bench struct {
-	cfg Config
-	sys System
-	run string
+	cfg   Config
+	sys   System
+	run   string
+	batch int // the keepalive rows': sessions renewed by one request
 }
 
 func newBench(cfg Config) *bench {
@@ -625,12 +626,26 @@ func (q *queue) join(ctx context.Context, i int, s Session) {
 
 // Keepalive measures session renewals.
 func Keepalive(ctx context.Context, cfg Config) ([]Row, error) {
-	return newBench(cfg).rows(ctx, cfg.Sessions, (*bench).keepalive)
+	batches := cfg.KeepaliveBatches
+	if len(batches) == 0 {
+		batches = []int{1}
+	}
+	var all []Row
+	for _, batch := range batches {
+		b := newBench(cfg)
+		b.batch = batch
+		rows, err := b.rows(ctx, cfg.Sessions, (*bench).keepalive)
+		all = append(all, rows...)
+		if err != nil {
+			return all, err
+		}
+	}
+	return all, nil
 }
 
 func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 	row := Row{Bench: "keepalive", N: n}
-	step := max(b.cfg.KeepaliveBatch, 1)
+	step := max(b.batch, 1)
 	batcher, _ := b.sys.(BatchRenewer)
 	if step > 1 {
 		if batcher == nil {

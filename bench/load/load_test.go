@@ -77,7 +77,7 @@ func TestKeepaliveBatch_AgainstACluster(t *testing.T) {
 	c := servertest.New(t, 3)
 	c.WaitLeader()
 	cfg := small(c.URLs())
-	cfg.KeepaliveBatch = 16
+	cfg.KeepaliveBatches = []int{16}
 	rows, err := load.Keepalive(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestKeepalive_CatchesWrongExpiriesAndWrites(t *testing.T) {
 	defer srv.Close()
 	for _, batch := range []int{1, 8} {
 		cfg := small([]string{srv.URL})
-		cfg.KeepaliveBatch = batch
+		cfg.KeepaliveBatches = []int{batch}
 		rows, err := load.Keepalive(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)

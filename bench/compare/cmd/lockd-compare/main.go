@@ -31,7 +31,7 @@ import (
 const usage = `usage:
   lockd-compare run --system lockd|etcd|zookeeper|lockd-etcd --endpoints A,B,C --out FILE
         [--duration 10s] [--warmup 15s] [--workers 1,16,64] [--waiters 2,16,64]
-        [--sessions 1000] [--callers 64] [--ttl 30s] [--version TEXT] [--quiet]
+        [--sessions 1000] [--callers 64] [--ttl 30s] [--keepalive-batch 1] [--version TEXT] [--quiet]
         [--benches locks,handoff,keepalive[,kv][,etcd-api]] [--fanout 1000] [--hot-keys 4] [--value-size 1024]
         [--mutex-workers 1,16,64,256] [--kv-workers 16,64] [--leases 1000,100000]
         [--grant-rate 2000] [--grant-limit 4m] [--profile-dir DIR --profile-endpoints URL,URL,URL]
