@@ -209,8 +209,11 @@ type Row struct {
 	Keys      int   `json:"keys,omitempty"`
 	CASFailed int64 `json:"cas_failed,omitempty"`
 	// kv-load rows: the puts to a transaction, each node's memory before
-	// and after, and the median over the nodes of the heap per key.
+	// and after, and the median over the nodes of the heap per key;
+	// keepalive-batch rows: the sessions one request renews at most, and
+	// the requests that renewed Ops of them in the measured time.
 	Batch       int          `json:"batch,omitempty"`
+	Requests    int          `json:"requests,omitempty"`
 	Memory      []NodeMemory `json:"memory,omitempty"`
 	BytesPerKey float64      `json:"bytes_per_key,omitempty"`
 	// kv-wake rows: unrelated watches answered before their wait ran out
@@ -836,6 +839,12 @@ func (b *bench) keepalive(ctx context.Context, n int) (Row, error) {
 		}
 	}
 	b.finish(&row, lat, &errs)
+	if step > 1 {
+		// The latencies are requests'; a row counts sessions renewed.
+		row.Requests = row.Ops
+		row.Ops = int(done.Load())
+		row.Rate = float64(row.Ops) / row.Seconds
+	}
 	row.Lapsed, row.WrongExpiries = lapsed.Load(), wrong.Load()
 	b.progress("keepalive, %d sessions: %.0f renewals/s, p99 %s, %d lapsed, %d wrong expiries, %d errors, lease failures %s", n, row.Rate, ms(row.Latency.P99), row.Lapsed, row.WrongExpiries, row.Errors, countOrNA(row.LeaseFailures))
 	return row, ctx.Err()

@@ -29,7 +29,7 @@ func Print(w io.Writer, rows []Row) {
 			}
 			return s
 		}
-		keep := func(s string) string { return only("keepalive", s) }
+		keep := func(s string) string { return orOnly(r.Bench, "keepalive", "keepalive-batch", s) }
 		parked := "-"
 		if r.Bench == "waiters" || r.Bench == "watchers" || r.Bench == "kv-watch" || r.Bench == "kv-wake" {
 			parked = fmt.Sprint(r.Parked)
