@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,7 +54,7 @@ type serveFlags struct {
 	kvHistoryEvents, kvHistoryMax   int
 	kvHistoryAge                    time.Duration
 	snapshotThreshold               uint64
-	parallelAppend                  bool
+	parallelAppend                  setBool
 	snapshotInterval                time.Duration
 	bodyTimeout                     time.Duration
 	httpConnsPerClient, httpConns   int
@@ -83,7 +84,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaderTO, "leader-lease-timeout", d.LeaderLeaseTimeout, "Raft leader steps down after this long without a quorum")
 	fs.Float64Var(&f.drift, "max-clock-drift", d.MaxClockDrift, "largest relative clock-rate difference the master lease tolerates")
 	fs.DurationVar(&f.margin, "lease-margin", d.LeaseMargin, "safety margin subtracted from the master lease")
-	fs.BoolVar(&f.parallelAppend, "raft-parallel-append", d.ParallelAppend, "the Raft leader sends new entries to its followers while it writes its own log (counting itself only once written), instead of after: one fsync less on each write's path (docs/design.md)")
+	f.parallelAppend.v = d.ParallelAppend
+	fs.Var(&f.parallelAppend, "raft-parallel-append", "the Raft leader sends new entries to its followers while it writes its own log (counting itself only once written), instead of after: one fsync less on each write's path (docs/design.md); =false: after, as hashicorp/raft does")
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", d.SnapshotThreshold, "log entries since the last snapshot after which Raft snapshots the state (and compacts the log)")
 	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", d.SnapshotInterval, "how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
 	fs.IntVar(&f.maxBlocking, "max-blocking-queries", d.MaxBlockingQueries,
@@ -130,6 +132,24 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 			"(node, term, from, until; both times in nanoseconds of the host's CLOCK_MONOTONIC)")
 	f.unsafe.register(fs)
 }
+
+// setBool is a boolean flag that knows whether it was given (on the
+// command line or from the environment), so that a default can differ from
+// what a user asked for.
+type setBool struct{ v, set bool }
+
+func (b *setBool) String() string { return strconv.FormatBool(b.v) }
+
+func (b *setBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("not true or false")
+	}
+	b.v, b.set = v, true
+	return nil
+}
+
+func (b *setBool) IsBoolFlag() bool { return true }
 
 func serve(args []string) int {
 	fs := flag.NewFlagSet("lockd serve", flag.ContinueOnError)
@@ -230,7 +250,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if f.election != "raft" && (f.nonVoter || f.voters != 0) {
 		return server.Config{}, fmt.Errorf("--non-voter and --voters are for --election raft: the classic modes have a fixed membership")
 	}
-	if f.election != "raft" && f.parallelAppend {
+	if f.election != "raft" && f.parallelAppend.set && f.parallelAppend.v {
 		return server.Config{}, fmt.Errorf("--raft-parallel-append needs --election raft: the classic modes keep no Raft log")
 	}
 	if f.election != "raft" && f.etcdAddr != "" {
@@ -275,7 +295,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 		return server.Config{}, fmt.Errorf("--snapshot-threshold %d must be at least 1 and --snapshot-interval %v at least 5ms", f.snapshotThreshold, f.snapshotInterval)
 	}
 	nc.SnapshotThreshold, nc.SnapshotInterval = f.snapshotThreshold, f.snapshotInterval
-	nc.ParallelAppend = f.parallelAppend
+	nc.ParallelAppend = f.parallelAppend.v
 	nc.MaxSessionsPerToken, nc.MaxObjectsPerSession, nc.MaxWaitersPerObject = f.maxSessionsPerToken, f.maxLocksPerSession, f.maxWaitersPerLock
 	if f.kvHistoryEvents < 0 || f.kvHistoryAge < 0 || f.kvHistoryMax < 1 || f.kvHistoryEvents > f.kvHistoryMax {
 		return server.Config{}, fmt.Errorf("--kv-history-events %d and --kv-history-age %v must not be negative, and --kv-history-max-events %d must be at least 1 and at least --kv-history-events",

@@ -106,14 +106,20 @@ func TestServeFlags_Snapshots(t *testing.T) {
 	}
 }
 
-// --raft-parallel-append reaches the node's configuration, off by default.
+// --raft-parallel-append reaches the node's configuration, on by default;
+// =false turns it off, and the classic modes, which keep no Raft log,
+// start without it unless it is asked for.
 func TestServeFlags_ParallelAppend(t *testing.T) {
-	if cfg := mustServeConfig(t, nil, nil); cfg.Node.ParallelAppend {
-		t.Fatal("parallel append on without the flag")
+	if cfg := mustServeConfig(t, nil, nil); !cfg.Node.ParallelAppend {
+		t.Fatal("parallel append off by default")
 	}
-	if cfg := mustServeConfig(t, []string{"--raft-parallel-append"}, nil); !cfg.Node.ParallelAppend {
-		t.Fatal("--raft-parallel-append did not reach the node's configuration")
+	if cfg := mustServeConfig(t, []string{"--raft-parallel-append=false"}, nil); cfg.Node.ParallelAppend {
+		t.Fatal("--raft-parallel-append=false did not turn it off")
 	}
+	if cfg := mustServeConfig(t, nil, map[string]string{"LOCKD_RAFT_PARALLEL_APPEND": "false"}); cfg.Node.ParallelAppend {
+		t.Fatal("LOCKD_RAFT_PARALLEL_APPEND=false did not turn it off")
+	}
+	mustServeConfig(t, []string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1"}, nil)
 }
 
 func TestRun_ExitCodes(t *testing.T) {
