@@ -573,6 +573,8 @@ func rowName(l Line) string {
 		return fmt.Sprintf("kv-cas, %d workers", l.N)
 	case "kv-watch":
 		return fmt.Sprintf("kv-watch, %d watchers", l.N)
+	case "keepalive-batch":
+		return fmt.Sprintf("keepalive-batch (several sessions a request), %d sessions", l.N)
 	}
 	return fmt.Sprintf("keepalive, %d sessions", l.N)
 }
