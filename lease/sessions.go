@@ -77,8 +77,8 @@ func (n *Node) KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse,
 	if err != nil {
 		return api.KeepAliveResponse{}, err
 	}
-	s, ok := n.fsm.Session(id)
-	if !ok || !t.extend(id, s.TTL) {
+	ttl, ok := n.renew(t, id)
+	if !ok {
 		return api.KeepAliveResponse{}, n.apiErr(fsm.ErrSessionNotFound, id, "")
 	}
 	if err := n.unsafeKeepaliveWrite(ctx); err != nil {
@@ -90,7 +90,18 @@ func (n *Node) KeepAlive(ctx context.Context, id string) (api.KeepAliveResponse,
 		return api.KeepAliveResponse{}, errNoLeader("the leader's master lease has run out")
 	}
 	n.count.keepalives.Add(1)
-	return api.KeepAliveResponse{ID: id, TTL: api.Duration(s.TTL)}, nil
+	return api.KeepAliveResponse{ID: id, TTL: api.Duration(ttl)}, nil
+}
+
+// renew moves session id's deadline in leader term t a full TTL on, and
+// returns the TTL; false if the session does not exist or its deadline
+// has passed (its expiry may be in flight: it is not revived).
+func (n *Node) renew(t *leaderTerm, id string) (time.Duration, bool) {
+	s, ok := n.fsm.Session(id)
+	if !ok || !t.extend(id, s.TTL) {
+		return 0, false
+	}
+	return s.TTL, true
 }
 
 // KeepAliveMany renews several sessions in one call, as KeepAlive renews
@@ -105,12 +116,12 @@ func (n *Node) KeepAliveMany(ctx context.Context, ids []string) (api.KeepAliveMa
 	}
 	out := api.KeepAliveManyResponse{Renewed: make([]api.KeepAliveResponse, 0, len(ids)), Expired: []string{}}
 	for _, id := range ids {
-		s, ok := n.fsm.Session(id)
-		if !ok || !t.extend(id, s.TTL) {
+		ttl, ok := n.renew(t, id)
+		if !ok {
 			out.Expired = append(out.Expired, id)
 			continue
 		}
-		out.Renewed = append(out.Renewed, api.KeepAliveResponse{ID: id, TTL: api.Duration(s.TTL)})
+		out.Renewed = append(out.Renewed, api.KeepAliveResponse{ID: id, TTL: api.Duration(ttl)})
 	}
 	if err := n.unsafeKeepaliveWrite(ctx); err != nil {
 		return api.KeepAliveManyResponse{}, err
