@@ -237,14 +237,23 @@ func TestEtcd_Watch(t *testing.T) {
 	}
 	// Churn the history past the first put: a watch from it is canceled
 	// with the oldest revision it could start from, which then works.
+	var last int64
 	for i := range kvHistory.MinEvents + 5 {
-		if _, err := kv.Put(ctx, &pb.PutRequest{Key: []byte("churn"), Value: []byte{byte(i)}}); err != nil {
+		p, err := kv.Put(ctx, &pb.PutRequest{Key: []byte("churn"), Value: []byte{byte(i)}})
+		if err != nil {
 			t.Fatal(err)
 		}
+		last = p.Header.Revision
 	}
-	servertest.WaitFor(t, 5*time.Second, "the follower's history to be compacted", func() bool {
-		return c.Nodes[f].Node().FSM().Compacted() > uint64(first.Header.Revision)
+	// Wait for the follower to apply every churn put, not only the first
+	// that compacts: otherwise its history may still move on between the
+	// canceled watch and the one from the revision that watch named.
+	servertest.WaitFor(t, 5*time.Second, "the follower to apply the churn", func() bool {
+		return c.Nodes[f].Node().FSM().KVIndex() >= uint64(last)
 	})
+	if got := c.Nodes[f].Node().FSM().Compacted(); got <= uint64(first.Header.Revision) {
+		t.Fatalf("the follower's history compacted to %d, not past %d", got, first.Header.Revision)
+	}
 	if err := w.Send(&pb.WatchRequest{RequestUnion: &pb.WatchRequest_CreateRequest{CreateRequest: &pb.WatchCreateRequest{Key: []byte("churn"), StartRevision: first.Header.Revision}}}); err != nil {
 		t.Fatal(err)
 	}
