@@ -157,7 +157,8 @@ func (c *Client) keepAlive(ctx context.Context, id string) error {
 // instead of one per session. The answer lists the sessions renewed and the
 // ids the leader reports expired (gone for good: create new ones); an error
 // means none can be counted as renewed. A Session of this package keeps
-// itself alive and needs no call.
+// itself alive and needs no call: the sessions of one Client are renewed
+// together, by this request, once one of them is due.
 func (c *Client) KeepAliveSessions(ctx context.Context, ids ...string) (api.KeepAliveManyResponse, error) {
 	var out api.KeepAliveManyResponse
 	err := c.call(ctx, "POST", "/v1/sessions/keepalive", api.KeepAliveManyRequest{IDs: ids}, &out, idempotent, 0)

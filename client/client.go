@@ -67,6 +67,7 @@ type Client struct {
 	endpoints []string
 	hc        *http.Client
 	preferred atomic.Int32 // the endpoint to try first: the last that answered, or the leader an answer named
+	renewals  *renewer     // keeps the client's sessions alive
 }
 
 // New returns a Client for the given endpoints with default settings.
@@ -80,6 +81,7 @@ func NewWithConfig(cfg Config) (*Client, error) {
 		return nil, ErrNoEndpoints
 	}
 	c := &Client{cfg: cfg}
+	c.renewals = newRenewer(c)
 	for _, e := range cfg.Endpoints {
 		u, err := normalise(e, cfg.TLS != nil)
 		if err != nil {

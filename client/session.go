@@ -65,8 +65,7 @@ type Session struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	stop   chan struct{} // closed by Close
-	loopWG sync.WaitGroup
+	closed atomic.Bool // Close was called
 
 	seq atomic.Uint64 // last request number handed out (see nextSeq)
 
@@ -92,7 +91,7 @@ func NewSession(ctx context.Context, c *Client, opts ...SessionOption) (*Session
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{c: c, id: ws.ID, ttl: ws.TTL.D(), delay: ws.LockDelay.D(), opts: o, stop: make(chan struct{})}
+	s := &Session{c: c, id: ws.ID, ttl: ws.TTL.D(), delay: ws.LockDelay.D(), opts: o}
 	if s.opts.margin <= 0 {
 		s.opts.margin = s.ttl / 10
 	}
@@ -101,8 +100,7 @@ func NewSession(ctx context.Context, c *Client, opts ...SessionOption) (*Session
 	s.deadline = s.localDeadline(sent)
 	s.timer = time.AfterFunc(time.Until(s.deadline), s.checkDeadline)
 	s.mu.Unlock()
-	s.loopWG.Add(1)
-	go s.keepAliveLoop()
+	c.renewals.add(s)
 	return s, nil
 }
 
@@ -166,15 +164,19 @@ func (s *Session) checkDeadline() {
 	}
 }
 
-// lose ends the session with err, once.
+// lose ends the session with err, once, and stops its keepalives.
 func (s *Session) lose(err error) {
 	s.mu.Lock()
-	if s.err == nil {
+	first := s.err == nil
+	if first {
 		s.err = err
 		s.timer.Stop()
 	}
 	s.mu.Unlock()
 	s.cancel()
+	if first {
+		s.c.renewals.remove(s)
+	}
 }
 
 // renew moves the local deadline after a keepalive sent at sent succeeded.
@@ -190,51 +192,13 @@ func (s *Session) renew(sent time.Time) {
 	}
 }
 
-// keepAliveLoop renews every TTL/3, and retries sooner after a failure,
-// until the session ends. A keepalive is never allowed to outlast the local
-// deadline: an answer after it could not save the session anyway.
-func (s *Session) keepAliveLoop() {
-	defer s.loopWG.Done()
-	every := s.ttl / 3
-	retryEvery := max(s.ttl/20, 50*time.Millisecond)
-	next := every
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-s.ctx.Done():
-			return
-		case <-time.After(next):
-		}
-		sent := time.Now()
-		ctx, cancel := context.WithDeadline(s.ctx, s.Deadline())
-		err := s.c.keepAlive(ctx, s.id)
-		cancel()
-		switch {
-		case err == nil:
-			s.renew(sent)
-			next = every
-		case errors.Is(err, ErrSessionExpired):
-			s.lose(ErrSessionExpired)
-			return
-		default:
-			s.checkDeadline()
-			next = retryEvery
-		}
-	}
-}
-
 // Close stops the keepalives and destroys the session on the server, which
 // releases its locks at once. It returns the error of the destroy, if any;
 // the session is ended locally either way.
 func (s *Session) Close() error {
-	select {
-	case <-s.stop:
+	if s.closed.Swap(true) {
 		return nil
-	default:
 	}
-	close(s.stop)
-	s.loopWG.Wait()
 	s.lose(context.Canceled)
 	// Destroy even a session that lapsed locally: the server may still
 	// hold its locks, and destroying frees them without the lock-delay.

@@ -99,9 +99,18 @@ func (t *Traffic) transport(token string) http.RoundTripper {
 }
 
 // gated returns an HTTP client whose requests speak with token and pass
-// the gate's cuts.
+// the gate's cuts. It counts the keepalives of several sessions answered
+// 200 (the stat "keepalives of several sessions"), so that a run shows
+// that path ran.
 func (t *Traffic) gated(token string) *http.Client {
-	return &http.Client{Transport: t.gate.transport(t.transport(token))}
+	rt := t.gate.transport(t.transport(token))
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if err == nil && resp.StatusCode == http.StatusOK && r.Method == http.MethodPost && r.URL.Path == "/v1/sessions/keepalive" {
+			t.count("keepalives of several sessions")
+		}
+		return resp, err
+	})}
 }
 
 // baseTransport is what every workload client's requests go through:

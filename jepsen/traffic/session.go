@@ -28,7 +28,34 @@ type worker struct {
 // newWorker returns a worker whose client speaks with token.
 func (t *Traffic) newWorker(token string, locks []string, rng *rand.Rand) *worker {
 	id := t.nextClient()
-	return &worker{t: t, id: id, c: t.newClient(id, token), locks: locks, rng: rng}
+	return &worker{t: t, id: id, c: t.sharedClient(id, token), locks: locks, rng: rng}
+}
+
+// workersPerClient is how many workers share one client.Client. A client
+// renews its sessions together, several in one request
+// (POST /v1/sessions/keepalive), as a process with several sessions does;
+// workers that share a client make that path run under the faults as well
+// as the one-session keepalive.
+const workersPerClient = 2
+
+// sharedClient is a client and how many workers use it.
+type sharedClient struct {
+	c    *client.Client
+	uses int
+}
+
+// sharedClient returns the client the worker numbered id shares with the
+// worker before it of the same token, or a new one.
+func (t *Traffic) sharedClient(id int, token string) *client.Client {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if sc := t.shared[token]; sc != nil && sc.uses < workersPerClient {
+		sc.uses++
+		return sc.c
+	}
+	c := t.newClient(id, token)
+	t.shared[token] = &sharedClient{c: c, uses: 1}
+	return c
 }
 
 // session returns a live session, replacing a lost one.

@@ -134,6 +134,9 @@ type Traffic struct {
 	client int
 	stats  map[string]int
 	queued map[string]bool // sessions a read saw queued (waiters.go)
+	// shared is, per token, the client the next worker of that token
+	// shares with the one before it (session.go).
+	shared map[string]*sharedClient
 	// retries are the request-number worker's requests (retries.go).
 	retries []Retry
 	// base carries every request of the workers' own HTTP clients
@@ -153,7 +156,8 @@ type Traffic struct {
 
 // New returns a Traffic. It does no I/O.
 func New(cfg Config) *Traffic {
-	return &Traffic{cfg: cfg, rec: cfg.Recorder, stats: map[string]int{}, gate: &Gate{}, base: baseTransport(cfg.TLS)}
+	return &Traffic{cfg: cfg, rec: cfg.Recorder, stats: map[string]int{}, shared: map[string]*sharedClient{},
+		gate: &Gate{}, base: baseTransport(cfg.TLS)}
 }
 
 // Writes is the gate every write of the in-process workers passes.
