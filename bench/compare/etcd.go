@@ -67,6 +67,18 @@ func (e *etcd) NewSession(ctx context.Context, i int, ttl time.Duration) (load.S
 	c := e.clients[i%len(e.clients)]
 	secs := int64((ttl + time.Second - 1) / time.Second)
 	resp, err := c.Grant(ctx, secs)
+	// etcd refuses proposals while its apply lags its commit by more than
+	// 5,000 entries ("too many requests"), as it does when 100,000 leases
+	// are granted as fast as the callers can; a client is meant to back
+	// off and retry, and so does this one.
+	for backoff := 10 * time.Millisecond; errors.Is(err, rpctypes.ErrTooManyRequests); backoff = min(2*backoff, 500*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		resp, err = c.Grant(ctx, secs)
+	}
 	if err != nil {
 		return nil, err
 	}
