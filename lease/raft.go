@@ -156,6 +156,7 @@ func (e *raftEngine) raftConfig(hl hclog.Logger) *raft.Config {
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.BatchApplyCh = true
 	rc.ParallelLeaderAppend = cfg.ParallelAppend
+	rc.NotifyFollowersOfCommit = cfg.NotifyCommit
 	rc.Logger = hl
 	return rc
 }

@@ -55,6 +55,7 @@ type serveFlags struct {
 	kvHistoryAge                    time.Duration
 	snapshotThreshold               uint64
 	parallelAppend                  setBool
+	notifyCommit                    setBool
 	snapshotInterval                time.Duration
 	bodyTimeout                     time.Duration
 	httpConnsPerClient, httpConns   int
@@ -85,6 +86,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.drift, "max-clock-drift", d.MaxClockDrift, "largest relative clock-rate difference the master lease tolerates")
 	fs.DurationVar(&f.margin, "lease-margin", d.LeaseMargin, "safety margin subtracted from the master lease")
 	f.parallelAppend.v = d.ParallelAppend
+	f.notifyCommit.v = d.NotifyCommit
+	fs.Var(&f.notifyCommit, "raft-notify-commit", "the Raft leader sends its followers each new commit index at once, instead of with the next entries or after 50ms when none come: followers apply a write, and answer the reads and watches they serve, a round trip after it commits; =false: hashicorp/raft's timing")
 	fs.Var(&f.parallelAppend, "raft-parallel-append", "the Raft leader sends new entries to its followers while it writes its own log (counting itself only once written), instead of after: one fsync less on each write's path (docs/design.md); =false: after, as hashicorp/raft does")
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", d.SnapshotThreshold, "log entries since the last snapshot after which Raft snapshots the state (and compacts the log)")
 	fs.DurationVar(&f.snapshotInterval, "snapshot-interval", d.SnapshotInterval, "how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
@@ -253,6 +256,9 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	if f.election != "raft" && f.parallelAppend.set && f.parallelAppend.v {
 		return server.Config{}, fmt.Errorf("--raft-parallel-append needs --election raft: the classic modes keep no Raft log")
 	}
+	if f.election != "raft" && f.notifyCommit.set && f.notifyCommit.v {
+		return server.Config{}, fmt.Errorf("--raft-notify-commit needs --election raft: the classic modes keep no Raft log")
+	}
 	if f.election != "raft" && f.etcdAddr != "" {
 		return server.Config{}, fmt.Errorf("--etcd-listen needs --election raft: etcd's API is served over the replicated state only")
 	}
@@ -296,6 +302,7 @@ func (f *serveFlags) config(logger *slog.Logger) (server.Config, error) {
 	}
 	nc.SnapshotThreshold, nc.SnapshotInterval = f.snapshotThreshold, f.snapshotInterval
 	nc.ParallelAppend = f.parallelAppend.v
+	nc.NotifyCommit = f.notifyCommit.v
 	nc.MaxSessionsPerToken, nc.MaxObjectsPerSession, nc.MaxWaitersPerObject = f.maxSessionsPerToken, f.maxLocksPerSession, f.maxWaitersPerLock
 	if f.kvHistoryEvents < 0 || f.kvHistoryAge < 0 || f.kvHistoryMax < 1 || f.kvHistoryEvents > f.kvHistoryMax {
 		return server.Config{}, fmt.Errorf("--kv-history-events %d and --kv-history-age %v must not be negative, and --kv-history-max-events %d must be at least 1 and at least --kv-history-events",

@@ -76,6 +76,7 @@ func TestServeFlags_ConfigErrors(t *testing.T) {
 		{[]string{"--voters", "3", "--dead-voter-after", "100ms"}, "DeadVoterAfter"},
 		{[]string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1", "--voters", "3"}, "--voters are for --election raft"},
 		{[]string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1", "--raft-parallel-append"}, "--raft-parallel-append needs --election raft"},
+		{[]string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1", "--raft-notify-commit"}, "--raft-notify-commit needs --election raft"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--snapshot-threshold", "0"}, "--snapshot-threshold"},
@@ -120,6 +121,20 @@ func TestServeFlags_ParallelAppend(t *testing.T) {
 		t.Fatal("LOCKD_RAFT_PARALLEL_APPEND=false did not turn it off")
 	}
 	mustServeConfig(t, []string{"--election", "ring", "--initial-cluster", "n1=127.0.0.1:1"}, nil)
+}
+
+// --raft-notify-commit reaches the node's configuration, on by default;
+// =false (or its environment variable) turns it off.
+func TestServeFlags_NotifyCommit(t *testing.T) {
+	if cfg := mustServeConfig(t, nil, nil); !cfg.Node.NotifyCommit {
+		t.Fatal("commit notification off by default")
+	}
+	if cfg := mustServeConfig(t, []string{"--raft-notify-commit=false"}, nil); cfg.Node.NotifyCommit {
+		t.Fatal("--raft-notify-commit=false did not turn it off")
+	}
+	if cfg := mustServeConfig(t, nil, map[string]string{"LOCKD_RAFT_NOTIFY_COMMIT": "false"}); cfg.Node.NotifyCommit {
+		t.Fatal("LOCKD_RAFT_NOTIFY_COMMIT=false did not turn it off")
+	}
 }
 
 func TestRun_ExitCodes(t *testing.T) {

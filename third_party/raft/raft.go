@@ -799,6 +799,11 @@ func (r *Raft) leaderLoop() {
 			oldCommitIndex := r.getCommitIndex()
 			commitIndex := r.leaderState.commitment.getCommitIndex()
 			r.setCommitIndex(commitIndex)
+			if commitIndex > oldCommitIndex && r.config().NotifyFollowersOfCommit {
+				for _, f := range r.leaderState.replState {
+					asyncNotifyCh(f.triggerCh)
+				}
+			}
 
 			// New configuration has been committed, set it as the committed
 			// value.
