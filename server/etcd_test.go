@@ -93,13 +93,7 @@ func TestEtcd_OffByDefaultAndServedWhereAsked(t *testing.T) {
 	}
 	// Move leadership to the node without etcd's port: calls are still
 	// forwarded to it.
-	leader := c.WaitLeader()
-	if leader != 2 {
-		if _, err := c.Nodes[leader].Node().TransferLeadership(ctx, "n3"); err != nil {
-			t.Fatal(err)
-		}
-		servertest.WaitFor(t, 10*time.Second, "n3 leading", func() bool { return c.WaitLeader() == 2 })
-	}
+	c.MoveLeadership(2)
 	kv := pb.NewKVClient(etcdConn(t, c.EtcdAddrs()[0]))
 	if _, err := kv.Put(ctx, &pb.PutRequest{Key: []byte("k9"), Value: []byte("v")}); err != nil {
 		t.Fatalf("put forwarded to a leader without etcd's port: %v", err)

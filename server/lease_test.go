@@ -187,14 +187,8 @@ func TestCluster_LeaseNeverOutrunsTheFollowersShorterPromises(t *testing.T) {
 		}
 		leaseRuleFromEnv(t, nc)
 	})
-	l := c.WaitLeader()
-	if c.Nodes[l].ID() != "n1" {
-		n1 := c.Nodes[0]
-		if _, err := c.Nodes[l].Node().TransferLeadership(context.Background(), n1.ID()); err != nil {
-			t.Fatalf("leadership transfer to n1: %v", err)
-		}
-		servertest.WaitFor(t, 10*time.Second, "n1 to lead and serve", func() bool { return n1.Node().MasterLease() > 0 })
-	}
+	c.MoveLeadership(0)
+	servertest.WaitFor(t, 10*time.Second, "n1 to lead and serve", func() bool { return c.Nodes[0].Node().MasterLease() > 0 })
 	var longest time.Duration
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
 		longest = max(longest, c.Nodes[0].Node().MasterLease())

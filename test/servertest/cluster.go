@@ -220,6 +220,32 @@ func (c *Cluster) WaitLeader() int {
 	return leader
 }
 
+// MoveLeadership makes node i lead: it asks whichever node leads to
+// hand leadership to i until i serves as leader. A refusal because i has
+// not answered the leader lately (an election just happened, or the
+// machine is loaded) is asked again; the test fails after 20 s.
+func (c *Cluster) MoveLeadership(i int) {
+	c.t.Helper()
+	to := c.Nodes[i].ID()
+	var last error
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l := c.WaitLeader()
+		if l == i {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("leadership never moved to %s: last refusal: %v", to, last)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, last = c.Nodes[l].Node().TransferLeadership(ctx, to)
+		cancel()
+		if last != nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 func (c *Cluster) allRegistered(s *server.Server) bool {
 	for _, o := range c.Nodes {
 		if o != nil && !s.Registered(o.ID(), o.PeerAddr(), o.HTTPURL()) {
