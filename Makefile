@@ -30,7 +30,7 @@ run:
 # and its blocking readers): make test runs them again under the race
 # detector (about 95 s on 2 busy cores; -race needs cgo). make race runs
 # every package under it.
-RACE_PKGS := ./lease ./internal/mux ./client ./fsm
+RACE_PKGS := ./lease ./internal/mux ./client ./fsm ./cmd/lockd
 
 # The packages with tests of the unsafe switches: test files built only
 # with UNSAFE_TAG, whose tests are all named *Unsafe*. (The process tests,

@@ -101,7 +101,9 @@ func NewWithConfig(cfg Config) (*Client, error) {
 	c.hc = cfg.HTTPClient
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = cfg.TLS
+		// A copy: net/http writes into its transport's TLS config, and
+		// the caller's may be shared with other clients.
+		tr.TLSClientConfig = cfg.TLS.Clone()
 		tr.MaxIdleConnsPerHost = 64
 		c.hc = &http.Client{Transport: tr}
 	}

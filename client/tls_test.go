@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,5 +43,45 @@ func TestClient_BareEndpointIsHTTPSWithTLS(t *testing.T) {
 	defer pcancel()
 	if _, err := plain.Cluster(pctx); err == nil {
 		t.Fatal("a bare endpoint without TLS reached an HTTPS server")
+	}
+}
+
+// TestClient_SharedTLSConfigLeftAlone: clients made from one tls.Config
+// (as a program with several clients of one cluster does) use it side by
+// side without touching it: net/http writes the protocols it offers into
+// its transport's TLS config on first use, which on a shared config is a
+// data race (go test -race) and changes the caller's value.
+func TestClient_SharedTLSConfigLeftAlone(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"mode":"raft","node_id":"n1","members":[]}`))
+	}))
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	shared := &tls.Config{RootCAs: pool}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		cl, err := client.NewWithConfig(client.Config{Endpoints: []string{ts.URL}, TLS: shared})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			if _, err := cl.Cluster(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if shared.NextProtos != nil {
+		t.Fatalf("the caller's TLS config was changed: NextProtos %q", shared.NextProtos)
 	}
 }

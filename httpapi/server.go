@@ -210,7 +210,7 @@ func forwardTransport(c *http.Client) http.RoundTripper {
 func NewForwardTransport(tlsCfg *tls.Config) *http.Transport {
 	return &http.Transport{
 		// No Proxy: node-to-node traffic must not detour through one.
-		TLSClientConfig:       tlsCfg,
+		TLSClientConfig:       tlsCfg.Clone(), // net/http writes into it; the caller's may be shared
 		DialContext:           (&net.Dialer{Timeout: forwardDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,

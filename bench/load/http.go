@@ -32,7 +32,7 @@ func newLockd(endpoints []string, conns int, tlsCfg *tls.Config) *lockd {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = max(conns, 2)
-	tr.TLSClientConfig = tlsCfg
+	tr.TLSClientConfig = tlsCfg.Clone() // net/http writes into it; the caller's may be shared
 	scheme := "http://"
 	if tlsCfg != nil {
 		scheme = "https://"

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/lockd/lockd/api"
 	"github.com/lockd/lockd/client"
@@ -38,19 +39,20 @@ func (f *clientFlags) register(fs *flag.FlagSet, withJSON bool) {
 
 // tokenGiven records whether a client command was given an ACL token
 // (LOCKD_ACL_TOKEN or --acl-token), for fail's explanation of a 401.
-var tokenGiven bool
+// Atomic: the tests run commands side by side in one process.
+var tokenGiven atomic.Bool
 
 func (f *clientFlags) client() (*client.Client, error) {
 	addrs, tlsCfg, err := f.Endpoints()
 	if err != nil {
 		return nil, err
 	}
-	tokenGiven = f.aclToken != ""
+	tokenGiven.Store(f.aclToken != "")
 	return client.NewWithConfig(client.Config{Endpoints: addrs, TLS: tlsCfg, BearerToken: f.aclToken})
 }
 
 func fail(w io.Writer, cmd string, err error) int {
-	fmt.Fprintf(w, "%s: %v\n", cmd, explain(err, tokenGiven))
+	fmt.Fprintf(w, "%s: %v\n", cmd, explain(err, tokenGiven.Load()))
 	return cli.ExitError
 }
 

@@ -39,7 +39,7 @@ type prober struct {
 
 func newProber(c *proccluster.Cluster) *prober {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = c.ClientTLS()
+	tr.TLSClientConfig = c.ClientTLS().Clone() // net/http writes into it; the cluster's is shared
 	return &prober{c: c, hc: &http.Client{Transport: tr, Timeout: 300 * time.Millisecond}, done: make(chan struct{})}
 }
 

@@ -34,7 +34,7 @@ func checkSecured(ctx context.Context, c *proccluster.Cluster) (string, error) {
 	noCert.Certificates = nil
 	get := func(tc *tls.Config, url string) (int, error) {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tc
+		tr.TLSClientConfig = tc.Clone() // net/http writes into it; tc is shared
 		defer tr.CloseIdleConnections()
 		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 		if err != nil {

@@ -121,6 +121,6 @@ func baseTransport(tlsConfig *tls.Config) http.RoundTripper {
 		return http.DefaultTransport
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tlsConfig
+	tr.TLSClientConfig = tlsConfig.Clone() // net/http writes into it; tlsConfig is shared
 	return tr
 }

@@ -265,7 +265,7 @@ func (c *Cluster) makeCerts(ips []string) (*http.Client, error) {
 		return nil, fmt.Errorf("cluster: certificates: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = c.clientTLS
+	tr.TLSClientConfig = c.clientTLS.Clone() // net/http writes into it; callers of ClientTLS share c.clientTLS
 	return &http.Client{Timeout: defaultHTTPClient.Timeout, Transport: tr}, nil
 }
 
