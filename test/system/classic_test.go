@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockd/lockd/api"
+	"github.com/lockd/lockd/classic"
 )
 
 // TestClassic_BullyClusterServesAndFailsOver runs a 3-node cluster whose
@@ -84,11 +85,20 @@ func TestClassic_EmergentClusterRolesAndFailover(t *testing.T) {
 		}
 		return out, masters == 1
 	}
+	// Settled: at least classic.DefaultPoolLower slaves. Below it each
+	// idle node promotes itself within its trigger jitter, and one that
+	// did so after this sample could win the election below as a slave.
 	var before map[string]string
-	waitFor(t, 15*time.Second, "one master, the rest slaves or idle", func() bool {
+	waitFor(t, 15*time.Second, "one master, at least 3 slaves, the rest idle", func() bool {
 		var ok bool
 		before, ok = roles(-1)
-		return ok && before[fmt.Sprintf("n%d", coord+1)] == "master"
+		slaves := 0
+		for _, r := range before {
+			if r == "slave" {
+				slaves++
+			}
+		}
+		return ok && before[fmt.Sprintf("n%d", coord+1)] == "master" && slaves >= classic.DefaultPoolLower
 	})
 	status := mustCLI(t, []string{c.procs[0].http}, "status")
 	if !strings.Contains(status, "emergent role") {
