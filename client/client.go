@@ -51,6 +51,7 @@ type Config struct {
 	// for a cluster that requires client certificates (lockd serve
 	// --client-ca). Leader addresses that answers name (X-Lockd-Leader)
 	// are https:// on such a cluster, so following the leader keeps TLS.
+	// The Client uses a copy: one config may serve many Clients.
 	TLS *tls.Config
 	// BearerToken, if set, is sent as "Authorization: Bearer <token>".
 	BearerToken string
