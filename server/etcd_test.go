@@ -30,7 +30,7 @@ import (
 )
 
 // etcdConn dials etcd's API of a node with raw gRPC stubs.
-func etcdConn(t *testing.T, addr string) *grpc.ClientConn {
+func etcdConn(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
