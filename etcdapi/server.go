@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -132,6 +133,11 @@ func hash64(s string) uint64 {
 // Unimplemented with a message that names it.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{
+		// First in the chains: a handler that panics answers Internal
+		// instead of ending the node's process, as a panic in an HTTP
+		// handler ends only its connection.
+		grpc.ChainUnaryInterceptor(s.recoverUnary),
+		grpc.ChainStreamInterceptor(s.recoverStream),
 		grpc.UnknownServiceHandler(unimplemented),
 		// As etcd: clients may ping every 5 s, with or without a stream.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -149,6 +155,30 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	v3lockpb.RegisterLockServer(g, lockServer{s: s})
 	v3electionpb.RegisterElectionServer(g, electionServer{s: s})
 	return g
+}
+
+// recoverUnary answers a unary call whose handler panicked with
+// Internal, and logs the panic with its stack.
+func (s *Server) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer s.recovered(info.FullMethod, &err)
+	return h(ctx, req)
+}
+
+// recoverStream is recoverUnary for streams: the stream ends with
+// Internal.
+func (s *Server) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+	defer s.recovered(info.FullMethod, &err)
+	return h(srv, ss)
+}
+
+// recovered, deferred, turns a panic of the call method into err.
+func (s *Server) recovered(method string, err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	s.log.Error("etcd API call panicked", "method", method, "panic", p, "stack", string(debug.Stack()))
+	*err = status.Error(codes.Internal, "internal error")
 }
 
 func unimplemented(_ any, stream grpc.ServerStream) error {

@@ -107,9 +107,9 @@ var etcdAnswers = map[codes.Code]bool{
 
 // FuzzEtcdRequests sends the requests of etcd's API decoded from arbitrary
 // bytes to a one-node cluster that serves it: the first byte picks the call,
-// the rest is its request. A handler that panics ends the test binary (the
-// gRPC server does not recover), so the node's survival is checked by
-// every call; each answer must be one of etcdAnswers (or a recipe's
+// the rest is its request. A handler that panics answers Internal (the
+// server's recovery), which is no answer etcdAnswers allows; each answer
+// must be one of etcdAnswers (or a recipe's
 // error as etcd words it), and after it the
 // node must still answer a write and a read of its own.
 func FuzzEtcdRequests(f *testing.F) {
