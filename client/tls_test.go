@@ -17,13 +17,7 @@ import (
 // TestClient_BareEndpointIsHTTPSWithTLS: with Config.TLS, a host:port
 // endpoint is reached over HTTPS, verified against the given CA.
 func TestClient_BareEndpointIsHTTPSWithTLS(t *testing.T) {
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"mode":"raft","node_id":"n1","members":[]}`))
-	}))
-	defer ts.Close()
-	pool := x509.NewCertPool()
-	pool.AddCert(ts.Certificate())
+	ts, pool := clusterTLSServer(t)
 	hostPort := strings.TrimPrefix(ts.URL, "https://")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -52,13 +46,7 @@ func TestClient_BareEndpointIsHTTPSWithTLS(t *testing.T) {
 // its transport's TLS config on first use, which on a shared config is a
 // data race (go test -race) and changes the caller's value.
 func TestClient_SharedTLSConfigLeftAlone(t *testing.T) {
-	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"mode":"raft","node_id":"n1","members":[]}`))
-	}))
-	defer ts.Close()
-	pool := x509.NewCertPool()
-	pool.AddCert(ts.Certificate())
+	ts, pool := clusterTLSServer(t)
 	shared := &tls.Config{RootCAs: pool}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -84,4 +72,18 @@ func TestClient_SharedTLSConfigLeftAlone(t *testing.T) {
 	if shared.NextProtos != nil {
 		t.Fatalf("the caller's TLS config was changed: NextProtos %q", shared.NextProtos)
 	}
+}
+
+// clusterTLSServer starts an HTTPS server that answers every request with
+// a node's cluster status, and returns it with a pool that trusts it.
+func clusterTLSServer(t *testing.T) (*httptest.Server, *x509.CertPool) {
+	t.Helper()
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"mode":"raft","node_id":"n1","members":[]}`))
+	}))
+	t.Cleanup(ts.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	return ts, pool
 }
